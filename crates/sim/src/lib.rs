@@ -1,0 +1,13 @@
+//! uxsched's deterministic discrete-event simulator of Linux CPU scheduling.
+//!
+//! Map (see `docs/architecture.md`):
+//! - [`workload`]: the workload model and its readers (native TOML, rt-app JSON);
+//! - [`platform`]: CPUs, frequency domains, operating points;
+//! - [`engine`]: virtual time, the event queue, run-queues, classes (RT, fair, idle), cgroups;
+//! - [`policy`]: fair-class policies behind the [`policy::FairPolicy`] trait, one file each;
+//! - [`log`]: the one event log the engine writes, and the [`log::Sink`] trait;
+//! - [`metrics`], [`export`]: sinks — per-task/group/interaction metrics, Perfetto trace, Gantt SVG.
+
+pub mod log;
+pub mod platform;
+pub mod workload;

@@ -1,0 +1,174 @@
+//! The workload model every reader produces and the engine consumes.
+//!
+//! A workload is a platform (optional), a tree of CPU cgroups and a set of tasks. Each task runs
+//! its phases in order, `loops` times; each phase repeats its events `loops` times — the shape of
+//! rt-app's JSON, which the native TOML format shares (see `docs/workloads.md`).
+//! Readers: [`native`] (TOML) and [`rtapp`] (rt-app JSON).
+
+use serde::Serialize;
+use uxsched_model::Nanos;
+
+pub use crate::platform::PlatformSpec;
+
+/// A whole simulated system: what runs, where, and for how long.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Workload {
+    pub name: String,
+    /// Simulated duration; `None` means "until every task has finished" (bounded by the CLI).
+    pub duration: Option<Nanos>,
+    /// CPUs and frequency domains; `None` lets the CLI pick (`--cpus`).
+    pub platform: Option<PlatformSpec>,
+    /// CPU cgroups, parents before children.
+    pub groups: Vec<GroupSpec>,
+    /// Tasks (threads) after instance expansion; names are unique.
+    pub tasks: Vec<TaskSpec>,
+}
+
+/// A CPU cgroup. `path` is slash-separated (`"bg"`, `"apps/fg"`); the parent is the prefix and
+/// must be declared earlier. The root group is implicit and has the path `""`.
+#[derive(Debug, Clone, Serialize)]
+pub struct GroupSpec {
+    pub path: String,
+    /// Load weight of the group entity in its parent, in `cpu.shares` units (1024 = nice 0;
+    /// Android's background group uses 52).
+    pub shares: u64,
+    /// CFS bandwidth: at most `quota` of CPU time per `period`, summed over all CPUs.
+    pub bandwidth: Option<Bandwidth>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+pub struct Bandwidth {
+    pub quota: Nanos,
+    pub period: Nanos,
+}
+
+/// Scheduling class and its parameter, as `sched_setattr` would set them.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+pub enum SchedPolicy {
+    /// SCHED_OTHER (SCHED_NORMAL) with a nice value −20..=19.
+    Normal { nice: i32 },
+    /// SCHED_BATCH: fair class, never preempts on wake-up.
+    Batch { nice: i32 },
+    /// SCHED_IDLE: fair class with the minimum weight (3).
+    Idle,
+    /// SCHED_FIFO, priority 1..=99.
+    Fifo { prio: u8 },
+    /// SCHED_RR, priority 1..=99, 100 ms quantum by default.
+    Rr { prio: u8 },
+}
+
+impl Default for SchedPolicy {
+    fn default() -> Self {
+        SchedPolicy::Normal { nice: 0 }
+    }
+}
+
+/// One thread.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct TaskSpec {
+    pub name: String,
+    /// The process (thread group) it belongs to; defaults to the task's own name.
+    pub process: String,
+    pub policy: SchedPolicy,
+    /// EEVDF custom slice (`sched_attr.sched_runtime`), clamped by the engine to 0.1–100 ms.
+    pub slice: Option<Nanos>,
+    /// Allowed CPUs; `None` = all.
+    pub affinity: Option<Vec<usize>>,
+    /// cgroup path; `None` = root.
+    pub group: Option<String>,
+    /// Start offset from time 0.
+    pub delay: Nanos,
+    /// How many passes over `phases`; `None` = forever.
+    pub loops: Option<u64>,
+    pub phases: Vec<Phase>,
+    /// Free-form roles used by mechanisms and reports: `ui`, `render`, `input`, `hog`,
+    /// `delay-critical`, `foreground`, …
+    pub labels: Vec<String>,
+    /// Android low-memory-killer class (`oom_adj`, seed 001 Table 1); 0 = FOREGROUND_APP.
+    pub oom_adj: Option<i32>,
+}
+
+/// A sequence of events repeated `loops` times.
+#[derive(Debug, Clone, Serialize)]
+pub struct Phase {
+    pub name: String,
+    pub loops: u64,
+    pub events: Vec<Event>,
+}
+
+/// What a task does, one step at a time. Names of timers, locks, conditions, barriers,
+/// suspend points and channels are global to the workload, as in rt-app.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub enum Event {
+    /// CPU work measured in reference-CPU nanoseconds (capacity 1024 at the platform's reference
+    /// frequency): it takes longer on a slower CPU or at a lower frequency (rt-app `run`).
+    Run(Nanos),
+    /// Busy for a wall-clock duration whatever the CPU speed (rt-app `runtime`).
+    Runtime(Nanos),
+    /// Block for a duration (rt-app `sleep`).
+    Sleep(Nanos),
+    /// Block until the next period of the named timer (rt-app `timer`); the timer is drift-free.
+    /// Each arrival closes an rt-app period: slack = period end − end of the work before it.
+    Timer { name: String, period: Nanos, absolute: bool },
+    Lock(String),
+    Unlock(String),
+    /// Release `mutex`, wait for `cond`, re-acquire `mutex` (rt-app `wait`).
+    Wait { cond: String, mutex: String },
+    /// Wake one waiter of `cond` (rt-app `signal`).
+    Signal(String),
+    /// Wake all waiters of `cond` (rt-app `broad`).
+    Broadcast(String),
+    /// Signal `cond` and wait on it atomically (rt-app `sync`).
+    SignalWait { cond: String, mutex: String },
+    /// Wait until every task that uses the barrier has arrived (rt-app `barrier`).
+    Barrier(String),
+    /// Block until the named point is resumed (rt-app `suspend`).
+    Suspend(String),
+    /// Wake every task suspended on the named point (rt-app `resume`).
+    Resume(String),
+    /// Post a message on a channel (a pipe); carries the sender's current interaction.
+    Send(String),
+    /// Take a message from a channel, blocking while it is empty; adopts the message's interaction.
+    Recv(String),
+    /// Give up the CPU (`sched_yield`).
+    Yield,
+    /// A stimulus: starts a new interaction of this name, carried by this task from now on.
+    Begin(String),
+    /// The end of the response to the interaction this task carries (its name must match).
+    End(String),
+}
+
+impl Event {
+    /// rt-app-style name of the event kind, for messages.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Event::Run(_) => "run",
+            Event::Runtime(_) => "runtime",
+            Event::Sleep(_) => "sleep",
+            Event::Timer { .. } => "timer",
+            Event::Lock(_) => "lock",
+            Event::Unlock(_) => "unlock",
+            Event::Wait { .. } => "wait",
+            Event::Signal(_) => "signal",
+            Event::Broadcast(_) => "broad",
+            Event::SignalWait { .. } => "sync",
+            Event::Barrier(_) => "barrier",
+            Event::Suspend(_) => "suspend",
+            Event::Resume(_) => "resume",
+            Event::Send(_) => "send",
+            Event::Recv(_) => "recv",
+            Event::Yield => "yield",
+            Event::Begin(_) => "begin",
+            Event::End(_) => "end",
+        }
+    }
+}
+
+/// A workload that could not be read, with where and what.
+#[derive(Debug, thiserror::Error)]
+#[error("{location}: {message}")]
+pub struct WorkloadError {
+    /// `file[:line[:col]]` and, where known, `task NAME, phase NAME, event KIND`.
+    pub location: String,
+    pub message: String,
+}
