@@ -16,7 +16,9 @@ pub fn parse_duration(s: &str) -> Result<Nanos, String> {
         .unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
     if num.is_empty() {
-        return Err(format!("`{s}` is not a duration (expected e.g. 3ms, 250us, 1.5s)"));
+        return Err(format!(
+            "`{s}` is not a duration (expected e.g. 3ms, 250us, 1.5s)"
+        ));
     }
     let value: f64 = num
         .parse()
@@ -26,7 +28,11 @@ pub fn parse_duration(s: &str) -> Result<Nanos, String> {
         "us" | "µs" => US as f64,
         "ms" => MS as f64,
         "s" => SEC as f64,
-        other => return Err(format!("`{s}`: unknown unit `{other}` (use ns, us, ms or s)")),
+        other => {
+            return Err(format!(
+                "`{s}`: unknown unit `{other}` (use ns, us, ms or s)"
+            ))
+        }
     };
     Ok((value * scale).round() as Nanos)
 }
@@ -55,7 +61,9 @@ mod tests {
         assert_eq!(parse_duration("1.5s"), Ok(1_500 * MS));
         assert_eq!(parse_duration("42"), Ok(42));
         assert!(parse_duration("ms").is_err());
-        assert!(parse_duration("3 parsecs").unwrap_err().contains("unknown unit"));
+        assert!(parse_duration("3 parsecs")
+            .unwrap_err()
+            .contains("unknown unit"));
     }
 
     #[test]

@@ -27,16 +27,37 @@ pub enum LeaveReason {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub enum Record {
     /// CPU `cpu` stops running `prev` (if any) and starts `next` (if any; `None` = idle).
-    Switch { t: Nanos, cpu: CpuId, prev: Option<TaskId>, reason: LeaveReason, next: Option<TaskId> },
+    Switch {
+        t: Nanos,
+        cpu: CpuId,
+        prev: Option<TaskId>,
+        reason: LeaveReason,
+        next: Option<TaskId>,
+    },
     /// `task` becomes runnable on `cpu`'s run-queue. `waker` is the task whose action woke it
     /// (`None`: a timer, its first start, or the end of a throttled period).
-    Wakeup { t: Nanos, task: TaskId, cpu: CpuId, waker: Option<TaskId> },
+    Wakeup {
+        t: Nanos,
+        task: TaskId,
+        cpu: CpuId,
+        waker: Option<TaskId>,
+    },
     /// A runnable (not running) task moves between run-queues.
-    Migrate { t: Nanos, task: TaskId, from: CpuId, to: CpuId },
+    Migrate {
+        t: Nanos,
+        task: TaskId,
+        from: CpuId,
+        to: CpuId,
+    },
     /// A frequency domain changes frequency.
     Freq { t: Nanos, domain: u16, khz: u32 },
     /// Interaction `id` (of kind `name`, an index into [`RunMeta::interactions`]) starts on `task`.
-    InteractionBegin { t: Nanos, id: u64, name: u32, task: TaskId },
+    InteractionBegin {
+        t: Nanos,
+        id: u64,
+        name: u32,
+        task: TaskId,
+    },
     /// Interaction `id` ends on `task`.
     InteractionEnd { t: Nanos, id: u64, task: TaskId },
     /// A periodic task's period ends (rt-app timer): `slack` = period end − end of the work,
@@ -48,7 +69,12 @@ pub enum Record {
     Exit { t: Nanos, task: TaskId },
     /// A cgroup (index into [`RunMeta::groups`]) or, with `group == u32::MAX`, the RT class is
     /// throttled (`on = true`) or unthrottled on `cpu`.
-    Throttle { t: Nanos, group: u32, cpu: CpuId, on: bool },
+    Throttle {
+        t: Nanos,
+        group: u32,
+        cpu: CpuId,
+        on: bool,
+    },
 }
 
 impl Record {

@@ -87,17 +87,29 @@ impl PlatformSpec {
             return Err("platform has no CPUs".into());
         }
         if self.cpu_count() > 1024 {
-            return Err(format!("platform has {} CPUs; at most 1024 are supported", self.cpu_count()));
+            return Err(format!(
+                "platform has {} CPUs; at most 1024 are supported",
+                self.cpu_count()
+            ));
         }
         for d in &self.domains {
             if d.capacity == 0 || d.capacity > CAPACITY_SCALE {
-                return Err(format!("domain `{}`: capacity {} is outside 1..=1024", d.name, d.capacity));
+                return Err(format!(
+                    "domain `{}`: capacity {} is outside 1..=1024",
+                    d.name, d.capacity
+                ));
             }
             if d.opps_khz.is_empty() || d.opps_khz.windows(2).any(|w| w[0] >= w[1]) {
-                return Err(format!("domain `{}`: opps_khz must be non-empty and strictly ascending", d.name));
+                return Err(format!(
+                    "domain `{}`: opps_khz must be non-empty and strictly ascending",
+                    d.name
+                ));
             }
             if !d.opps_khz.contains(&d.initial_khz) {
-                return Err(format!("domain `{}`: initial_khz {} is not an operating point", d.name, d.initial_khz));
+                return Err(format!(
+                    "domain `{}`: initial_khz {} is not an operating point",
+                    d.name, d.initial_khz
+                ));
             }
         }
         Ok(())

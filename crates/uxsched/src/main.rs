@@ -1,1 +1,55 @@
-fn main() {}
+//! `uxsched`: one binary, three faces — the simulator (`sim`), the on-device manager
+//! (`daemon` and its clients) and the real-kernel harness (`bench`, `demo`). This file is only
+//! glue: each face's commands live in their own module over their own library crate.
+
+mod bench_cmd;
+mod daemon_cmd;
+mod exit;
+mod sim_cmd;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// Keep a Linux device responsive to its user under heavy background load.
+///
+/// See README.md for the set-up commands, docs/architecture.md for the map.
+#[derive(Parser)]
+#[command(name = "uxsched", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Deterministic simulator of Linux scheduling and the seed papers' mechanisms.
+    #[command(subcommand)]
+    Sim(sim_cmd::SimCommand),
+    #[command(flatten)]
+    Daemon(daemon_cmd::Commands),
+    #[command(flatten)]
+    Bench(bench_cmd::Commands),
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    let result = match cli.command {
+        Command::Sim(c) => sim_cmd::run(c),
+        Command::Daemon(c) => daemon_cmd::run(c),
+        Command::Bench(c) => bench_cmd::run(c),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => exit::report(&e),
+    }
+}

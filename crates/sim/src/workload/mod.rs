@@ -109,17 +109,27 @@ pub enum Event {
     Sleep(Nanos),
     /// Block until the next period of the named timer (rt-app `timer`); the timer is drift-free.
     /// Each arrival closes an rt-app period: slack = period end − end of the work before it.
-    Timer { name: String, period: Nanos, absolute: bool },
+    Timer {
+        name: String,
+        period: Nanos,
+        absolute: bool,
+    },
     Lock(String),
     Unlock(String),
     /// Release `mutex`, wait for `cond`, re-acquire `mutex` (rt-app `wait`).
-    Wait { cond: String, mutex: String },
+    Wait {
+        cond: String,
+        mutex: String,
+    },
     /// Wake one waiter of `cond` (rt-app `signal`).
     Signal(String),
     /// Wake all waiters of `cond` (rt-app `broad`).
     Broadcast(String),
     /// Signal `cond` and wait on it atomically (rt-app `sync`).
-    SignalWait { cond: String, mutex: String },
+    SignalWait {
+        cond: String,
+        mutex: String,
+    },
     /// Wait until every task that uses the barrier has arrived (rt-app `barrier`).
     Barrier(String),
     /// Block until the named point is resumed (rt-app `suspend`).

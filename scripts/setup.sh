@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs everything uxsched needs on a fresh Debian machine (run as root, or with sudo available).
+# Idempotent: does nothing that is already done. Used by `make demo` and `make test`.
+set -euo pipefail
+
+# Debian packages: the real tools the harness and tests drive (rt-app examples for the workload
+# reader, stress-ng/hackbench/fio as background loads, Xvfb/xdotool for the X11 focus source,
+# clang/libbpf for the BPF tracker, sqlite is bundled by rusqlite).
+PKGS=(build-essential pkg-config curl ca-certificates rt-app rt-tests stress-ng fio
+      xvfb x11-utils xdotool clang llvm libbpf-dev libelf-dev zlib1g-dev bpftool util-linux procps)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  echo "setup: installing ${missing[*]}" >&2
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# Rust toolchain (rustup) if cargo is absent.
+if ! command -v cargo >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/cargo" ]; then
+  echo "setup: installing the Rust toolchain with rustup" >&2
+  curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal -c rustfmt,clippy
+fi
