@@ -8,6 +8,8 @@
 //! - [`log`]: the one event log the engine writes, and the [`log::Sink`] trait;
 //! - [`metrics`], [`export`]: sinks — per-task/group/interaction metrics, Perfetto trace, Gantt SVG.
 
+pub mod engine;
 pub mod log;
 pub mod platform;
+pub mod policy;
 pub mod workload;
