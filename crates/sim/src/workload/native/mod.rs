@@ -46,7 +46,7 @@ pub fn parse(text: &str, file_name: &str) -> Result<Workload, WorkloadError> {
         name: file.name.clone().unwrap_or(stem),
         duration: file.duration.map(|d| d.0),
         platform: match &file.platform {
-            Some(p) => Some(platform(p.get_ref()).map_err(|m| at.err(p.span(), m))?),
+            Some(p) => Some(platform(p).map_err(|m| at.err(at.platform_span(), m))?),
             None => None,
         },
         ..Workload::default()
@@ -70,7 +70,6 @@ pub fn parse(text: &str, file_name: &str) -> Result<Workload, WorkloadError> {
     // The TOML table each expanded task came from, to place validation errors.
     let mut origins = Vec::new();
     let group_spans: Vec<Range<usize>> = file.group.iter().map(|g| g.span()).collect();
-    let platform_span = file.platform.as_ref().map_or(0..0, |p| p.span());
     for t in file.task {
         let span = t.span();
         for spec in task(&at, span.clone(), t.into_inner())? {
@@ -82,7 +81,7 @@ pub fn parse(text: &str, file_name: &str) -> Result<Workload, WorkloadError> {
         let span = match invalid.subject {
             Subject::Task(i) => origins[i].clone(),
             Subject::Group(i) => group_spans[i].clone(),
-            Subject::Workload => platform_span.clone(),
+            Subject::Workload => at.platform_span(),
         };
         at.err(span, invalid.message)
     })?;
@@ -96,6 +95,12 @@ struct Locator<'a> {
 }
 
 impl Locator<'_> {
+    /// Where the platform is declared (its first table header), else the file start.
+    fn platform_span(&self) -> Range<usize> {
+        let start = self.text.find("[platform").unwrap_or(0);
+        start..start
+    }
+
     fn err(&self, span: Range<usize>, message: impl Into<String>) -> WorkloadError {
         let before = &self.text[..span.start.min(self.text.len())];
         let line = before.matches('\n').count() + 1;

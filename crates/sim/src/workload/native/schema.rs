@@ -29,7 +29,8 @@ impl<'de> Deserialize<'de> for Dur {
 pub struct File {
     pub name: Option<String>,
     pub duration: Option<Dur>,
-    pub platform: Option<Spanned<PlatformDef>>,
+    /// Not `Spanned`: toml cannot span a table only made implicitly by `[[platform.domain]]`.
+    pub platform: Option<PlatformDef>,
     #[serde(default)]
     pub group: Vec<Spanned<GroupDef>>,
     #[serde(default)]
