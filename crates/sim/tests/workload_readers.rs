@@ -258,9 +258,9 @@ fn unsupported_events_are_located_errors() {
             "sched",
         ),
         (
-            r#"{"tasks": {"t": {"run": 10, "dl-runtime": 100}}}"#,
+            r#"{"tasks": {"t": {"run": 10, "dl-period": 100}}}"#,
             "main",
-            "dl-runtime",
+            "dl-period",
         ),
         (
             r#"{"tasks": {"t": {"run": 10, "util_min": 100}}}"#,
@@ -299,6 +299,19 @@ fn unsupported_events_are_located_errors() {
     let err =
         rtapp::parse(r#"{"tasks": {"t": {"priority": 30, "run": 1}}}"#, "n.json").unwrap_err();
     assert!(err.to_string().contains("nice 30"), "{err}");
+    // rt-app ≥ 1.1: dl-runtime on a fair task is its custom slice (upstream custom-slice.json).
+    let w = rtapp::parse(
+        r#"{"tasks": {"t": {"priority": -19, "dl-runtime": 3000, "run": 1}}}"#,
+        "s.json",
+    )
+    .unwrap();
+    assert_eq!(w.tasks[0].slice, Some(3 * MS));
+    let err = rtapp::parse(
+        r#"{"tasks": {"t": {"policy": "SCHED_FIFO", "dl-runtime": 3000, "run": 1}}}"#,
+        "s.json",
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("custom slice"), "{err}");
 }
 
 fn scenario_dir() -> PathBuf {

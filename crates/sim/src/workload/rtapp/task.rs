@@ -2,7 +2,8 @@
 //!
 //! Task keys: `instance` (threads made from this object, named `NAME-0`..`NAME-{n-1}` when
 //! n > 1), `loop` (passes over the phases, −1 = forever, the default), `policy`, `priority`,
-//! `cpus`, `delay` (µs), `taskgroup`, and either `phases` (ordered; each with `loop`, default 1,
+//! `cpus`, `delay` (µs), `taskgroup`, `dl-runtime` (µs; on a fair task, its EEVDF custom slice),
+//! and either `phases` (ordered; each with `loop`, default 1,
 //! and `cpus`) or events written directly in the task (one phase named `main`). Timers whose
 //! name starts with `unique` are per instance, as in rt-app; other names are shared.
 
@@ -20,7 +21,6 @@ pub struct Expanded {
 
 /// Keys rt-app accepts that the simulator cannot honour, with the reason.
 const UNSUPPORTED: &[(&str, &str)] = &[
-    ("dl-runtime", "SCHED_DEADLINE is not modelled"),
     ("dl-period", "SCHED_DEADLINE is not modelled"),
     ("dl-deadline", "SCHED_DEADLINE is not modelled"),
     ("util_min", "uclamp is not modelled"),
@@ -53,6 +53,7 @@ pub fn read(
     let mut affinity = None;
     let mut delay = 0;
     let mut group = None;
+    let mut custom_slice = None;
     let mut phases = Vec::new();
     let mut direct = Vec::new();
     for m in members {
@@ -65,6 +66,7 @@ pub fn read(
             "cpus" => affinity = Some(cpu_list(&ctx, node)?),
             "delay" => delay = super::count(&ctx, node)? * US,
             "taskgroup" => group = Some(taskgroup(&ctx, m)?),
+            "dl-runtime" => custom_slice = Some((super::count(&ctx, node)? * US, node.pos)),
             "phases" => {
                 for p in object(&ctx, node)? {
                     phases.push(read_phase(&ctx, p, key, global)?);
@@ -90,8 +92,20 @@ pub fn read(
             affinity: None,
         });
     }
+    // Since rt-app 1.1 `dl-runtime` on a fair task sets its custom slice (sched_runtime).
+    let slice = match (custom_slice, policy) {
+        (None, _) => None,
+        (Some((ns, _)), super::PolicyKind::Other | super::PolicyKind::Batch) => Some(ns),
+        (Some((_, pos)), _) => {
+            return Err(ctx.err(
+                pos,
+                "`dl-runtime` sets a custom slice only for SCHED_OTHER/SCHED_BATCH tasks",
+            ))
+        }
+    };
     let template = TaskSpec {
         name: key.to_string(),
+        slice,
         process: process.to_string(),
         policy: policy.with_priority(&ctx, priority)?,
         affinity,
