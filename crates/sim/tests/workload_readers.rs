@@ -557,3 +557,16 @@ fn dispatcher_rejects_unknown_extensions() {
         .to_string();
     assert!(err.contains("cannot read"), "{err}");
 }
+
+#[test]
+fn the_documented_example_parses() {
+    let doc = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/workloads.md"),
+    )
+    .unwrap();
+    let start = doc.find("```toml\n").expect("docs have a TOML example") + 8;
+    let end = start + doc[start..].find("```").unwrap();
+    let w = native::parse(&doc[start..end], "docs/workloads.md").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(w.tasks.len(), 7);
+    assert_eq!(task(&w, "sync").phases.len(), 2);
+}
