@@ -63,11 +63,15 @@ impl Report {
         ])];
         rows.extend(shown.iter().map(|t| task_row(t)));
         out += &render(&rows, 2);
-        if hidden > 0 {
-            out += &format!(
-                "  … {hidden} more tasks hidden (rule: labelled tasks + top {} by wake p99; filter by name/label prefix to see others)\n",
-                opts.top
-            );
+        match (&opts.filter, hidden) {
+            (_, 0) => {}
+            (Some(prefix), _) => out += &format!("  … {hidden} tasks not matching `{prefix}` hidden\n"),
+            (None, _) => {
+                out += &format!(
+                    "  … {hidden} more tasks hidden (shown: labelled tasks + top {} by wake p99; filter by name/label prefix to see others)\n",
+                    opts.top
+                )
+            }
         }
 
         if !self.interactions.is_empty() {
