@@ -160,6 +160,30 @@ fn context_switches_split_voluntary_and_involuntary_and_migrations_count() {
 }
 
 #[test]
+fn picking_the_same_task_again_is_not_a_context_switch() {
+    // A runs 0..3000; at 1000 the tick finds nothing better, at 2000 it yields with nothing else
+    // runnable: one running span, no context switch, but the yield ends a request.
+    let recs = [
+        wake(0, 0, 0),
+        sw(0, 0, None, Blocked, Some(0)),
+        sw(1000, 0, Some(0), Preempted, Some(0)),
+        sw(2000, 0, Some(0), Yielded, Some(0)),
+        sw(3000, 0, Some(0), Blocked, None),
+    ];
+    let r = report(&abc_meta(), &recs, 4000);
+    let a = &r.tasks[0].metrics;
+    assert_eq!((a.csw_voluntary, a.csw_involuntary, a.cpu_ns), (1, 0, 3000));
+    assert_eq!(
+        (a.preemption_latency.count, a.preemption_waits.count),
+        (2, 0)
+    );
+    assert!(r.anomalies.is_empty(), "{:?}", r.anomalies);
+    let mut g = GanttChart::new(0, 4000).unwrap();
+    feed(&mut g, &abc_meta(), &recs, 4000);
+    assert_eq!(g.slices().len(), 1);
+}
+
+#[test]
 fn cpu_share_is_cpu_time_over_simulated_time_and_groups_nest() {
     let r = report(&abc_meta(), &two_preemptions(), 10_000);
     // A: 1000 + 900 + 500 + 800 + 700; B: 1000; C: 500 — of 10 000 ns.

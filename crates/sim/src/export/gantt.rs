@@ -314,6 +314,12 @@ impl Sink for GanttChart {
 
     fn record(&mut self, rec: &Record) {
         match *rec {
+            // Picked again at once: the running span goes on.
+            Record::Switch {
+                prev: Some(p),
+                next: Some(n),
+                ..
+            } if p == n => {}
             Record::Switch { t, cpu, next, .. } => {
                 self.close(cpu, t);
                 if let Some(n) = next {

@@ -241,6 +241,12 @@ impl<W: Write> Sink for PerfettoTrace<W> {
     fn record(&mut self, rec: &Record) {
         self.last_t = rec.time();
         match *rec {
+            // Picked again at once: the running span goes on.
+            Record::Switch {
+                prev: Some(p),
+                next: Some(n),
+                ..
+            } if p == n => {}
             Record::Switch {
                 t,
                 cpu,

@@ -183,6 +183,25 @@ impl MetricsCollector {
         tr.state = State::Running { since: t, cpu };
     }
 
+    /// The task leaves and is picked again at once: like Linux, not a context switch. A yield
+    /// still completes the request, and the task carries on with a new one.
+    fn reselect(&mut self, t: Nanos, cpu: CpuId, task: TaskId, reason: LeaveReason) {
+        match reason {
+            LeaveReason::Preempted => {}
+            LeaveReason::Yielded => {
+                let tr = self.task(task);
+                close_activation(tr);
+                tr.activation = Some(Activation {
+                    dispatched: true,
+                    preempted_ns: 0,
+                });
+            }
+            LeaveReason::Blocked | LeaveReason::Exited => self.anomalies.note(format!(
+                "t={t}: cpu {cpu} switches from task {task} ({reason:?}) to the same task"
+            )),
+        }
+    }
+
     fn exit(&mut self, t: Nanos, task: TaskId) {
         let tr = self.task(task);
         if let State::Running { since, .. } = tr.state {
@@ -345,6 +364,13 @@ impl Sink for MetricsCollector {
 
     fn record(&mut self, rec: &Record) {
         match *rec {
+            Record::Switch {
+                t,
+                cpu,
+                prev: Some(p),
+                reason,
+                next: Some(n),
+            } if p == n => self.reselect(t, cpu, p, reason),
             Record::Switch {
                 t,
                 cpu,
