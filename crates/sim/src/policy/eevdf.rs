@@ -192,6 +192,7 @@ impl FairPolicy for Eevdf {
         e.vruntime += vruntime_delta(delta, e.weight) as i64;
         let mut resched = false;
         if e.vruntime >= e.deadline {
+            // `update_deadline`: a new request, and the CPU is offered to others.
             if !e.custom_slice {
                 e.slice = self.t.base_slice;
             }
@@ -200,6 +201,15 @@ impl FairPolicy for Eevdf {
             resched = rq.nr_running > 1;
         }
         update_min_vruntime(rq, ents);
+        // `did_preempt_short`: once its protection is over, an entity that is no longer eligible
+        // gives way at the next accounting instead of running to its (possibly far) deadline.
+        if !resched
+            && self.t.preempt_short
+            && rq.nr_running > 1
+            && ents[id].vprot <= ents[id].vruntime
+        {
+            resched = !eligible(rq, ents, id);
+        }
         resched
     }
 
