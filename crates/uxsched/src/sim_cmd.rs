@@ -279,11 +279,11 @@ fn bench(a: BenchArgs) -> anyhow::Result<ExitCode> {
             println!(
                 "{:<6} {:>7} {:>5} {:>8.1} {:>8.2} {:>11} {:>13.0} {:>12.0}",
                 r["sched"].as_str().unwrap_or(""),
-                r["threads"],
-                r["cpus"],
+                r["threads"].as_u64().unwrap_or(0),
+                r["cpus"].as_u64().unwrap_or(0),
                 r["simulated_s"].as_f64().unwrap_or(0.0),
                 r["wall_s"].as_f64().unwrap_or(0.0),
-                r["events"],
+                r["events"].as_u64().unwrap_or(0),
                 r["events_per_s"].as_f64().unwrap_or(0.0),
                 r["speedup_vs_real_time"].as_f64().unwrap_or(0.0)
             );
