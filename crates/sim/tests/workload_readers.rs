@@ -570,3 +570,39 @@ fn the_documented_example_parses() {
     assert_eq!(w.tasks.len(), 7);
     assert_eq!(task(&w, "sync").phases.len(), 2);
 }
+
+/// Debian also ships rt-app's legacy `taskset.json`: periodic phases and `sleep: false`.
+#[test]
+fn legacy_taskset_with_phases() {
+    let Some(dir) = rtapp_examples() else { return };
+    let w = rtapp::load(&dir.join("../taskset.json")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(w.tasks.len(), 4);
+    let b = task(&w, "ThreadB");
+    assert_eq!(b.policy, SchedPolicy::Normal { nice: -16 });
+    let names: Vec<(&str, u64)> = b
+        .phases
+        .iter()
+        .map(|p| (p.name.as_str(), p.loops))
+        .collect();
+    assert_eq!(names, [("phase1", 1), ("phase2", 2)]);
+    // sleep: false — no wait for the next period; 4000 µs exec, 300 µs of it in r0.
+    let last = b.phases[1].events.last().unwrap();
+    assert_eq!(*last, Event::Run(3_700 * US));
+    assert_eq!(
+        b.phases[1].events[..3],
+        [
+            Event::Lock("trig1_mutex".into()),
+            Event::Wait {
+                cond: "wait1".into(),
+                mutex: "trig1_mutex".into()
+            },
+            Event::Unlock("trig1_mutex".into()),
+        ]
+    );
+    // ThreadA keeps its period.
+    let a = task(&w, "ThreadA");
+    assert!(matches!(
+        a.phases[0].events.last(),
+        Some(Event::Timer { period, absolute: true, .. }) if *period == 24 * MS
+    ));
+}
