@@ -260,7 +260,7 @@ fn parse_fragments(sources: &[(&str, &str)], name: &str) -> Result<Workload, Wor
     let mut origins = Vec::new();
     for t in &tasks {
         let expanded = task::read(t, &settings, &table, name)?;
-        for spec in expanded.tasks {
+        for spec in expanded {
             if let Some(group) = &spec.group {
                 add_group_path(&mut workload.groups, group);
             }
