@@ -177,6 +177,7 @@ fn merged_fragments_translate_legacy_tasks() {
     ]
     .map(|n| merge.join(format!("{n}.json")));
     let w = rtapp::load_many(&parts).unwrap();
+    assert_eq!(w.name, "merge");
     assert_eq!(w.duration, Some(5 * SEC));
     assert_eq!(w.tasks.len(), 4);
     let s = |x: &str| x.to_string();
