@@ -1,0 +1,279 @@
+//! The human table: compact, aligned, and short enough for a 200-thread workload.
+//!
+//! Which tasks are shown (documented in `docs/metrics.md`): with a filter, every task whose name
+//! or one of whose labels starts with it; without one, every labelled task plus the `top` others
+//! with the highest p99 wake-up latency. Shown tasks keep id order; a footer counts the rest.
+//! Processes follow the same top-N rule; cgroups and interactions are always shown in full.
+
+use std::fmt;
+
+use uxsched_model::time::fmt_ns;
+
+use super::dist::{Stats, Summary};
+use super::report::{GroupReport, Report, TaskReport};
+
+#[derive(Debug, Clone)]
+pub struct TableOptions {
+    /// How many unlabelled tasks (and processes) to show, worst p99 wake-up latency first.
+    pub top: usize,
+    /// Show only tasks whose name or a label starts with this.
+    pub filter: Option<String>,
+}
+
+impl Default for TableOptions {
+    fn default() -> Self {
+        TableOptions {
+            top: 15,
+            filter: None,
+        }
+    }
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_table(&TableOptions::default()))
+    }
+}
+
+impl Report {
+    pub fn to_table(&self, opts: &TableOptions) -> String {
+        let mut out = format!(
+            "{} under {} — {} CPUs, seed {}, {} simulated\n",
+            self.workload,
+            self.sched,
+            self.cpus,
+            self.seed,
+            fmt_ns(self.duration_ns as f64)
+        );
+        let (shown, hidden) = self.shown_tasks(opts);
+        let mut rows = vec![header(&[
+            "task",
+            "policy",
+            "cpu%",
+            "wakeups",
+            "wake p50",
+            "wake p99",
+            "wake max",
+            "preempt p99",
+            "csw vol",
+            "invol",
+            "migr",
+            "loops/s",
+            "misses",
+        ])];
+        rows.extend(shown.iter().map(|t| task_row(t)));
+        out += &render(&rows, 2);
+        match (&opts.filter, hidden) {
+            (_, 0) => {}
+            (Some(prefix), _) => out += &format!("  … {hidden} tasks not matching `{prefix}` hidden\n"),
+            (None, _) => {
+                out += &format!(
+                    "  … {hidden} more tasks hidden (shown: labelled tasks + top {} by wake p99; filter by name/label prefix to see others)\n",
+                    opts.top
+                )
+            }
+        }
+
+        if !self.interactions.is_empty() {
+            let mut rows = vec![header(&[
+                "interaction",
+                "begun",
+                "done",
+                "unfinished",
+                "resp p50",
+                "resp p90",
+                "resp p99",
+                "resp max",
+            ])];
+            for i in &self.interactions {
+                let s = i.response_time.stats;
+                rows.push(vec![
+                    i.name.clone(),
+                    i.begun.to_string(),
+                    i.response_time.count.to_string(),
+                    i.unfinished.to_string(),
+                    time(s, |s| s.p50),
+                    time(s, |s| s.p90),
+                    time(s, |s| s.p99),
+                    time(s, |s| s.max),
+                ]);
+            }
+            out += "\n";
+            out += &render(&rows, 1);
+        }
+
+        let (procs, hidden_procs) = top_by_wake_p99(&self.processes, opts.top);
+        out += "\n";
+        out += &render(&group_rows("process", &procs), 1);
+        if hidden_procs > 0 {
+            out += &format!(
+                "  … {hidden_procs} more processes hidden (top {} by wake p99)\n",
+                opts.top
+            );
+        }
+        if self.groups.len() > 1 || self.groups.first().is_some_and(|g| !g.name.is_empty()) {
+            let all: Vec<&GroupReport> = self.groups.iter().collect();
+            out += "\n";
+            out += &render(&group_rows("cgroup", &all), 1);
+        }
+        if !self.anomalies.is_empty() {
+            out += &format!(
+                "\n{} log anomalies (engine bug?), first: {}\n",
+                self.anomalies.count,
+                self.anomalies.examples.join("; ")
+            );
+        }
+        out
+    }
+
+    fn shown_tasks(&self, opts: &TableOptions) -> (Vec<&TaskReport>, usize) {
+        let mut keep = vec![false; self.tasks.len()];
+        match &opts.filter {
+            Some(prefix) => {
+                for (k, t) in keep.iter_mut().zip(&self.tasks) {
+                    *k = t.name.starts_with(prefix.as_str())
+                        || t.labels.iter().any(|l| l.starts_with(prefix.as_str()));
+                }
+            }
+            None => {
+                let mut others: Vec<usize> = Vec::new();
+                for (i, t) in self.tasks.iter().enumerate() {
+                    if t.labels.is_empty() {
+                        others.push(i);
+                    } else {
+                        keep[i] = true;
+                    }
+                }
+                others.sort_by_key(|&i| {
+                    (
+                        std::cmp::Reverse(p99(&self.tasks[i].metrics.wakeup_latency)),
+                        i,
+                    )
+                });
+                for &i in others.iter().take(opts.top) {
+                    keep[i] = true;
+                }
+            }
+        }
+        let shown: Vec<&TaskReport> = self
+            .tasks
+            .iter()
+            .zip(&keep)
+            .filter(|(_, k)| **k)
+            .map(|(t, _)| t)
+            .collect();
+        let hidden = self.tasks.len() - shown.len();
+        (shown, hidden)
+    }
+}
+
+fn p99(s: &Summary) -> i64 {
+    s.stats.map_or(i64::MIN, |s| s.p99)
+}
+
+fn top_by_wake_p99(groups: &[GroupReport], top: usize) -> (Vec<&GroupReport>, usize) {
+    let mut order: Vec<usize> = (0..groups.len()).collect();
+    order.sort_by_key(|&i| (std::cmp::Reverse(p99(&groups[i].metrics.wakeup_latency)), i));
+    order.truncate(top);
+    order.sort_unstable();
+    (
+        order.iter().map(|&i| &groups[i]).collect(),
+        groups.len() - order.len(),
+    )
+}
+
+fn task_row(t: &TaskReport) -> Vec<String> {
+    let m = &t.metrics;
+    let w = m.wakeup_latency.stats;
+    vec![
+        t.name.clone(),
+        t.policy.clone(),
+        format!("{:.1}", m.cpu_share * 100.0),
+        m.wakeup_latency.count.to_string(),
+        time(w, |s| s.p50),
+        time(w, |s| s.p99),
+        time(w, |s| s.max),
+        time(m.preemption_latency.stats, |s| s.p99),
+        m.csw_voluntary.to_string(),
+        m.csw_involuntary.to_string(),
+        m.migrations.to_string(),
+        format!("{:.1}", m.loops_per_s),
+        m.deadline_misses.to_string(),
+    ]
+}
+
+fn group_rows(kind: &str, groups: &[&GroupReport]) -> Vec<Vec<String>> {
+    let mut rows = vec![header(&[
+        kind,
+        "tasks",
+        "cpu%",
+        "wake p50",
+        "wake p99",
+        "preempt p99",
+        "csw vol",
+        "invol",
+        "loops/s",
+        "misses",
+    ])];
+    for g in groups {
+        let m = &g.metrics;
+        let w = m.wakeup_latency.stats;
+        rows.push(vec![
+            if g.name.is_empty() {
+                "/".into()
+            } else {
+                g.name.clone()
+            },
+            g.tasks.to_string(),
+            format!("{:.1}", m.cpu_share * 100.0),
+            time(w, |s| s.p50),
+            time(w, |s| s.p99),
+            time(m.preemption_latency.stats, |s| s.p99),
+            m.csw_voluntary.to_string(),
+            m.csw_involuntary.to_string(),
+            format!("{:.1}", m.loops_per_s),
+            m.deadline_misses.to_string(),
+        ]);
+    }
+    rows
+}
+
+fn header(cols: &[&str]) -> Vec<String> {
+    cols.iter().map(|c| c.to_string()).collect()
+}
+
+/// A time statistic, or `-` when the distribution is empty.
+fn time(s: Option<Stats>, pick: impl Fn(&Stats) -> i64) -> String {
+    s.map_or_else(|| "-".into(), |s| fmt_ns(pick(&s) as f64))
+}
+
+/// Aligns `rows` (the first is the header): the first `text_cols` columns left, the rest right.
+fn render(rows: &[Vec<String>], text_cols: usize) -> String {
+    let ncols = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..ncols)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|s| s.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        let cells: Vec<String> = row
+            .iter()
+            .enumerate()
+            .map(|(c, s)| {
+                if c < text_cols {
+                    format!("{s:<w$}", w = widths[c])
+                } else {
+                    format!("{s:>w$}", w = widths[c])
+                }
+            })
+            .collect();
+        out += cells.join("  ").trim_end();
+        out += "\n";
+    }
+    out
+}
