@@ -67,7 +67,8 @@ fn repeated_keys_keep_their_order() {
     let Some(dir) = rtapp_examples() else { return };
     let w = rtapp::load(&dir.join("tutorial/example5.json")).unwrap();
     let t1 = task(&w, "thread1");
-    assert_eq!(t1.loops, Some(3));
+    // Events written in the task: its `loop` repeats the one phase, as rt-app does.
+    assert_eq!((t1.loops, t1.phases[0].loops), (Some(1), 3));
     assert_eq!(t1.policy, SchedPolicy::Normal { nice: -19 });
     assert_eq!(t1.affinity, Some(vec![1]));
     let lock = |s: &str| s.to_string();
@@ -176,6 +177,7 @@ fn merged_fragments_translate_legacy_tasks() {
     ]
     .map(|n| merge.join(format!("{n}.json")));
     let w = rtapp::load_many(&parts).unwrap();
+    assert_eq!(w.name, "merge");
     assert_eq!(w.duration, Some(5 * SEC));
     assert_eq!(w.tasks.len(), 4);
     let s = |x: &str| x.to_string();
@@ -273,6 +275,11 @@ fn unsupported_events_are_located_errors() {
             "iorun",
         ),
         (r#"{"tasks": {"t": {"run": -5}}}"#, "main", "run"),
+        (
+            r#"{"tasks": {"t": {"phases": {"p": {"priority": 5, "run": 1}}}}}"#,
+            "p",
+            "priority",
+        ),
         (
             r#"{"tasks": {"t": {"timer": {"ref": "a"}}}}"#,
             "main",
@@ -569,4 +576,40 @@ fn the_documented_example_parses() {
     let w = native::parse(&doc[start..end], "docs/workloads.md").unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(w.tasks.len(), 7);
     assert_eq!(task(&w, "sync").phases.len(), 2);
+}
+
+/// Debian also ships rt-app's legacy `taskset.json`: periodic phases and `sleep: false`.
+#[test]
+fn legacy_taskset_with_phases() {
+    let Some(dir) = rtapp_examples() else { return };
+    let w = rtapp::load(&dir.join("../taskset.json")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(w.tasks.len(), 4);
+    let b = task(&w, "ThreadB");
+    assert_eq!(b.policy, SchedPolicy::Normal { nice: -16 });
+    let names: Vec<(&str, u64)> = b
+        .phases
+        .iter()
+        .map(|p| (p.name.as_str(), p.loops))
+        .collect();
+    assert_eq!(names, [("phase1", 1), ("phase2", 2)]);
+    // sleep: false — no wait for the next period; 4000 µs exec, 300 µs of it in r0.
+    let last = b.phases[1].events.last().unwrap();
+    assert_eq!(*last, Event::Run(3_700 * US));
+    assert_eq!(
+        b.phases[1].events[..3],
+        [
+            Event::Lock("trig1_mutex".into()),
+            Event::Wait {
+                cond: "wait1".into(),
+                mutex: "trig1_mutex".into()
+            },
+            Event::Unlock("trig1_mutex".into()),
+        ]
+    );
+    // ThreadA keeps its period.
+    let a = task(&w, "ThreadA");
+    assert!(matches!(
+        a.phases[0].events.last(),
+        Some(Event::Timer { period, absolute: true, .. }) if *period == 24 * MS
+    ));
 }

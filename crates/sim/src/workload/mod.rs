@@ -237,30 +237,25 @@ pub fn load(path: &Path) -> Result<Workload, WorkloadError> {
     }
 }
 
+/// `(name, text)` of `scenarios/NAME.toml`, compiled in.
+macro_rules! scenario {
+    ($name:literal) => {
+        (
+            $name,
+            include_str!(concat!("../../../../scenarios/", $name, ".toml")),
+        )
+    };
+}
+
 /// The scenarios compiled into the binary, by name (the file stem in `scenarios/`).
 pub const BUILTINS: &[(&str, &str)] = &[
-    (
-        "showcase",
-        include_str!("../../../../scenarios/showcase.toml"),
-    ),
-    ("phone", include_str!("../../../../scenarios/phone.toml")),
-    (
-        "example1",
-        include_str!("../../../../scenarios/example1.toml"),
-    ),
-    (
-        "example2",
-        include_str!("../../../../scenarios/example2.toml"),
-    ),
-    (
-        "pipeline",
-        include_str!("../../../../scenarios/pipeline.toml"),
-    ),
-    ("mutex", include_str!("../../../../scenarios/mutex.toml")),
-    (
-        "barrier",
-        include_str!("../../../../scenarios/barrier.toml"),
-    ),
+    scenario!("showcase"),
+    scenario!("phone"),
+    scenario!("example1"),
+    scenario!("example2"),
+    scenario!("pipeline"),
+    scenario!("mutex"),
+    scenario!("barrier"),
 ];
 
 /// A built-in scenario by name (see [`BUILTINS`]).

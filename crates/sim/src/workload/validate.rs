@@ -46,6 +46,9 @@ impl Workload {
                 .validate()
                 .map_err(|m| whole(format!("platform: {m}")))?;
         }
+        if self.duration == Some(0) {
+            return Err(whole("duration is zero: nothing would run".into()));
+        }
         if self.tasks.is_empty() {
             return Err(whole("the workload has no tasks".into()));
         }

@@ -10,6 +10,9 @@
 //! mutexes in reverse order; then it busy-loops what is left of `exec` and sleeps until the
 //! next period (an absolute, drift-free timer). Translated here into the same event sequence.
 //!
+//! Phases (`phases: {name: {exec, period, loop, ...}}`) are periodic bodies in turn; with
+//! `sleep: false` a body does not wait for its next period.
+//!
 //! `deadline` only moved rt-app's logged slack; the simulator measures slack at the period's
 //! end (the timer), so a deadline shorter than the period is read but has no effect.
 
@@ -23,7 +26,12 @@ use crate::workload::{Event, Phase, TaskSpec, WorkloadError};
 const MARKERS: &[&str] = &["exec", "period", "lock_order"];
 
 pub fn is_legacy(members: &[Member]) -> bool {
-    members.iter().any(|m| MARKERS.contains(&m.key.as_str()))
+    members.iter().any(|m| {
+        MARKERS.contains(&m.key.as_str())
+            || (m.key == "phases"
+                && matches!(&m.value.value, Value::Object(phases)
+                    if phases.iter().any(|p| matches!(&p.value.value, Value::Object(body) if is_legacy(body)))))
+    })
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -102,15 +110,72 @@ pub fn read_task(
     table: &ResourceTable,
     process: &str,
 ) -> Result<TaskSpec, WorkloadError> {
-    let mut exec = None;
-    let mut period = None;
-    let mut lock_order: Option<&Node> = None;
-    let mut uses: Option<&Node> = None;
     let mut policy = global.default_policy;
     let mut priority = None;
     let mut affinity = None;
     let mut loops = None;
     let mut delay = 0;
+    let mut phases = Vec::new();
+    let mut body = Vec::new();
+    for m in members {
+        let node = &m.value;
+        match m.key.as_str() {
+            "policy" => policy = super::PolicyKind::parse(ctx, node)?,
+            "priority" => priority = Some((int_value(ctx, node)?, node.pos)),
+            "cpus" => affinity = Some(cpu_list(ctx, node)?),
+            "loop" => loops = task::read_loop(ctx, m)?,
+            "delay" => delay = count(ctx, node)? * US,
+            "phases" => {
+                for p in object(ctx, node)? {
+                    let pctx = ctx.phase(&p.key);
+                    phases.push(read_period(
+                        &pctx,
+                        name,
+                        &p.key,
+                        object(&pctx, &p.value)?,
+                        table,
+                    )?);
+                }
+            }
+            _ => body.push(m.clone()),
+        }
+    }
+    if !body.is_empty() {
+        if !phases.is_empty() {
+            return Err(ctx.err(
+                body[0].key_pos,
+                "legacy task has both `phases` and a task-level `exec`/`period`",
+            ));
+        }
+        phases.push(read_period(&ctx.phase("main"), name, "main", &body, table)?);
+    }
+    Ok(TaskSpec {
+        name: name.to_string(),
+        process: process.to_string(),
+        policy: policy.with_priority(ctx, priority)?,
+        affinity,
+        delay,
+        loops,
+        phases,
+        ..TaskSpec::default()
+    })
+}
+
+/// One periodic body (`exec`, `period`, `deadline`, `lock_order`, `resources`, `sleep`, and
+/// `loop` in a phase) → a phase.
+fn read_period(
+    ctx: &Ctx,
+    task: &str,
+    phase: &str,
+    members: &[Member],
+    table: &ResourceTable,
+) -> Result<Phase, WorkloadError> {
+    let mut exec = None;
+    let mut period = None;
+    let mut lock_order: Option<&Node> = None;
+    let mut uses: Option<&Node> = None;
+    let mut sleep = true;
+    let mut loops = 1;
     for m in members {
         let node = &m.value;
         match m.key.as_str() {
@@ -121,11 +186,16 @@ pub fn read_task(
             }
             "lock_order" => lock_order = Some(node),
             "resources" => uses = Some(node),
-            "policy" => policy = super::PolicyKind::parse(ctx, node)?,
-            "priority" => priority = Some((int_value(ctx, node)?, node.pos)),
-            "cpus" => affinity = Some(cpu_list(ctx, node)?),
-            "loop" => loops = task::read_loop(ctx, m)?,
-            "delay" => delay = count(ctx, node)? * US,
+            "sleep" => match node.value {
+                Value::Bool(b) => sleep = b,
+                ref other => {
+                    return Err(ctx.err(
+                        node.pos,
+                        format!("`sleep` must be a boolean, found {}", other.type_name()),
+                    ))
+                }
+            },
+            "loop" => loops = super::positive(ctx, node)?,
             other => {
                 return Err(ctx.err(
                     m.key_pos,
@@ -134,7 +204,9 @@ pub fn read_task(
             }
         }
     }
-    let at = members[0].key_pos;
+    let at = members
+        .first()
+        .map_or(Pos { line: 1, col: 1 }, |m| m.key_pos);
     let (exec, exec_pos) = exec.ok_or_else(|| ctx.err(at, "legacy task needs `exec` (µs)"))?;
     let period = period
         .filter(|p| *p > 0)
@@ -156,25 +228,19 @@ pub fn read_task(
     if left > 0 {
         events.push(Event::Run(left));
     }
-    events.push(Event::Timer {
-        name: format!("{name}/period"),
-        period,
-        absolute: true,
-    });
-    Ok(TaskSpec {
-        name: name.to_string(),
-        process: process.to_string(),
-        policy: policy.with_priority(ctx, priority)?,
-        affinity,
-        delay,
+    // `sleep: false` ran the next period straight away instead of waiting for it.
+    if sleep {
+        events.push(Event::Timer {
+            name: format!("{task}/period"),
+            period,
+            absolute: true,
+        });
+    }
+    Ok(Phase {
+        name: phase.to_string(),
         loops,
-        phases: vec![Phase {
-            name: "main".into(),
-            loops: 1,
-            events,
-            affinity: None,
-        }],
-        ..TaskSpec::default()
+        events,
+        affinity: None,
     })
 }
 

@@ -14,7 +14,7 @@
 //!   sections are combined and a later task of the same name replaces an earlier one.
 
 mod events;
-pub mod json;
+mod json;
 mod legacy;
 mod task;
 
@@ -41,11 +41,14 @@ pub fn load_many<P: AsRef<Path>>(paths: &[P]) -> Result<Workload, WorkloadError>
         })?;
         texts.push((path.display().to_string(), text));
     }
-    let name = paths
-        .last()
-        .and_then(|p| p.as_ref().file_stem())
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    // One file is named by its stem; merged fragments by their directory (`merge`).
+    let name_from = |p: Option<&std::ffi::OsStr>| p.map(|s| s.to_string_lossy().into_owned());
+    let name = match paths {
+        [one] => name_from(one.as_ref().file_stem()),
+        [first, ..] => name_from(first.as_ref().parent().and_then(Path::file_name)),
+        [] => None,
+    }
+    .unwrap_or_else(|| "rt-app".into());
     let sources: Vec<(&str, &str)> = texts
         .iter()
         .map(|(f, t)| (f.as_str(), t.as_str()))
@@ -260,7 +263,7 @@ fn parse_fragments(sources: &[(&str, &str)], name: &str) -> Result<Workload, Wor
     let mut origins = Vec::new();
     for t in &tasks {
         let expanded = task::read(t, &settings, &table, name)?;
-        for spec in expanded.tasks {
+        for spec in expanded {
             if let Some(group) = &spec.group {
                 add_group_path(&mut workload.groups, group);
             }

@@ -3,8 +3,9 @@
 //! Task keys: `instance` (threads made from this object, named `NAME-0`..`NAME-{n-1}` when
 //! n > 1), `loop` (passes over the phases, −1 = forever, the default), `policy`, `priority`,
 //! `cpus`, `delay` (µs), `taskgroup`, `dl-runtime` (µs; on a fair task, its EEVDF custom slice),
-//! and either `phases` (ordered; each with `loop`, default 1,
-//! and `cpus`) or events written directly in the task (one phase named `main`). Timers whose
+//! and either `phases` (ordered; each with `loop`, default 1, and `cpus`) or events written
+//! directly in the task: then, as in rt-app's `parse_thread_data`, they form one phase named
+//! `main` whose `loop` is the task's, and the task runs once (forever without `loop`). Timers whose
 //! name starts with `unique` are per instance, as in rt-app; other names are shared.
 
 use super::json::Member;
@@ -13,11 +14,6 @@ use super::{
 };
 use crate::workload::{Event, Phase, TaskSpec, WorkloadError};
 use uxsched_model::US;
-
-/// Tasks made from one thread object.
-pub struct Expanded {
-    pub tasks: Vec<TaskSpec>,
-}
 
 /// Keys rt-app accepts that the simulator cannot honour, with the reason.
 const UNSUPPORTED: &[(&str, &str)] = &[
@@ -33,7 +29,7 @@ pub fn read(
     global: &Global,
     resources: &legacy::ResourceTable,
     process: &str,
-) -> Result<Expanded, WorkloadError> {
+) -> Result<Vec<TaskSpec>, WorkloadError> {
     let key = src.member.key.as_str();
     let base = Ctx {
         file: src.file,
@@ -43,7 +39,7 @@ pub fn read(
     let members = object(&ctx, &src.member.value)?;
     if legacy::is_legacy(members) {
         let spec = legacy::read_task(&ctx, key, members, global, resources, process)?;
-        return Ok(Expanded { tasks: vec![spec] });
+        return Ok(vec![spec]);
     }
 
     let mut instances = 1;
@@ -85,9 +81,13 @@ pub fn read(
                 "events are written both in `phases` and directly in the task; use one",
             ));
         }
+        // As rt-app does: the task's `loop` counts passes over this one phase, and the task
+        // itself runs once — or forever when `loop` is absent or −1.
+        let passes = loops.unwrap_or(1);
+        loops = loops.map(|_| 1);
         phases.push(Phase {
             name: "main".into(),
-            loops: 1,
+            loops: passes,
             events: direct,
             affinity: None,
         });
@@ -122,7 +122,7 @@ pub fn read(
             .map(|i| instance(&template, format!("{key}-{i}")))
             .collect()
     };
-    Ok(Expanded { tasks })
+    Ok(tasks)
 }
 
 /// One thread of a thread object: its own name and its own `unique*` timers.
@@ -158,6 +158,13 @@ fn read_phase(
         match m.key.as_str() {
             "loop" => phase.loops = positive(&ctx, &m.value)?,
             "cpus" => phase.affinity = Some(cpu_list(&ctx, &m.value)?),
+            k @ ("policy" | "priority" | "taskgroup" | "dl-runtime" | "dl-period"
+            | "dl-deadline") => {
+                return Err(ctx.event(k).err(
+                    m.key_pos,
+                    format!("per-phase `{k}` is not supported: scheduling parameters and the cgroup are per task in the simulator"),
+                ))
+            }
             k => match events::kind_of(k) {
                 Some(kind) => phase
                     .events
