@@ -377,6 +377,16 @@ fn table_shows_labelled_tasks_and_the_worst_others() {
         table.contains("290ns"),
         "task 29's latency is shown: {table}"
     );
+    let family = r
+        .families
+        .iter()
+        .find(|f| f.name == "svc#")
+        .expect("svc# family");
+    assert_eq!(family.tasks, 29);
+    assert!(
+        table.contains("svc#") && table.contains("task family"),
+        "{table}"
+    );
     let filtered = r.to_table(&TableOptions {
         top: 5,
         filter: Some("svc0".into()),

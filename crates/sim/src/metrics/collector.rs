@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 
 use uxsched_model::Nanos;
 
-use super::report::{Anomalies, GroupReport, InteractionReport, Report, Tally, TaskReport};
+use super::aggregate::{KindOutcome, RunOutcome};
+use super::report::{Anomalies, Report, Tally};
 use crate::log::{CpuId, LeaveReason, Record, RunMeta, Sink, TaskId};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -213,123 +214,29 @@ impl MetricsCollector {
 
     /// The report; `keep_samples` includes every raw sample (for plots; large).
     pub fn report(&self, keep_samples: bool) -> Report {
-        let d = self.end;
-        let meta = &self.meta;
-        let n = self.tasks.len().max(meta.tasks.len());
-        let tally = |i: usize| {
-            self.tasks
-                .get(i)
-                .map(|t| t.tally.clone())
-                .unwrap_or_default()
-        };
-        let name = |i: usize| {
-            meta.tasks
-                .get(i)
-                .map_or_else(|| format!("task{i}"), |m| m.name.clone())
-        };
-        let group_of = |i: usize| meta.tasks.get(i).map_or(0, |m| m.group as usize);
-        let group_name = |g: usize| {
-            meta.groups
-                .get(g)
-                .cloned()
-                .unwrap_or_else(|| format!("group{g}"))
-        };
-
-        let tasks = (0..n)
-            .map(|i| {
-                let m = meta.tasks.get(i);
-                TaskReport {
-                    id: i as u32,
-                    name: name(i),
-                    process: m.map(|m| m.process.clone()).unwrap_or_default(),
-                    group: group_name(group_of(i)),
-                    policy: m.map(|m| m.policy.clone()).unwrap_or_default(),
-                    labels: m.map(|m| m.labels.clone()).unwrap_or_default(),
-                    metrics: tally(i).summarise(d, keep_samples),
-                }
-            })
-            .collect();
-
-        let aggregate = |name: String, members: &[usize]| {
-            let mut sum = Tally::default();
-            for &i in members {
-                sum.merge(&tally(i));
-            }
-            GroupReport {
-                name,
-                tasks: members.len(),
-                metrics: sum.summarise(d, keep_samples),
-            }
-        };
-
-        let mut process_order: Vec<String> = Vec::new();
-        for i in 0..n {
-            let p = meta
-                .tasks
-                .get(i)
-                .map(|m| m.process.clone())
-                .unwrap_or_default();
-            if !process_order.contains(&p) {
-                process_order.push(p);
-            }
-        }
-        let processes = process_order
-            .into_iter()
-            .map(|p| {
-                let members: Vec<usize> = (0..n)
-                    .filter(|&i| meta.tasks.get(i).map(|m| m.process.as_str()).unwrap_or("") == p)
-                    .collect();
-                aggregate(p, &members)
-            })
-            .collect();
-
-        let group_count = meta
-            .groups
-            .len()
-            .max((0..n).map(|i| group_of(i) + 1).max().unwrap_or(0));
-        let groups = (0..group_count)
-            .map(|g| {
-                let path = group_name(g);
-                let members: Vec<usize> = (0..n)
-                    .filter(|&i| is_within(&group_name(group_of(i)), &path))
-                    .collect();
-                aggregate(path, &members)
-            })
-            .collect();
-
-        let kind_count = self.kinds.len().max(meta.interactions.len());
-        let interactions = (0..kind_count)
+        let tallies: Vec<Tally> = self.tasks.iter().map(|t| t.tally.clone()).collect();
+        let kinds: Vec<KindOutcome> = (0..self.kinds.len().max(self.meta.interactions.len()))
             .map(|k| {
                 let kt = self.kinds.get(k).cloned().unwrap_or_default();
-                InteractionReport {
-                    name: meta
-                        .interactions
-                        .get(k)
-                        .cloned()
-                        .unwrap_or_else(|| format!("interaction{k}")),
+                KindOutcome {
                     begun: kt.begun,
                     unfinished: self
                         .unfinished_by_kind
                         .get(&(k as u32))
                         .copied()
                         .unwrap_or(0),
-                    response_time: super::dist::Summary::of(&kt.response, keep_samples),
+                    response: kt.response,
                 }
             })
             .collect();
-
-        Report {
-            workload: meta.workload.clone(),
-            sched: meta.sched.clone(),
-            seed: meta.seed,
-            cpus: meta.cpus,
-            duration_ns: d,
-            tasks,
-            processes,
-            groups,
-            interactions,
-            anomalies: self.anomalies.clone(),
-        }
+        let run = RunOutcome {
+            meta: &self.meta,
+            end: self.end,
+            tallies: &tallies,
+            kinds: &kinds,
+            anomalies: &self.anomalies,
+        };
+        run.report(keep_samples)
     }
 }
 
@@ -340,16 +247,6 @@ fn close_activation(tr: &mut TaskTrack) {
             tr.tally.preemption_latency.push(a.preempted_ns as i64);
         }
     }
-}
-
-/// Whether cgroup `path` is `ancestor` or below it (`""` and `"/"` are the root).
-fn is_within(path: &str, ancestor: &str) -> bool {
-    let a = ancestor.trim_end_matches('/');
-    a.is_empty()
-        || path == a
-        || path
-            .strip_prefix(a)
-            .is_some_and(|rest| rest.starts_with('/'))
 }
 
 impl Sink for MetricsCollector {

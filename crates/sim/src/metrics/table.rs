@@ -3,7 +3,9 @@
 //! Which tasks are shown (documented in `docs/metrics.md`): with a filter, every task whose name
 //! or one of whose labels starts with it; without one, every labelled task plus the `top` others
 //! with the highest p99 wake-up latency. Shown tasks keep id order; a footer counts the rest.
-//! Processes follow the same top-N rule; cgroups and interactions are always shown in full.
+//! When tasks are hidden (no filter), a table of task families (names alike up to a trailing
+//! number) summarises them. Families and processes follow the same top-N rule; cgroups and
+//! interactions are always shown in full.
 
 use std::fmt;
 
@@ -71,6 +73,17 @@ impl Report {
                     "  … {hidden} more tasks hidden (shown: labelled tasks + top {} by wake p99; filter by name/label prefix to see others)\n",
                     opts.top
                 )
+            }
+        }
+        if hidden > 0 && opts.filter.is_none() && !self.families.is_empty() {
+            let (families, more) = top_by_wake_p99(&self.families, opts.top);
+            out += "\n";
+            out += &render(&group_rows("task family", &families), 1);
+            if more > 0 {
+                out += &format!(
+                    "  … {more} more families hidden (top {} by wake p99)\n",
+                    opts.top
+                );
             }
         }
 
