@@ -43,21 +43,14 @@ struct TaskTrack {
     tally: Tally,
 }
 
-#[derive(Debug, Clone, Default)]
-struct KindTally {
-    begun: u64,
-    response: Vec<i64>,
-}
-
 /// Collects every metric of a run; call [`MetricsCollector::report`] after the run ended.
 #[derive(Debug, Default)]
 pub struct MetricsCollector {
     meta: RunMeta,
     tasks: Vec<TaskTrack>,
-    kinds: Vec<KindTally>,
+    kinds: Vec<KindOutcome>,
     /// Open interactions by id: (kind, begin time).
     open: BTreeMap<u64, (u32, Nanos)>,
-    unfinished_by_kind: BTreeMap<u32, u64>,
     end: Nanos,
     anomalies: Anomalies,
 }
@@ -82,10 +75,10 @@ impl MetricsCollector {
         &mut self.tasks[i]
     }
 
-    fn kind(&mut self, name: u32) -> &mut KindTally {
+    fn kind(&mut self, name: u32) -> &mut KindOutcome {
         let i = name as usize;
         if i >= self.kinds.len() {
-            self.kinds.resize(i + 1, KindTally::default());
+            self.kinds.resize(i + 1, KindOutcome::default());
         }
         &mut self.kinds[i]
     }
@@ -215,25 +208,11 @@ impl MetricsCollector {
     /// The report; `keep_samples` includes every raw sample (for plots; large).
     pub fn report(&self, keep_samples: bool) -> Report {
         let tallies: Vec<Tally> = self.tasks.iter().map(|t| t.tally.clone()).collect();
-        let kinds: Vec<KindOutcome> = (0..self.kinds.len().max(self.meta.interactions.len()))
-            .map(|k| {
-                let kt = self.kinds.get(k).cloned().unwrap_or_default();
-                KindOutcome {
-                    begun: kt.begun,
-                    unfinished: self
-                        .unfinished_by_kind
-                        .get(&(k as u32))
-                        .copied()
-                        .unwrap_or(0),
-                    response: kt.response,
-                }
-            })
-            .collect();
         let run = RunOutcome {
             meta: &self.meta,
             end: self.end,
             tallies: &tallies,
-            kinds: &kinds,
+            kinds: &self.kinds,
             anomalies: &self.anomalies,
         };
         run.report(keep_samples)
@@ -251,12 +230,14 @@ fn close_activation(tr: &mut TaskTrack) {
 
 impl Sink for MetricsCollector {
     fn begin(&mut self, meta: &RunMeta) {
-        self.meta = meta.clone();
-        self.tasks.clear();
+        *self = MetricsCollector {
+            meta: meta.clone(),
+            ..MetricsCollector::default()
+        };
         if let Some(last) = meta.tasks.len().checked_sub(1) {
             self.task(last as TaskId);
         }
-        self.kinds = vec![KindTally::default(); meta.interactions.len()];
+        self.kinds = vec![KindOutcome::default(); meta.interactions.len()];
     }
 
     fn record(&mut self, rec: &Record) {
@@ -323,7 +304,7 @@ impl Sink for MetricsCollector {
             }
         }
         for (kind, _) in std::mem::take(&mut self.open).into_values() {
-            *self.unfinished_by_kind.entry(kind).or_default() += 1;
+            self.kind(kind).unfinished += 1;
         }
     }
 }
