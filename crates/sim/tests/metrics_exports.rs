@@ -615,6 +615,20 @@ fn atomic_write_leaves_no_file_on_error_and_keeps_the_old_one() {
 }
 
 #[test]
+fn a_failed_rename_cleans_up_and_errors_name_the_file() {
+    let dir = scratch("rename");
+    let target = dir.join("out.svg");
+    std::fs::create_dir_all(target.join("occupied")).unwrap();
+    let err = write_atomically(&target, |w| w.write_all(b"<svg/>")).unwrap_err();
+    assert!(err.to_string().contains("out.svg"), "{err}");
+    assert!(!dir.join("out.svg.tmp").exists());
+    let missing = dir.join("no/such/dir/t.json");
+    let err = AtomicFile::create(&missing).err().expect("cannot create");
+    assert!(err.to_string().contains("no/such/dir/t.json.tmp"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn streamed_trace_into_an_atomic_file_appears_complete() {
     let dir = scratch("stream");
     let path = dir.join("t.json");
