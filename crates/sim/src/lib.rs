@@ -10,8 +10,10 @@
 //! - [`digest`]: a fingerprint sink for `--determinism-check`.
 
 pub mod digest;
+pub mod engine;
 pub mod export;
 pub mod log;
 pub mod metrics;
 pub mod platform;
+pub mod policy;
 pub mod workload;

@@ -3,10 +3,19 @@
 //! A workload is a platform (optional), a tree of CPU cgroups and a set of tasks. Each task runs
 //! its phases in order, `loops` times; each phase repeats its events `loops` times — the shape of
 //! rt-app's JSON, which the native TOML format shares (see `docs/workloads.md`).
-//! Readers: [`native`] (TOML) and [`rtapp`] (rt-app JSON).
+//! Readers: [`native`] (TOML) and [`rtapp`] (rt-app JSON); [`load`] picks one by extension and
+//! [`builtin`] returns the scenarios shipped in `scenarios/`.
+
+use std::path::Path;
 
 use serde::Serialize;
 use uxsched_model::Nanos;
+
+pub mod native;
+pub mod rtapp;
+mod validate;
+
+pub use validate::{Invalid, Subject};
 
 pub use crate::platform::PlatformSpec;
 
@@ -89,11 +98,13 @@ pub struct TaskSpec {
 }
 
 /// A sequence of events repeated `loops` times.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Phase {
     pub name: String,
     pub loops: u64,
     pub events: Vec<Event>,
+    /// CPU affinity while this phase runs (rt-app's phase-level `cpus`); `None` = the task's.
+    pub affinity: Option<Vec<usize>>,
 }
 
 /// What a task does, one step at a time. Names of timers, locks, conditions, barriers,
@@ -149,6 +160,27 @@ pub enum Event {
 }
 
 impl Event {
+    /// The timer, lock, condition, barrier, suspend point, channel or interaction the event
+    /// names (for a `wait`/`sync`, the condition); `None` for run/runtime/sleep/yield.
+    pub fn name_mut(&mut self) -> Option<&mut String> {
+        match self {
+            Event::Timer { name, .. }
+            | Event::Lock(name)
+            | Event::Unlock(name)
+            | Event::Signal(name)
+            | Event::Broadcast(name)
+            | Event::Barrier(name)
+            | Event::Suspend(name)
+            | Event::Resume(name)
+            | Event::Send(name)
+            | Event::Recv(name)
+            | Event::Begin(name)
+            | Event::End(name) => Some(name),
+            Event::Wait { cond, .. } | Event::SignalWait { cond, .. } => Some(cond),
+            Event::Run(_) | Event::Runtime(_) | Event::Sleep(_) | Event::Yield => None,
+        }
+    }
+
     /// rt-app-style name of the event kind, for messages.
     pub fn kind(&self) -> &'static str {
         match self {
@@ -181,4 +213,64 @@ pub struct WorkloadError {
     /// `file[:line[:col]]` and, where known, `task NAME, phase NAME, event KIND`.
     pub location: String,
     pub message: String,
+}
+
+impl WorkloadError {
+    pub fn new(location: impl Into<String>, message: impl Into<String>) -> Self {
+        WorkloadError {
+            location: location.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// Read a workload file, choosing the reader by extension: `.toml` is the native format,
+/// `.json` is rt-app's.
+pub fn load(path: &Path) -> Result<Workload, WorkloadError> {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("toml") => native::load(path),
+        Some("json") => rtapp::load(path),
+        _ => Err(WorkloadError::new(
+            path.display().to_string(),
+            "unknown workload format: use a .toml (native) or .json (rt-app) file",
+        )),
+    }
+}
+
+/// The scenarios compiled into the binary, by name (the file stem in `scenarios/`).
+pub const BUILTINS: &[(&str, &str)] = &[
+    (
+        "showcase",
+        include_str!("../../../../scenarios/showcase.toml"),
+    ),
+    ("phone", include_str!("../../../../scenarios/phone.toml")),
+    (
+        "example1",
+        include_str!("../../../../scenarios/example1.toml"),
+    ),
+    (
+        "example2",
+        include_str!("../../../../scenarios/example2.toml"),
+    ),
+    (
+        "pipeline",
+        include_str!("../../../../scenarios/pipeline.toml"),
+    ),
+    ("mutex", include_str!("../../../../scenarios/mutex.toml")),
+    (
+        "barrier",
+        include_str!("../../../../scenarios/barrier.toml"),
+    ),
+];
+
+/// A built-in scenario by name (see [`BUILTINS`]).
+pub fn builtin(name: &str) -> Result<Workload, WorkloadError> {
+    let (_, text) = BUILTINS.iter().find(|(n, _)| *n == name).ok_or_else(|| {
+        let names: Vec<&str> = BUILTINS.iter().map(|(n, _)| *n).collect();
+        WorkloadError::new(
+            format!("builtin:{name}"),
+            format!("no built-in workload `{name}`; known: {}", names.join(", ")),
+        )
+    })?;
+    native::parse(text, &format!("scenarios/{name}.toml"))
 }

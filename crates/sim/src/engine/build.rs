@@ -1,0 +1,273 @@
+//! Turning a [`Workload`] and a [`SimConfig`] into a ready [`Sim`].
+
+use super::program::{compile, SyncObjects};
+use super::{Class, Cpu, Group, Segment, Sim, SimConfig, State, Task};
+use crate::log::{DomainMeta, RunMeta, TaskMeta};
+use crate::policy::{self, Entity, FairRq, PolicyEnv};
+use crate::workload::{SchedPolicy, Workload};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use uxsched_model::weights::{nice_to_weight, WEIGHT_IDLEPRIO};
+
+/// A workload/configuration combination the engine cannot run; the message names the part.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct BuildError(pub String);
+
+fn policy_label(p: SchedPolicy) -> String {
+    match p {
+        SchedPolicy::Normal { nice } => format!("OTHER nice {nice}"),
+        SchedPolicy::Batch { nice } => format!("BATCH nice {nice}"),
+        SchedPolicy::Idle => "IDLE".into(),
+        SchedPolicy::Fifo { prio } => format!("FIFO {prio}"),
+        SchedPolicy::Rr { prio } => format!("RR {prio}"),
+    }
+}
+
+impl Sim {
+    pub fn new(w: &Workload, cfg: SimConfig) -> Result<Sim, BuildError> {
+        cfg.platform.validate().map_err(BuildError)?;
+        if cfg.hz == 0 || cfg.hz > 10_000 {
+            return Err(BuildError(format!("hz {} is outside 1..=10000", cfg.hz)));
+        }
+        let ncpus = cfg.platform.cpu_count();
+        let tick = cfg.tick();
+        let env = PolicyEnv { ncpus, tick };
+        let mut fair = policy::by_name(&cfg.sched, env).ok_or_else(|| {
+            BuildError(format!(
+                "unknown scheduler `{}` (valid: {})",
+                cfg.sched,
+                policy::POLICY_NAMES.join(", ")
+            ))
+        })?;
+        if let Some(t) = cfg.cfs_tunables {
+            if cfg.sched != "cfs" {
+                return Err(BuildError(
+                    "CFS tunables given for a non-cfs scheduler".into(),
+                ));
+            }
+            fair = Box::new(policy::cfs::Cfs::new(t));
+        }
+        let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
+
+        // CPUs and domains.
+        let mut cpus = Vec::with_capacity(ncpus);
+        let mut meta = RunMeta {
+            workload: w.name.clone(),
+            sched: cfg.sched.clone(),
+            seed: cfg.seed,
+            hz: cfg.hz,
+            cpus: ncpus,
+            ..Default::default()
+        };
+        for (d, dom) in cfg.platform.domains.iter().enumerate() {
+            meta.domains.push(DomainMeta {
+                name: dom.name.clone(),
+                initial_khz: dom.initial_khz,
+                max_khz: *dom.opps_khz.last().unwrap_or(&dom.initial_khz),
+            });
+            for _ in 0..dom.cpus {
+                meta.cpu_domain.push(d as u16);
+                cpus.push(Cpu {
+                    domain: d,
+                    speed: cfg.platform.speed(dom.capacity, dom.initial_khz),
+                    capacity: dom.capacity,
+                    curr: None,
+                    exec_start: 0,
+                    gen: 0,
+                    tick_armed: false,
+                    tick_phase: rng.gen_range(0..tick),
+                    next_balance: 0,
+                    need_resched: false,
+                    fair_tasks: Vec::new(),
+                    rt: Default::default(),
+                });
+            }
+        }
+
+        // cgroups: index 0 is the root.
+        let mut groups = vec![Group {
+            parent: None,
+            shares: 1024,
+            depth: 0,
+            total_load: 0,
+            bw: None,
+        }];
+        meta.groups.push(String::new());
+        for g in &w.groups {
+            let parent_path = g.path.rsplit_once('/').map(|(p, _)| p).unwrap_or("");
+            let parent = meta
+                .groups
+                .iter()
+                .position(|p| p == parent_path)
+                .ok_or_else(|| {
+                    BuildError(format!(
+                        "cgroup `{}`: parent `{parent_path}` is not declared before it",
+                        g.path
+                    ))
+                })?;
+            if meta.groups.contains(&g.path) || g.path.is_empty() {
+                return Err(BuildError(format!(
+                    "cgroup `{}` is declared twice or has an empty path",
+                    g.path
+                )));
+            }
+            if let Some(b) = g.bandwidth {
+                if b.quota == 0 || b.period == 0 {
+                    return Err(BuildError(format!(
+                        "cgroup `{}`: quota and period must be > 0",
+                        g.path
+                    )));
+                }
+            }
+            groups.push(Group {
+                parent: Some(parent),
+                shares: g.shares.max(2),
+                depth: groups[parent].depth + 1,
+                total_load: 0,
+                bw: g.bandwidth.map(super::bandwidth::Pool::new),
+            });
+            meta.groups.push(g.path.clone());
+        }
+
+        // Tasks.
+        let mut sync = SyncObjects::default();
+        let mut tasks = Vec::with_capacity(w.tasks.len());
+        let mut ents = Vec::with_capacity(w.tasks.len() + groups.len() * ncpus);
+        for t in &w.tasks {
+            let group = match &t.group {
+                None => 0,
+                Some(path) => meta.groups.iter().position(|p| p == path).ok_or_else(|| {
+                    BuildError(format!(
+                        "task `{}`: cgroup `{path}` is not declared",
+                        t.name
+                    ))
+                })?,
+            };
+            let mut allowed = vec![0u64; ncpus.div_ceil(64)];
+            match &t.affinity {
+                None => (0..ncpus).for_each(|c| allowed[c / 64] |= 1 << (c % 64)),
+                Some(list) => {
+                    for &c in list {
+                        if c >= ncpus {
+                            return Err(BuildError(format!(
+                                "task `{}`: affinity names CPU {c} but the platform has {ncpus} CPUs",
+                                t.name
+                            )));
+                        }
+                        allowed[c / 64] |= 1 << (c % 64);
+                    }
+                    if list.is_empty() {
+                        return Err(BuildError(format!("task `{}`: empty affinity", t.name)));
+                    }
+                }
+            }
+            let (class, weight) = match t.policy {
+                SchedPolicy::Normal { nice } | SchedPolicy::Batch { nice } => {
+                    (Class::Fair, nice_to_weight(nice))
+                }
+                SchedPolicy::Idle => (Class::Fair, WEIGHT_IDLEPRIO),
+                SchedPolicy::Fifo { prio } => (Class::Rt { prio, rr: false }, 0),
+                SchedPolicy::Rr { prio } => (Class::Rt { prio, rr: true }, 0),
+            };
+            if let Class::Rt { prio, .. } = class {
+                if !(1..=99).contains(&prio) {
+                    return Err(BuildError(format!(
+                        "task `{}`: RT priority {prio} is outside 1..=99",
+                        t.name
+                    )));
+                }
+            }
+            let tid = tasks.len() as u32;
+            let prog = compile(tid, t, &mut sync, &mut meta.interactions).map_err(BuildError)?;
+            let (lo, hi) = policy::eevdf::CUSTOM_SLICE_RANGE;
+            ents.push(Entity {
+                weight,
+                slice: t
+                    .slice
+                    .map(|s| s.clamp(lo, hi))
+                    .unwrap_or_else(|| fair.base_slice()),
+                custom_slice: t.slice.is_some(),
+                is_idle: t.policy == SchedPolicy::Idle,
+                no_wakeup_preempt: matches!(
+                    t.policy,
+                    SchedPolicy::Batch { .. } | SchedPolicy::Idle
+                ),
+                ..Default::default()
+            });
+            meta.tasks.push(TaskMeta {
+                name: t.name.clone(),
+                process: if t.process.is_empty() {
+                    t.name.clone()
+                } else {
+                    t.process.clone()
+                },
+                group: group as u32,
+                policy: policy_label(t.policy),
+                labels: t.labels.clone(),
+            });
+            tasks.push(Task {
+                class,
+                group,
+                allowed,
+                state: State::NotStarted,
+                cpu: 0,
+                seg: Segment::None,
+                prog,
+                wake_gen: 0,
+                carry: None,
+                last_ran: 0,
+                rr_left: cfg.rr_quantum,
+                yielded: false,
+                work_end: 0,
+            });
+        }
+        sync.finish_barriers();
+
+        // Run-queues and group entities.
+        let rqs = vec![FairRq::default(); groups.len() * ncpus];
+        let mut group_ents = vec![usize::MAX; groups.len() * ncpus];
+        for (g, grp) in groups.iter().enumerate().skip(1) {
+            for c in 0..ncpus {
+                group_ents[g * ncpus + c] = ents.len();
+                ents.push(Entity {
+                    weight: grp.shares,
+                    slice: fair.base_slice(),
+                    rq: grp.parent.unwrap_or(0) * ncpus + c,
+                    my_rq: Some(g * ncpus + c),
+                    ..Default::default()
+                });
+            }
+        }
+
+        let mut sim = Sim {
+            tick,
+            cfg,
+            now: 0,
+            policy: fair,
+            cpus,
+            tasks,
+            ents,
+            rqs,
+            groups,
+            group_ents,
+            sync,
+            queue: Default::default(),
+            meta,
+            out: Vec::new(),
+            next_interaction: 0,
+            events: 0,
+            passes_now: 0,
+        };
+        for (i, t) in w.tasks.iter().enumerate() {
+            sim.queue.push(
+                t.delay,
+                super::queue::Ev::Wake {
+                    task: i as u32,
+                    gen: 0,
+                },
+            );
+        }
+        Ok(sim)
+    }
+}

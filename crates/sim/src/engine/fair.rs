@@ -1,0 +1,255 @@
+//! The fair class over the cgroup hierarchy: the engine's side of `kernel/sched/fair.c`.
+//!
+//! Each CPU has a root run-queue; each cgroup has a run-queue per CPU and, in its parent's
+//! run-queue on that CPU, a group entity whose weight is the group's `shares` split across CPUs
+//! in proportion to the group's load on each (`calc_group_shares`, with instantaneous runnable
+//! weight standing in for PELT's load average — see docs/mechanisms.md). Every policy hook is
+//! applied level by level, like `for_each_sched_entity`.
+
+use super::Sim;
+use crate::policy::{Enqueue, EntityId};
+
+/// Smallest weight a group entity may have (`MIN_SHARES`).
+const MIN_SHARES: u64 = 2;
+
+impl Sim {
+    pub(super) fn ents_task(&self, e: EntityId) -> u32 {
+        debug_assert!(e < self.tasks.len());
+        e as u32
+    }
+
+    fn rq_group(&self, rq: usize) -> usize {
+        rq / self.ncpus()
+    }
+
+    pub(super) fn group_entity(&self, group: usize, cpu: usize) -> EntityId {
+        self.group_ents[group * self.ncpus() + cpu]
+    }
+
+    /// `(run-queue, entity)` pairs from the task up to the CPU's root run-queue.
+    fn path_up(&self, tid: u32, cpu: usize) -> Vec<(usize, EntityId)> {
+        let mut path = Vec::with_capacity(4);
+        let mut e = tid as EntityId;
+        loop {
+            let rq = self.ents[e].rq;
+            path.push((rq, e));
+            let g = self.rq_group(rq);
+            if g == 0 {
+                return path;
+            }
+            e = self.group_entity(g, cpu);
+        }
+    }
+
+    fn add_load(&mut self, rq: usize, delta: i64) {
+        let r = &mut self.rqs[rq];
+        r.load = (r.load as i64 + delta) as u64;
+        let g = rq / self.cpus.len();
+        self.groups[g].total_load = (self.groups[g].total_load as i64 + delta) as u64;
+    }
+
+    /// Recompute the weight of group `g`'s entity on `cpu` and of every ancestor's.
+    fn refresh_shares(&mut self, mut g: usize, cpu: usize) {
+        while g != 0 {
+            let grp = &self.groups[g];
+            let local = self.rqs[self.rq_index(g, cpu)].load;
+            let w = if grp.total_load == 0 {
+                grp.shares
+            } else {
+                (grp.shares as u128 * local as u128 / grp.total_load as u128) as u64
+            }
+            .clamp(MIN_SHARES, grp.shares.max(MIN_SHARES));
+            let ge = self.group_entity(g, cpu);
+            let old = self.ents[ge].weight;
+            if old != w {
+                if self.ents[ge].on_rq {
+                    let prq = self.ents[ge].rq;
+                    self.policy.reweight(&self.rqs[prq], &mut self.ents, ge, w);
+                    self.add_load(prq, w as i64 - old as i64);
+                } else {
+                    self.ents[ge].weight = w;
+                }
+            }
+            g = self.groups[g].parent.unwrap_or(0);
+        }
+    }
+
+    /// Enqueue a task and, where its group was empty on this CPU, the group entities above it.
+    pub(super) fn fair_enqueue(&mut self, tid: u32, cpu: usize, why: Enqueue) {
+        self.cpus[cpu].fair_tasks.push(tid);
+        let g = self.tasks[tid as usize].group;
+        self.fair_enqueue_up(tid as EntityId, g, cpu, why);
+        self.refresh_shares(g, cpu);
+    }
+
+    /// Enqueue entity `e` on group `g`'s run-queue on `cpu`, then its group entity if that was
+    /// not queued (and the group is not throttled), and so on up.
+    pub(super) fn fair_enqueue_up(
+        &mut self,
+        mut e: EntityId,
+        mut g: usize,
+        cpu: usize,
+        mut why: Enqueue,
+    ) {
+        loop {
+            let rq = self.rq_index(g, cpu);
+            self.ents[e].rq = rq;
+            self.policy.place(&self.rqs[rq], &mut self.ents, e, why);
+            self.ents[e].on_rq = true;
+            let w = self.ents[e].weight;
+            let r = &mut self.rqs[rq];
+            r.queued.push(e);
+            r.nr_running += 1;
+            self.add_load(rq, w as i64);
+            if g == 0 {
+                return;
+            }
+            let ge = self.group_entity(g, cpu);
+            if self.ents[ge].on_rq || self.bandwidth_throttled(g) {
+                return;
+            }
+            self.refresh_shares(g, cpu);
+            e = ge;
+            g = self.groups[g].parent.unwrap_or(0);
+            why = Enqueue::Wakeup;
+        }
+    }
+
+    /// Dequeue a task and any group entity whose run-queue it leaves empty.
+    pub(super) fn fair_dequeue(&mut self, tid: u32, cpu: usize, sleep: bool) {
+        let ft = &mut self.cpus[cpu].fair_tasks;
+        if let Some(i) = ft.iter().position(|&t| t == tid) {
+            ft.swap_remove(i);
+        }
+        self.fair_dequeue_up(tid as EntityId, cpu, sleep);
+    }
+
+    /// Dequeue entity `e` (if queued), then each group entity whose run-queue becomes empty.
+    pub(super) fn fair_dequeue_up(&mut self, mut e: EntityId, cpu: usize, sleep: bool) {
+        while self.ents[e].on_rq {
+            let rq = self.ents[e].rq;
+            self.policy
+                .on_dequeue(&self.rqs[rq], &mut self.ents, e, sleep);
+            self.ents[e].on_rq = false;
+            let w = self.ents[e].weight;
+            let r = &mut self.rqs[rq];
+            if let Some(i) = r.queued.iter().position(|&x| x == e) {
+                r.queued.remove(i);
+            }
+            r.nr_running -= 1;
+            self.add_load(rq, -(w as i64));
+            let g = self.rq_group(rq);
+            if g == 0 {
+                return;
+            }
+            if self.rqs[rq].nr_running > 0 {
+                self.refresh_shares(g, cpu);
+                return;
+            }
+            e = self.group_entity(g, cpu);
+        }
+    }
+
+    /// Move a task's virtual time from `from`'s run-queue to `to`'s (the policy decides how).
+    pub(super) fn fair_rebase(&mut self, tid: u32, from: usize, to: usize) {
+        let g = self.tasks[tid as usize].group;
+        let (a, b) = (self.rq_index(g, from), self.rq_index(g, to));
+        let e = &mut self.ents[tid as usize];
+        self.policy.rebase(&self.rqs[a], &self.rqs[b], e);
+    }
+
+    /// Pick down the hierarchy; returns the `(run-queue, entity)` path ending at a task.
+    pub(super) fn fair_pick_path(&self, cpu: usize) -> Option<Vec<(usize, EntityId)>> {
+        let mut rq = self.rq_index(0, cpu);
+        let mut path = Vec::with_capacity(4);
+        loop {
+            let e = self.policy.pick(&self.rqs[rq], &self.ents)?;
+            path.push((rq, e));
+            match self.ents[e].my_rq {
+                Some(child) => rq = child,
+                None => return Some(path),
+            }
+        }
+    }
+
+    /// Make `path` current at every level (`set_next_entity`).
+    pub(super) fn fair_set_next(&mut self, _cpu: usize, path: &[(usize, EntityId)]) {
+        for &(rq, e) in path {
+            let r = &mut self.rqs[rq];
+            if r.curr == Some(e) {
+                continue;
+            }
+            if let Some(old) = r.curr.take() {
+                if self.ents[old].on_rq {
+                    r.queued.push(old);
+                }
+            }
+            if let Some(i) = r.queued.iter().position(|&x| x == e) {
+                r.queued.remove(i);
+            }
+            r.curr = Some(e);
+            self.policy.on_pick(&self.rqs[rq], &mut self.ents, e);
+        }
+    }
+
+    /// The running task leaves the CPU: put its entities back in their queues (`put_prev_entity`).
+    pub(super) fn fair_put_prev(&mut self, cpu: usize, tid: u32) {
+        for (rq, e) in self.path_up(tid, cpu) {
+            let r = &mut self.rqs[rq];
+            if r.curr == Some(e) {
+                r.curr = None;
+                if self.ents[e].on_rq {
+                    r.queued.push(e);
+                }
+            }
+        }
+    }
+
+    /// Charge `delta` to the running task at every level; true if a policy asks to reschedule.
+    pub(super) fn fair_charge(&mut self, cpu: usize, tid: u32, delta: u64) -> bool {
+        let mut resched = false;
+        for (rq, e) in self.path_up(tid, cpu) {
+            resched |= self
+                .policy
+                .charge(&mut self.rqs[rq], &mut self.ents, e, delta);
+        }
+        resched
+    }
+
+    pub(super) fn fair_tick(&mut self, cpu: usize, tid: u32) -> bool {
+        self.path_up(tid, cpu).into_iter().any(|(rq, e)| {
+            self.rqs[rq].nr_running > 1 && self.policy.tick_preempt(&self.rqs[rq], &self.ents, e)
+        })
+    }
+
+    /// Compare the woken task with the running one where their hierarchies meet
+    /// (`find_matching_se`), and let the policy decide.
+    pub(super) fn fair_wakeup_preempt(&mut self, cpu: usize, curr: u32, woken: u32) -> bool {
+        let mut a = self.path_up(curr, cpu);
+        let mut b = self.path_up(woken, cpu);
+        a.reverse();
+        b.reverse();
+        for (x, y) in a.iter().zip(b.iter()) {
+            if x.1 != y.1 {
+                debug_assert_eq!(x.0, y.0);
+                return self
+                    .policy
+                    .wakeup_preempt(&mut self.rqs[x.0], &mut self.ents, x.1, y.1);
+            }
+        }
+        false
+    }
+
+    pub(super) fn fair_yield(&mut self, cpu: usize, tid: u32) {
+        let (rq, e) = self.path_up(tid, cpu)[0];
+        self.policy.yield_curr(&mut self.rqs[rq], &mut self.ents, e);
+    }
+
+    /// Move a runnable, not running fair task to another CPU (load balancing).
+    pub(super) fn fair_migrate(&mut self, tid: u32, from: usize, to: usize) {
+        self.fair_dequeue(tid, from, false);
+        self.fair_rebase(tid, from, to);
+        self.tasks[tid as usize].cpu = to;
+        self.fair_enqueue(tid, to, Enqueue::Migrated);
+    }
+}

@@ -1,0 +1,266 @@
+//! The simulation engine: owns virtual time, the event queue, every run-queue and every task.
+//!
+//! One loop pops the next event (see [`queue`] for the total order), applies it, then runs
+//! `schedule()` on every CPU that was asked to reschedule, in CPU order. Policies
+//! ([`crate::policy`]) only decide; the engine applies their decisions and writes the one event
+//! log ([`crate::log`]) that every metric and picture is computed from.
+//!
+//! Files: [`build`] (workload → runtime state), [`program`] (what a task does next, and the
+//! synchronisation objects), [`fair`] (hierarchical fair class over cgroups), [`rt`] (RT
+//! class and throttling), [`balance`] (CPU selection and load balancing), [`bandwidth`]
+//! (cgroup CPU quotas), [`core`] (dispatch, accounting, ticks, the scheduling loop).
+
+mod balance;
+mod bandwidth;
+mod build;
+mod core;
+mod fair;
+mod program;
+mod queue;
+mod rt;
+
+use crate::log::{Record, RunMeta, Sink};
+use crate::platform::PlatformSpec;
+use crate::policy::{Entity, FairPolicy, FairRq};
+use uxsched_model::{Nanos, MS, SEC, US};
+
+pub use build::BuildError;
+
+/// Everything about a run that is not the workload.
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    /// Fair policy name (see [`crate::policy::POLICY_NAMES`]).
+    pub sched: String,
+    pub hz: u32,
+    pub seed: u64,
+    /// Stop after this much simulated time.
+    pub duration: Nanos,
+    pub platform: PlatformSpec,
+    /// `sysctl_sched_migration_cost`: a task that ran this recently is cache-hot and is not
+    /// moved by load balancing.
+    pub migration_cost: Nanos,
+    /// RT throttling: RT tasks may use `rt_runtime` of every `rt_period` on each CPU.
+    pub rt_period: Nanos,
+    pub rt_runtime: Nanos,
+    /// SCHED_RR quantum (`sched_rr_timeslice`).
+    pub rr_quantum: Nanos,
+    /// Periodic load balancing interval per CPU.
+    pub balance_interval: Nanos,
+    /// Replace the fair policy's tunables (`cfs` only: the paper's model vs the kernel's).
+    pub cfs_tunables: Option<crate::policy::cfs::CfsTunables>,
+}
+
+impl SimConfig {
+    pub fn new(sched: &str, platform: PlatformSpec) -> Self {
+        SimConfig {
+            sched: sched.to_string(),
+            hz: 250,
+            seed: 1,
+            duration: 10 * SEC,
+            platform,
+            migration_cost: 500 * US,
+            rt_period: SEC,
+            rt_runtime: 950 * MS,
+            rr_quantum: 100 * MS,
+            balance_interval: 4 * MS,
+            cfs_tunables: None,
+        }
+    }
+
+    pub fn tick(&self) -> Nanos {
+        SEC / self.hz.max(1) as u64
+    }
+}
+
+/// Where a task is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    NotStarted,
+    /// On a run-queue, not running.
+    Runnable,
+    Running,
+    Blocked,
+    Exited,
+}
+
+/// What the task is doing on the CPU right now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Segment {
+    /// Nothing in progress: the program must be advanced.
+    None,
+    /// Remaining work in reference-CPU ns (scales with speed).
+    Work(u64),
+    /// Remaining wall-clock busy time.
+    Busy(u64),
+}
+
+/// Scheduling class of a task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Class {
+    Fair,
+    /// RT priority 1..=99 and whether it is SCHED_RR.
+    Rt {
+        prio: u8,
+        rr: bool,
+    },
+}
+
+struct Task {
+    class: Class,
+    group: usize,
+    /// Allowed CPUs as a bitmap.
+    allowed: Vec<u64>,
+    state: State,
+    cpu: usize,
+    seg: Segment,
+    prog: program::Cursor,
+    /// Bumped on every wake-up so stale timer events are ignored.
+    wake_gen: u64,
+    /// Interaction carried by this task, (id, kind) — propagated through messages and signals.
+    carry: Option<(u64, u32)>,
+    /// When it last stopped running (cache-hot test).
+    last_ran: Nanos,
+    /// Remaining SCHED_RR quantum.
+    rr_left: Nanos,
+    /// It left the CPU through `sched_yield`.
+    yielded: bool,
+    /// End of the last piece of work before a timer wait (rt-app slack).
+    work_end: Nanos,
+}
+
+impl Task {
+    fn allows(&self, cpu: usize) -> bool {
+        self.allowed[cpu / 64] >> (cpu % 64) & 1 == 1
+    }
+}
+
+struct Cpu {
+    domain: usize,
+    /// Fixed-point speed (capacity × frequency), see [`crate::platform::SPEED_ONE`].
+    speed: u64,
+    capacity: u32,
+    curr: Option<u32>,
+    /// Start of the current accounting interval of `curr`.
+    exec_start: Nanos,
+    /// Bumped whenever the running segment changes, invalidating its RunDone event.
+    gen: u64,
+    tick_armed: bool,
+    /// Phase offset of this CPU's tick (seeded), so CPUs do not tick in lock-step.
+    tick_phase: Nanos,
+    next_balance: Nanos,
+    need_resched: bool,
+    /// Runnable fair tasks on this CPU (including the running one).
+    fair_tasks: Vec<u32>,
+    rt: rt::RtRq,
+}
+
+struct Group {
+    parent: Option<usize>,
+    shares: u64,
+    depth: usize,
+    /// Sum over CPUs of this group's run-queue load (for the per-CPU share of `shares`).
+    total_load: u64,
+    bw: Option<bandwidth::Pool>,
+}
+
+/// A running simulation.
+pub struct Sim {
+    cfg: SimConfig,
+    tick: Nanos,
+    now: Nanos,
+    policy: Box<dyn FairPolicy>,
+    cpus: Vec<Cpu>,
+    tasks: Vec<Task>,
+    /// Entity arena: task `i` is entity `i`; group entities follow.
+    ents: Vec<Entity>,
+    /// Fair run-queues, `group * ncpus + cpu`.
+    rqs: Vec<FairRq>,
+    groups: Vec<Group>,
+    /// Entity of group `g` on CPU `c`, `g * ncpus + c` (`usize::MAX` for the root group).
+    group_ents: Vec<usize>,
+    sync: program::SyncObjects,
+    queue: queue::EventQueue,
+    meta: RunMeta,
+    out: Vec<Record>,
+    next_interaction: u64,
+    events: u64,
+    /// Schedule passes at the current instant (zero-time livelock guard).
+    passes_now: u64,
+}
+
+/// Statistics about the run itself.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RunStats {
+    /// Events popped from the queue.
+    pub events: u64,
+    /// Simulated time reached.
+    pub end: Nanos,
+}
+
+/// A run that could not continue.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    #[error("at t={t}ns: {message}")]
+    Stuck { t: Nanos, message: String },
+}
+
+impl Sim {
+    pub fn meta(&self) -> &RunMeta {
+        &self.meta
+    }
+
+    /// Run to the configured duration, streaming the log into `sink`. `progress` is called
+    /// now and then with the simulated time reached.
+    pub fn run(
+        &mut self,
+        sink: &mut dyn Sink,
+        progress: &mut dyn FnMut(Nanos),
+    ) -> Result<RunStats, SimError> {
+        sink.begin(&self.meta);
+        self.start();
+        self.flush(sink);
+        let until = self.cfg.duration;
+        let mut last_progress = 0;
+        while let Some((t, ev)) = self.queue.pop_until(until) {
+            if t != self.now {
+                self.passes_now = 0;
+            }
+            self.now = t;
+            self.events += 1;
+            self.handle(ev);
+            self.schedule_pending()?;
+            self.flush(sink);
+            if t - last_progress >= 100 * MS {
+                last_progress = t;
+                progress(t);
+            }
+        }
+        self.now = until;
+        self.finish();
+        self.flush(sink);
+        sink.end(until);
+        progress(until);
+        Ok(RunStats {
+            events: self.events,
+            end: until,
+        })
+    }
+
+    fn emit(&mut self, r: Record) {
+        self.out.push(r);
+    }
+
+    fn flush(&mut self, sink: &mut dyn Sink) {
+        for r in self.out.drain(..) {
+            sink.record(&r);
+        }
+    }
+
+    fn ncpus(&self) -> usize {
+        self.cpus.len()
+    }
+
+    fn rq_index(&self, group: usize, cpu: usize) -> usize {
+        group * self.ncpus() + cpu
+    }
+}

@@ -1,0 +1,262 @@
+//! `eevdf`: the fair class of Linux ≥ 6.6 (Earliest Eligible Virtual Deadline First), with the
+//! 6.12–6.18 refinements we can observe on the development machine's 6.18 kernel.
+//!
+//! - Virtual time V = Σ wᵢvᵢ / Σ wᵢ over the queue (`avg_vruntime`); an entity is *eligible* when
+//!   vᵢ ≤ V (lag = V − vᵢ ≥ 0, `entity_eligible`).
+//! - Each entity requests a slice: `base_slice` = 0.75 ms × (1 + log2 min(ncpus, 8))
+//!   (`sysctl_sched_base_slice`, scaled by `SCHED_TUNABLESCALING_LOG`) or its custom slice
+//!   (`sched_attr.sched_runtime`, clamped 0.1–100 ms, 6.12); deadline = v + slice × ω0/w.
+//! - The eligible entity with the earliest deadline runs (`pick_eevdf`). RUN_TO_PARITY keeps the
+//!   current entity until its protection ends: min(deadline, v + the smallest slice on the
+//!   queue), `set_protect_slice` of 6.17+.
+//! - When the current entity reaches its deadline a new one is set and the CPU is rescheduled
+//!   (`update_deadline`) — noticed at the next tick, as the kernel does without HRTICK.
+//! - Lag is kept across sleep and migration: saved at dequeue, clamped to ±max(2 × slice, tick)
+//!   in virtual time, re-applied at placement inflated by (W + w)/W so that V does not move
+//!   (`update_entity_lag`, `place_entity` with PLACE_LAG); new tasks get half a virtual slice
+//!   (PLACE_DEADLINE_INITIAL).
+//! - A waking entity preempts if `pick_eevdf` would choose it; PREEMPT_SHORT first cancels the
+//!   current's protection when the wakee has a shorter slice, is eligible and has the earlier
+//!   deadline (`check_preempt_wakeup_fair`, `do_preempt_short`).
+//! - Not modelled: DELAY_DEQUEUE (6.12 keeps an ineligible sleeper queued until its lag decays;
+//!   we dequeue at once and keep its negative lag, which the clamp bounds) — see docs/mechanisms.md.
+
+use super::{rq_entities, update_min_vruntime, Enqueue, Entity, EntityId, FairPolicy, FairRq};
+use uxsched_model::formulas::vruntime_delta;
+use uxsched_model::{Nanos, MS, US};
+
+#[derive(Debug, Clone, Copy)]
+pub struct EevdfTunables {
+    /// `sysctl_sched_base_slice`.
+    pub base_slice: Nanos,
+    /// Scheduler tick, for the lag clamp.
+    pub tick: Nanos,
+    pub run_to_parity: bool,
+    pub preempt_short: bool,
+    pub place_lag: bool,
+    pub wakeup_preempt: bool,
+}
+
+impl EevdfTunables {
+    /// The kernel defaults for `ncpus` CPUs at HZ = 250.
+    pub fn for_cpus(ncpus: usize) -> Self {
+        let factor = 1 + (ncpus.clamp(1, 8) as u64).ilog2() as u64;
+        EevdfTunables {
+            base_slice: 750 * US * factor,
+            tick: 4 * MS,
+            run_to_parity: true,
+            preempt_short: true,
+            place_lag: true,
+            wakeup_preempt: true,
+        }
+    }
+}
+
+/// Custom slices are clamped to this range (`sched_setattr`, 6.12).
+pub const CUSTOM_SLICE_RANGE: (Nanos, Nanos) = (100 * US, 100 * MS);
+
+#[derive(Debug, Clone)]
+pub struct Eevdf {
+    pub t: EevdfTunables,
+}
+
+impl Eevdf {
+    pub fn new(t: EevdfTunables) -> Self {
+        Eevdf { t }
+    }
+}
+
+/// Σ wᵢ(vᵢ − min_vruntime) and Σ wᵢ over the queue, including the current entity.
+fn avg_parts(rq: &FairRq, ents: &[Entity]) -> (i128, i128) {
+    let mut sum = 0i128;
+    let mut load = 0i128;
+    for e in rq_entities(rq) {
+        let w = ents[e].weight as i128;
+        sum += w * (ents[e].vruntime - rq.min_vruntime) as i128;
+        load += w;
+    }
+    (sum, load)
+}
+
+/// V, the load-weighted average vruntime (`avg_vruntime`); min_vruntime on an empty queue.
+pub fn avg_vruntime(rq: &FairRq, ents: &[Entity]) -> i64 {
+    let (sum, load) = avg_parts(rq, ents);
+    if load == 0 {
+        return rq.min_vruntime;
+    }
+    // Round towards −∞ like the kernel's div_s64 with its "sign flip" fix-up, so V ≤ exact.
+    rq.min_vruntime + sum.div_euclid(load) as i64
+}
+
+/// vᵢ ≤ V, evaluated exactly as Σ wⱼ(vⱼ − vᵢ) ≥ 0 (`vruntime_eligible`).
+pub fn eligible(rq: &FairRq, ents: &[Entity], id: EntityId) -> bool {
+    let (sum, load) = avg_parts(rq, ents);
+    sum >= (ents[id].vruntime - rq.min_vruntime) as i128 * load
+}
+
+fn vslice(e: &Entity, slice: Nanos) -> i64 {
+    vruntime_delta(slice, e.weight) as i64
+}
+
+impl Eevdf {
+    /// `set_protect_slice`: protect the current entity until min(deadline, v + smallest slice).
+    fn protect(&self, rq: &FairRq, ents: &mut [Entity], id: EntityId) {
+        let min_slice = rq_entities(rq)
+            .chain(std::iter::once(id))
+            .map(|e| ents[e].slice)
+            .min()
+            .unwrap_or(0);
+        let e = &ents[id];
+        let vprot = if min_slice < e.slice {
+            e.deadline.min(e.vruntime + vslice(e, min_slice))
+        } else {
+            e.deadline
+        };
+        ents[id].vprot = vprot;
+    }
+
+    fn pick_eevdf(&self, rq: &FairRq, ents: &[Entity]) -> Option<EntityId> {
+        let mut curr = rq.curr.filter(|&c| ents[c].on_rq);
+        if rq.nr_running == 1 {
+            return curr.or_else(|| rq.queued.first().copied());
+        }
+        if let Some(c) = curr {
+            if !eligible(rq, ents, c) {
+                curr = None;
+            }
+        }
+        if let Some(c) = curr {
+            if self.t.run_to_parity && ents[c].vprot > ents[c].vruntime {
+                return Some(c);
+            }
+        }
+        let best = rq
+            .queued
+            .iter()
+            .copied()
+            .filter(|&e| eligible(rq, ents, e))
+            .min_by_key(|&e| (ents[e].deadline, e));
+        match (curr, best) {
+            (Some(c), Some(b)) if ents[c].deadline <= ents[b].deadline => Some(c),
+            (Some(c), None) => Some(c),
+            (_, Some(b)) => Some(b),
+            // Nothing eligible can only happen through rounding; fall back to the earliest vruntime.
+            (None, None) => rq
+                .queued
+                .iter()
+                .copied()
+                .min_by_key(|&e| (ents[e].vruntime, e)),
+        }
+    }
+}
+
+impl FairPolicy for Eevdf {
+    fn name(&self) -> &'static str {
+        "eevdf"
+    }
+
+    fn base_slice(&self) -> Nanos {
+        self.t.base_slice
+    }
+
+    fn place(&self, rq: &FairRq, ents: &mut [Entity], id: EntityId, why: Enqueue) {
+        if !ents[id].custom_slice {
+            ents[id].slice = self.t.base_slice;
+        }
+        let v = avg_vruntime(rq, ents);
+        let mut lag = 0i64;
+        if self.t.place_lag && rq.nr_running > 0 && why != Enqueue::Initial {
+            let load = rq.load as i128;
+            lag = (ents[id].vlag as i128 * (load + ents[id].weight as i128) / load.max(1)) as i64;
+        }
+        let e = &mut ents[id];
+        e.vruntime = v - lag;
+        let mut vs = vslice(e, e.slice);
+        if why == Enqueue::Initial {
+            vs /= 2;
+        }
+        e.deadline = e.vruntime + vs;
+    }
+
+    fn on_dequeue(&self, rq: &FairRq, ents: &mut [Entity], id: EntityId, _sleep: bool) {
+        // `update_entity_lag`, computed while the entity is still counted in V.
+        let v = avg_vruntime(rq, ents);
+        let e = &ents[id];
+        let limit = vruntime_delta((2 * e.slice).max(self.t.tick), e.weight) as i64;
+        ents[id].vlag = (v - e.vruntime).clamp(-limit, limit);
+    }
+
+    fn charge(&self, rq: &mut FairRq, ents: &mut [Entity], id: EntityId, delta: Nanos) -> bool {
+        let e = &mut ents[id];
+        e.sum_exec += delta;
+        e.vruntime += vruntime_delta(delta, e.weight) as i64;
+        let mut resched = false;
+        if e.vruntime >= e.deadline {
+            if !e.custom_slice {
+                e.slice = self.t.base_slice;
+            }
+            e.deadline = e.vruntime + vslice(e, e.slice);
+            e.vprot = e.vruntime; // the new slice is not protected until picked again
+            resched = rq.nr_running > 1;
+        }
+        update_min_vruntime(rq, ents);
+        resched
+    }
+
+    fn pick(&self, rq: &FairRq, ents: &[Entity]) -> Option<EntityId> {
+        self.pick_eevdf(rq, ents)
+    }
+
+    fn on_pick(&self, rq: &FairRq, ents: &mut [Entity], id: EntityId) {
+        ents[id].prev_sum_exec = ents[id].sum_exec;
+        self.protect(rq, ents, id);
+    }
+
+    fn tick_preempt(&self, _rq: &FairRq, _ents: &[Entity], _curr: EntityId) -> bool {
+        // EEVDF's entity_tick only updates the current entity; `charge` asks for the resched.
+        false
+    }
+
+    fn wakeup_preempt(
+        &self,
+        rq: &mut FairRq,
+        ents: &mut [Entity],
+        curr: EntityId,
+        woken: EntityId,
+    ) -> bool {
+        let (c, w) = (&ents[curr], &ents[woken]);
+        if c.is_idle && !w.is_idle {
+            return true;
+        }
+        if c.is_idle != w.is_idle || !self.t.wakeup_preempt || w.no_wakeup_preempt {
+            return false;
+        }
+        if self.t.preempt_short
+            && w.slice < c.slice
+            && eligible(rq, ents, woken)
+            && (w.deadline < c.deadline || !eligible(rq, ents, curr))
+        {
+            ents[curr].vprot = ents[curr].vruntime; // cancel_protect_slice
+        }
+        self.pick_eevdf(rq, ents) == Some(woken)
+    }
+
+    fn yield_curr(&self, _rq: &mut FairRq, ents: &mut [Entity], curr: EntityId) {
+        // `yield_task_fair`: push the deadline one slice out so another entity is picked.
+        let e = &mut ents[curr];
+        e.deadline += vslice(e, e.slice);
+        e.vprot = e.vruntime;
+    }
+
+    fn reweight(&self, rq: &FairRq, ents: &mut [Entity], id: EntityId, weight: u64) {
+        // `reweight_entity`: keep the lag and the remaining virtual deadline in real terms.
+        let old = ents[id].weight.max(1) as i128;
+        let v = avg_vruntime(rq, ents);
+        let e = &mut ents[id];
+        let lag = (v - e.vruntime) as i128 * old / weight.max(1) as i128;
+        let rel_deadline = (e.deadline - e.vruntime) as i128 * old / weight.max(1) as i128;
+        e.weight = weight;
+        e.vruntime = v - lag as i64;
+        e.deadline = e.vruntime + rel_deadline as i64;
+    }
+}

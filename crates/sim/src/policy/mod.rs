@@ -1,0 +1,162 @@
+//! Fair-class policies behind one small trait, one file each.
+//!
+//! The engine owns time, run-queues and the cgroup hierarchy; a policy only decides, for one
+//! run-queue ([`FairRq`]) at a time: where an entity is placed when it is enqueued, how its
+//! virtual time advances when charged, which entity runs next, and whether the current one
+//! should be preempted on a tick or a wake-up. Hierarchical (cgroup) scheduling calls the same
+//! hooks at every level, like the kernel's `for_each_sched_entity`.
+
+pub mod cfs;
+pub mod eevdf;
+
+use uxsched_model::Nanos;
+
+/// Index of an entity in the engine's entity arena (tasks first, then group entities).
+pub type EntityId = usize;
+
+/// A schedulable entity of the fair class: a task or a cgroup's per-CPU representative.
+#[derive(Debug, Clone, Default)]
+pub struct Entity {
+    /// Load weight (nice table, SCHED_IDLE's 3, or the group's share on this CPU).
+    pub weight: u64,
+    /// Virtual runtime (ns of nice-0 CPU time), signed so placement may go below zero.
+    pub vruntime: i64,
+    /// EEVDF virtual deadline.
+    pub deadline: i64,
+    /// EEVDF lag saved at dequeue (V − v), re-applied at placement.
+    pub vlag: i64,
+    /// EEVDF protection end for RUN_TO_PARITY (`se->vprot`).
+    pub vprot: i64,
+    /// Requested slice: EEVDF base or custom slice.
+    pub slice: Nanos,
+    /// `sched_attr.sched_runtime` was set explicitly.
+    pub custom_slice: bool,
+    /// Total CPU time received.
+    pub sum_exec: Nanos,
+    /// `sum_exec` when last picked: `sum_exec − prev_sum_exec` is the time run in this slice.
+    pub prev_sum_exec: Nanos,
+    /// Queued on (or current of) its run-queue.
+    pub on_rq: bool,
+    /// SCHED_IDLE (task) or an idle group: always preempted by a non-idle wakee.
+    pub is_idle: bool,
+    /// SCHED_BATCH or SCHED_IDLE task: never preempts on wake-up.
+    pub no_wakeup_preempt: bool,
+    /// The run-queue this entity is queued on.
+    pub rq: usize,
+    /// For a group entity, the run-queue it stands for.
+    pub my_rq: Option<usize>,
+}
+
+/// One fair run-queue: a CPU's root queue or a cgroup's queue on that CPU.
+#[derive(Debug, Clone, Default)]
+pub struct FairRq {
+    /// Queued entities, not including `curr` (the kernel's rb-tree). Order is insertion order;
+    /// policies pick by their own key with the entity id as the final tie-break.
+    pub queued: Vec<EntityId>,
+    /// The entity running at this level, if any (still counted in `nr_running` and `load`).
+    pub curr: Option<EntityId>,
+    pub nr_running: usize,
+    /// Sum of the weights of `queued` and `curr`.
+    pub load: u64,
+    /// Monotonic floor of the queue's virtual time.
+    pub min_vruntime: i64,
+}
+
+/// Why an entity is being enqueued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Enqueue {
+    /// A new task's first enqueue (fork).
+    Initial,
+    /// Waking after blocking.
+    Wakeup,
+    /// Moved from another CPU while runnable (its lag/relative vruntime is preserved).
+    Migrated,
+}
+
+/// Platform facts some policies scale by.
+#[derive(Debug, Clone, Copy)]
+pub struct PolicyEnv {
+    pub ncpus: usize,
+    /// Scheduler tick period (1/HZ).
+    pub tick: Nanos,
+}
+
+/// The decisions a fair-class policy makes about one run-queue.
+pub trait FairPolicy {
+    /// Name used on the command line and in reports.
+    fn name(&self) -> &'static str;
+
+    /// Default slice of a new entity (EEVDF base slice; CFS computes slices per period instead).
+    fn base_slice(&self) -> Nanos;
+
+    /// Set `ents[id]`'s virtual time before it joins `rq` (`place_entity`).
+    fn place(&self, rq: &FairRq, ents: &mut [Entity], id: EntityId, why: Enqueue);
+
+    /// Called when `id` leaves `rq` (sleep = blocked, otherwise migration/throttle);
+    /// EEVDF records the lag here.
+    fn on_dequeue(&self, _rq: &FairRq, _ents: &mut [Entity], _id: EntityId, _sleep: bool) {}
+
+    /// Charge `delta` ns of CPU to the running entity `id` (`update_curr`). Returns true when
+    /// the policy wants the CPU rescheduled (e.g. an EEVDF deadline was reached).
+    fn charge(&self, rq: &mut FairRq, ents: &mut [Entity], id: EntityId, delta: Nanos) -> bool;
+
+    /// Choose the entity to run next among `rq.queued` and `rq.curr` (`pick_next_entity`).
+    fn pick(&self, rq: &FairRq, ents: &[Entity]) -> Option<EntityId>;
+
+    /// `id` was just picked to run (`set_next_entity`).
+    fn on_pick(&self, _rq: &FairRq, ents: &mut [Entity], id: EntityId) {
+        ents[id].prev_sum_exec = ents[id].sum_exec;
+    }
+
+    /// Periodic tick for the running entity: preempt it? (`check_preempt_tick`).
+    fn tick_preempt(&self, rq: &FairRq, ents: &[Entity], curr: EntityId) -> bool;
+
+    /// Should waking entity `woken` preempt `curr`, both on `rq`? (`check_preempt_wakeup`).
+    fn wakeup_preempt(
+        &self,
+        rq: &mut FairRq,
+        ents: &mut [Entity],
+        curr: EntityId,
+        woken: EntityId,
+    ) -> bool;
+
+    /// `id` moves from run-queue `from` to `to` (another CPU). CFS re-bases vruntime on the new
+    /// queue's min_vruntime (`task_waking_fair`, `migrate_task_rq_fair`); EEVDF keeps lag instead.
+    fn rebase(&self, _from: &FairRq, _to: &FairRq, _e: &mut Entity) {}
+
+    /// `sched_yield` by the running entity.
+    fn yield_curr(&self, _rq: &mut FairRq, _ents: &mut [Entity], _curr: EntityId) {}
+
+    /// The entity's weight changes while queued (`reweight_entity`).
+    fn reweight(&self, _rq: &FairRq, ents: &mut [Entity], id: EntityId, weight: u64) {
+        ents[id].weight = weight;
+    }
+}
+
+/// Every entity on `rq` (queued and current), in a fixed order.
+pub fn rq_entities(rq: &FairRq) -> impl Iterator<Item = EntityId> + '_ {
+    rq.curr.into_iter().chain(rq.queued.iter().copied())
+}
+
+/// Raise `rq.min_vruntime` to the smallest vruntime on the queue, never lowering it
+/// (`update_min_vruntime`).
+pub fn update_min_vruntime(rq: &mut FairRq, ents: &[Entity]) {
+    let smallest = rq_entities(rq).map(|e| ents[e].vruntime).min();
+    if let Some(v) = smallest {
+        rq.min_vruntime = rq.min_vruntime.max(v);
+    }
+}
+
+/// Names accepted by [`by_name`].
+pub const POLICY_NAMES: &[&str] = &["cfs", "eevdf"];
+
+/// Build a fair policy by name with its default tunables.
+pub fn by_name(name: &str, env: PolicyEnv) -> Option<Box<dyn FairPolicy>> {
+    match name {
+        "cfs" => Some(Box::new(cfs::Cfs::new(cfs::CfsTunables::android()))),
+        "eevdf" => Some(Box::new(eevdf::Eevdf::new(eevdf::EevdfTunables::for_cpus(
+            env.ncpus,
+        )))),
+        _ => None,
+    }
+}

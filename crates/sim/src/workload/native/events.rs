@@ -1,0 +1,102 @@
+//! One native event table → one model [`Event`].
+
+use super::schema::EventDef;
+use crate::workload::Event;
+
+/// Convert, checking that exactly one kind is given and that helper fields (`period`,
+/// `absolute`, `mutex`) appear only with the kind that uses them.
+pub fn convert(def: EventDef) -> Result<Event, String> {
+    let EventDef {
+        run,
+        runtime,
+        sleep,
+        timer,
+        period,
+        absolute,
+        lock,
+        unlock,
+        wait,
+        sync,
+        mutex,
+        signal,
+        broadcast,
+        barrier,
+        suspend,
+        resume,
+        send,
+        recv,
+        yield_,
+        begin,
+        end,
+    } = def;
+    let mut kinds: Vec<(&str, Event)> = Vec::new();
+    let mut add = |key: &'static str, event: Option<Event>| {
+        if let Some(e) = event {
+            kinds.push((key, e));
+        }
+    };
+    add("run", run.map(|d| Event::Run(d.0)));
+    add("runtime", runtime.map(|d| Event::Runtime(d.0)));
+    add("sleep", sleep.map(|d| Event::Sleep(d.0)));
+    add(
+        "timer",
+        timer.map(|name| Event::Timer {
+            name,
+            period: period.map_or(0, |p| p.0),
+            absolute: absolute.unwrap_or(false),
+        }),
+    );
+    add("lock", lock.map(Event::Lock));
+    add("unlock", unlock.map(Event::Unlock));
+    let m = || mutex.clone().unwrap_or_default();
+    add("wait", wait.map(|cond| Event::Wait { cond, mutex: m() }));
+    add(
+        "sync",
+        sync.map(|cond| Event::SignalWait { cond, mutex: m() }),
+    );
+    add("signal", signal.map(Event::Signal));
+    add("broadcast", broadcast.map(Event::Broadcast));
+    add("barrier", barrier.map(Event::Barrier));
+    add("suspend", suspend.map(Event::Suspend));
+    add("resume", resume.map(Event::Resume));
+    add("send", send.map(Event::Send));
+    add("recv", recv.map(Event::Recv));
+    match yield_ {
+        Some(true) => add("yield", Some(Event::Yield)),
+        Some(false) => return Err("`yield` takes `true`".into()),
+        None => {}
+    }
+    add("begin", begin.map(Event::Begin));
+    add("end", end.map(Event::End));
+
+    let (key, event) = match kinds.len() {
+        0 => return Err("an event needs one of run, runtime, sleep, timer, lock, unlock, wait, sync, signal, broadcast, barrier, suspend, resume, send, recv, yield, begin, end".into()),
+        1 => kinds.pop().expect("one element"),
+        _ => {
+            let keys: Vec<&str> = kinds.iter().map(|(k, _)| *k).collect();
+            return Err(format!(
+                "one event per table, found {}; write them as separate {{ }} entries",
+                keys.join(" and ")
+            ));
+        }
+    };
+    let is_timer = key == "timer";
+    if !is_timer && (period.is_some() || absolute.is_some()) {
+        return Err(format!(
+            "`period`/`absolute` belong to `timer`, not `{key}`"
+        ));
+    }
+    if is_timer && period.is_none() {
+        return Err(
+            "timer needs a `period`, e.g. { timer = \"vsync\", period = \"16.667ms\" }".into(),
+        );
+    }
+    let takes_mutex = matches!(key, "wait" | "sync");
+    match (takes_mutex, mutex.is_some()) {
+        (true, false) => Err(format!(
+            "`{key}` needs a `mutex`, e.g. {{ {key} = \"cond\", mutex = \"m\" }}"
+        )),
+        (false, true) => Err(format!("`mutex` belongs to `wait`/`sync`, not `{key}`")),
+        _ => Ok(event),
+    }
+}
