@@ -1,5 +1,5 @@
 //! From per-task raw tallies to the [`Report`]: naming, and pooling tasks into processes,
-//! cgroups (with their descendants) and task families.
+//! cgroups (with their descendants), task families and labels.
 
 use uxsched_model::Nanos;
 
@@ -102,6 +102,28 @@ impl RunOutcome<'_> {
             .map(|(f, members)| self.aggregate(f, &members, keep_samples))
             .collect();
 
+        let mut label_order: Vec<&str> = Vec::new();
+        for t in &meta.tasks {
+            for l in &t.labels {
+                if !label_order.contains(&l.as_str()) {
+                    label_order.push(l);
+                }
+            }
+        }
+        let labels = label_order
+            .into_iter()
+            .map(|label| {
+                let members: Vec<usize> = (0..n)
+                    .filter(|&i| {
+                        meta.tasks
+                            .get(i)
+                            .is_some_and(|t| t.labels.iter().any(|l| l == label))
+                    })
+                    .collect();
+                self.aggregate(label.to_string(), &members, keep_samples)
+            })
+            .collect();
+
         let group_count = meta
             .groups
             .len()
@@ -141,6 +163,7 @@ impl RunOutcome<'_> {
             tasks,
             processes,
             families,
+            labels,
             groups,
             interactions,
             anomalies: self.anomalies.clone(),

@@ -196,13 +196,14 @@ impl MetricsCollector {
         }
     }
 
-    fn exit(&mut self, t: Nanos, task: TaskId) {
+    /// The task's last request is complete. The engine logs `Exit` while the task still holds
+    /// its CPU; the `Switch` that follows takes it off (and charges its time).
+    fn exit(&mut self, task: TaskId) {
         let tr = self.task(task);
-        if let State::Running { since, .. } = tr.state {
-            tr.tally.cpu_ns += t - since;
-        }
         close_activation(tr);
-        tr.state = State::Exited;
+        if !matches!(tr.state, State::Running { .. }) {
+            tr.state = State::Exited;
+        }
     }
 
     /// The report; `keep_samples` includes every raw sample (for plots; large).
@@ -284,7 +285,7 @@ impl Sink for MetricsCollector {
                 tally.deadline_misses += u64::from(slack < 0);
             }
             Record::LoopDone { task, .. } => self.task(task).tally.loops += 1,
-            Record::Exit { t, task } => self.exit(t, task),
+            Record::Exit { task, .. } => self.exit(task),
             Record::Freq { .. } | Record::Throttle { .. } => {}
         }
     }
