@@ -540,6 +540,15 @@ fn identical_logs_give_identical_trace_bytes_and_digests() {
     other[1] = sw(101, 0, None, Blocked, Some(0));
     assert_eq!(digest(&two_preemptions()), digest(&two_preemptions()));
     assert_ne!(digest(&two_preemptions()), digest(&other));
+    let mut renamed = abc_meta();
+    renamed.tasks[2].name = "D".into();
+    let mut d = Digest::new();
+    feed(&mut d, &renamed, &two_preemptions(), 10_000);
+    assert_ne!(
+        d.hex(),
+        digest(&two_preemptions()),
+        "metadata is part of the digest"
+    );
 }
 
 #[derive(Debug)]
