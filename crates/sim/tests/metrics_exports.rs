@@ -468,7 +468,7 @@ fn perfetto_trace_parses_and_has_slices_counters_and_names() {
     let events = json["traceEvents"].as_array().unwrap();
     let slices: Vec<(String, u64, f64, f64)> = events
         .iter()
-        .filter(|e| e["ph"] == "X")
+        .filter(|e| e["ph"] == "X" && e["pid"] == 1)
         .map(|e| {
             (
                 e["name"].as_str().unwrap().to_string(),
@@ -489,6 +489,26 @@ fn perfetto_trace_parses_and_has_slices_counters_and_names() {
             ("A".into(), 1, 3.5, 0.5),
             ("A".into(), 2, 5.2, 0.8),
             ("A".into(), 2, 6.3, 0.7),
+        ]
+    );
+    // A's waits on its own track (tid = 2 CPUs + 1 + task 0): woken 0..0.1 µs, preempted
+    // 1.1..2.1 and 3.0..3.5, woken 5.0..5.2, yielded 6.0..6.3.
+    let waits: Vec<(f64, f64, &str)> = events
+        .iter()
+        .filter(|e| e["name"] == "runnable" && e["tid"] == 3)
+        .map(|e| {
+            let (ts, dur) = (e["ts"].as_f64().unwrap(), e["dur"].as_f64().unwrap());
+            (ts, dur, e["args"]["since"].as_str().unwrap())
+        })
+        .collect();
+    assert_eq!(
+        waits,
+        vec![
+            (0.0, 0.1, "woken"),
+            (1.1, 1.0, "preempted"),
+            (3.0, 0.5, "preempted"),
+            (5.0, 0.2, "woken"),
+            (6.0, 0.3, "yielded"),
         ]
     );
     let freq: Vec<(f64, u64)> = events

@@ -4,7 +4,9 @@
 //! running task, throttling instants, and one frequency counter ("C") per domain. Process 2
 //! "Interactions" carries each interaction as an async slice ("b"/"e") from begin to end, even
 //! when begin and end happen on different tasks. Each simulated process then gets a process
-//! with one thread track per task, carrying wake-up, migration, period and exit instants.
+//! with one thread track per task, carrying a "runnable" slice for every wait for a CPU (after a
+//! wake-up, a preemption or a yield: the latencies made visible) and wake-up, migration, period
+//! and exit instants.
 //!
 //! Deterministic: events are written in log order (a slice when it closes), names in id order,
 //! times as integer nanoseconds printed as microseconds with exactly three decimals, no floats
@@ -33,6 +35,8 @@ pub struct PerfettoTrace<W: Write> {
     running: Vec<Option<(TaskId, Nanos)>>,
     /// Open interactions: id → kind.
     open: BTreeMap<u64, u32>,
+    /// Per task: runnable (waiting for a CPU) since when, and why ("woken", "preempted", …).
+    waiting: Vec<Option<(Nanos, &'static str)>>,
 }
 
 /// The JSON array being streamed; keeps the first I/O error and stops writing after it.
@@ -183,6 +187,7 @@ impl<W: Write> PerfettoTrace<W> {
             last_t: 0,
             running: Vec::new(),
             open: BTreeMap::new(),
+            waiting: Vec::new(),
         }
     }
 
@@ -218,6 +223,28 @@ impl<W: Write> PerfettoTrace<W> {
             Us(since),
             Us(t.saturating_sub(since)),
             n.process_of(task),
+        ));
+    }
+
+    fn start_waiting(&mut self, task: TaskId, t: Nanos, why: &'static str) {
+        let i = task as usize;
+        if self.waiting.len() <= i {
+            self.waiting.resize(i + 1, None);
+        }
+        self.waiting[i].get_or_insert((t, why));
+    }
+
+    /// Ends a task's runnable span: a "runnable" slice on its own track, so wake-up and
+    /// preemption latency are visible per task.
+    fn stop_waiting(&mut self, task: TaskId, t: Nanos) {
+        let Some((since, why)) = self.waiting.get_mut(task as usize).and_then(Option::take) else {
+            return;
+        };
+        let (pid, tid) = (self.names.task_pid(task), self.names.task_tid(task));
+        self.out.event(format_args!(
+            r#""name":"runnable","cat":"sched","ph":"X","pid":{pid},"tid":{tid},"ts":{},"dur":{},"args":{{"since":"{why}"}}"#,
+            Us(since),
+            Us(t.saturating_sub(since))
         ));
     }
 
@@ -330,12 +357,16 @@ impl<W: Write> Sink for PerfettoTrace<W> {
             Record::Switch {
                 t,
                 cpu,
+                prev,
                 next,
                 reason,
-                ..
             } => {
                 self.close_slice(cpu, t, reason_name(reason));
+                if let (Some(p), LeaveReason::Preempted | LeaveReason::Yielded) = (prev, reason) {
+                    self.start_waiting(p, t, reason_name(reason));
+                }
                 if let Some(n) = next {
+                    self.stop_waiting(n, t);
                     if self.running.len() <= cpu as usize {
                         self.running.resize(cpu as usize + 1, None);
                     }
@@ -348,6 +379,7 @@ impl<W: Write> Sink for PerfettoTrace<W> {
                 cpu,
                 waker,
             } => {
+                self.start_waiting(task, t, "woken");
                 let waker = waker
                     .map_or(Cow::Borrowed("null"), |w| self.names.task(w))
                     .into_owned();
@@ -401,6 +433,9 @@ impl<W: Write> Sink for PerfettoTrace<W> {
         self.ended = true;
         for cpu in 0..self.running.len() {
             self.close_slice(cpu as CpuId, end, "end of run");
+        }
+        for task in 0..self.waiting.len() {
+            self.stop_waiting(task as TaskId, end);
         }
         self.out.raw("\n]}\n");
         if self.out.error.is_none() {
