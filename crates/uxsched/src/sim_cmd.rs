@@ -1,18 +1,293 @@
-//! `uxsched sim …`: run workloads in the simulator.
+//! `uxsched sim …`: run workloads in the simulator, check determinism, measure its speed.
 
+use crate::exit::bad_input;
+use anyhow::Context;
+use indicatif::{ProgressBar, ProgressStyle};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Instant;
+use uxsched_model::time::{fmt_ns, parse_duration};
+use uxsched_model::{Nanos, SEC};
+use uxsched_sim::digest::Digest;
+use uxsched_sim::engine::{Sim, SimConfig};
+use uxsched_sim::export::gantt::{parse_window, GanttChart};
+use uxsched_sim::export::perfetto::PerfettoTrace;
+use uxsched_sim::export::AtomicFile;
+use uxsched_sim::log::{Sink, Tee};
+use uxsched_sim::metrics::MetricsCollector;
+use uxsched_sim::metrics::TableOptions;
+use uxsched_sim::platform::PlatformSpec;
+use uxsched_sim::policy::cfs::CfsTunables;
+use uxsched_sim::workload::{self, Workload};
 
 #[derive(clap::Subcommand)]
 pub enum SimCommand {
-    /// Check that a workload file parses (temporary until `run` lands).
-    Check { workload: std::path::PathBuf },
+    /// Run a workload and print its metrics.
+    Run(RunArgs),
+    /// Measure the simulator's speed on the standard phone-like workload.
+    Bench(BenchArgs),
+    /// List the built-in workloads and fair policies.
+    List,
+}
+
+#[derive(clap::Args)]
+pub struct RunArgs {
+    /// Workload file (`.toml` native, `.json` rt-app) or the name of a built-in (`uxsched sim list`).
+    pub workload: String,
+    /// Fair-class policy.
+    #[arg(long, default_value = "eevdf", value_parser = clap::builder::PossibleValuesParser::new(uxsched_sim::policy::POLICY_NAMES))]
+    pub sched: String,
+    /// `cfs` only: `kernel` = 2.6.32 defaults (sleeper credit, wake-up preemption); `paper` = the
+    /// model seed 000 reasons with (neither).
+    #[arg(long, default_value = "kernel", value_parser = ["kernel", "paper"])]
+    pub cfs_model: String,
+    /// Number of identical CPUs (overrides the workload's platform). Default: the workload's, else 8.
+    #[arg(long)]
+    pub cpus: Option<usize>,
+    /// Scheduler tick frequency.
+    #[arg(long, default_value_t = 250)]
+    pub hz: u32,
+    /// Seed of the one random generator (tick phases).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Simulated duration, e.g. `10s`, `500ms`. Default: the workload's, else 10s.
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<Nanos>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Write a Perfetto-loadable Chrome trace JSON.
+    #[arg(long)]
+    pub trace: Option<PathBuf>,
+    /// Write a Gantt chart SVG of `--window`.
+    #[arg(long, requires = "window")]
+    pub gantt: Option<PathBuf>,
+    /// Time window of the Gantt chart, e.g. `100ms..150ms`.
+    #[arg(long, value_parser = parse_window)]
+    pub window: Option<(Nanos, Nanos)>,
+    /// Only tasks whose name or a label starts with this in the table.
+    #[arg(long)]
+    pub filter: Option<String>,
+    /// Unlabelled tasks shown in the table, worst p99 wake-up latency first.
+    #[arg(long, default_value_t = 10)]
+    pub top: usize,
+    /// Run twice and check the two event logs are identical (digest compared).
+    #[arg(long)]
+    pub determinism_check: bool,
+}
+
+#[derive(clap::Args)]
+pub struct BenchArgs {
+    /// Simulated seconds per policy.
+    #[arg(long, default_value = "20s", value_parser = parse_duration)]
+    pub duration: Nanos,
+    #[arg(long)]
+    pub json: bool,
 }
 
 pub fn run(c: SimCommand) -> anyhow::Result<ExitCode> {
     match c {
-        SimCommand::Check { workload } => Err(crate::exit::bad_input(format!(
-            "{}: the simulator engine is not built yet",
-            workload.display()
-        ))),
+        SimCommand::Run(a) => run_workload(a),
+        SimCommand::Bench(a) => bench(a),
+        SimCommand::List => {
+            println!("built-in workloads (scenarios/):");
+            for (name, _) in workload::BUILTINS {
+                println!("  {name}");
+            }
+            println!(
+                "fair policies: {}",
+                uxsched_sim::policy::POLICY_NAMES.join(", ")
+            );
+            Ok(ExitCode::SUCCESS)
+        }
     }
+}
+
+/// A workload from a file path, or a built-in by name.
+pub fn load_workload(spec: &str) -> anyhow::Result<Workload> {
+    let path = Path::new(spec);
+    let w = if path.exists() {
+        workload::load(path)
+    } else {
+        workload::builtin(spec)
+    };
+    w.map_err(|e| bad_input(e.to_string()))
+}
+
+fn config_for(w: &Workload, a: &RunArgs) -> anyhow::Result<SimConfig> {
+    let platform = match (a.cpus, &w.platform) {
+        (Some(0), _) => return Err(bad_input("--cpus must be at least 1")),
+        (Some(n), _) => PlatformSpec::uniform(n),
+        (None, Some(p)) => p.clone(),
+        (None, None) => PlatformSpec::uniform(8),
+    };
+    let mut cfg = SimConfig::new(&a.sched, platform);
+    cfg.hz = a.hz;
+    cfg.seed = a.seed;
+    cfg.duration = a.duration.or(w.duration).unwrap_or(10 * SEC);
+    if a.sched == "cfs" && a.cfs_model == "paper" {
+        cfg.cfs_tunables = Some(CfsTunables::paper());
+    }
+    Ok(cfg)
+}
+
+fn progress_bar(total: Nanos, enabled: bool) -> ProgressBar {
+    if !enabled || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let pb = ProgressBar::new(total / 1_000_000);
+    pb.set_style(
+        ProgressStyle::with_template("{spinner} simulating [{bar:30}] {pos}/{len} ms  eta {eta}")
+            .expect("valid template"),
+    );
+    pb
+}
+
+fn simulate(
+    w: &Workload,
+    cfg: SimConfig,
+    sink: &mut dyn Sink,
+    show_progress: bool,
+) -> anyhow::Result<u64> {
+    let total = cfg.duration;
+    let mut sim = Sim::new(w, cfg).map_err(|e| bad_input(format!("{}: {e}", w.name)))?;
+    let pb = progress_bar(total, show_progress);
+    let stats = sim.run(sink, &mut |t| pb.set_position(t / 1_000_000))?;
+    pb.finish_and_clear();
+    Ok(stats.events)
+}
+
+fn run_workload(a: RunArgs) -> anyhow::Result<ExitCode> {
+    let w = load_workload(&a.workload)?;
+    let cfg = config_for(&w, &a)?;
+    if let Some((from, to)) = a.window {
+        if from >= cfg.duration {
+            return Err(bad_input(format!(
+                "--window starts at {} but the run lasts {}",
+                fmt_ns(from as f64),
+                fmt_ns(cfg.duration as f64)
+            )));
+        }
+        let _ = to;
+    }
+    let mut metrics = MetricsCollector::new();
+    let mut digest = Digest::new();
+    let mut gantt = match a.window {
+        Some((from, to)) if a.gantt.is_some() => {
+            Some(GanttChart::new(from, to).map_err(bad_input)?)
+        }
+        _ => None,
+    };
+    let mut trace = match &a.trace {
+        Some(p) => Some(PerfettoTrace::new(
+            AtomicFile::create(p).with_context(|| format!("--trace {}", p.display()))?,
+        )),
+        None => None,
+    };
+    {
+        let mut tee = Tee::default();
+        tee.sinks.push(&mut metrics);
+        tee.sinks.push(&mut digest);
+        if let Some(g) = gantt.as_mut() {
+            tee.sinks.push(g);
+        }
+        if let Some(t) = trace.as_mut() {
+            tee.sinks.push(t);
+        }
+        simulate(&w, cfg.clone(), &mut tee, !a.json)?;
+    }
+    if a.determinism_check {
+        let mut second = Digest::new();
+        simulate(&w, cfg.clone(), &mut second, false)?;
+        if second.value() != digest.value() {
+            anyhow::bail!(
+                "determinism check failed: the two runs differ (digests {} and {})",
+                digest.hex(),
+                second.hex()
+            );
+        }
+        eprintln!(
+            "determinism check: two runs identical, {} records, digest {}",
+            digest.records(),
+            digest.hex()
+        );
+    }
+    // Files appear only after the whole run succeeded.
+    if let (Some(t), Some(p)) = (trace, &a.trace) {
+        t.finish()
+            .and_then(|f| f.commit())
+            .with_context(|| format!("writing trace {}", p.display()))?;
+        eprintln!(
+            "trace written to {} (open in https://ui.perfetto.dev)",
+            p.display()
+        );
+    }
+    if let (Some(g), Some(p)) = (gantt, &a.gantt) {
+        uxsched_sim::export::write_atomically(p, |out| g.write_svg(out))
+            .with_context(|| format!("writing Gantt chart {}", p.display()))?;
+        eprintln!("Gantt chart written to {}", p.display());
+    }
+    let report = metrics.report(false);
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!(
+            "{}",
+            report.to_table(&TableOptions {
+                top: a.top,
+                filter: a.filter.clone()
+            })
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Events per second and simulated seconds per wall-clock second on `phone.toml`.
+fn bench(a: BenchArgs) -> anyhow::Result<ExitCode> {
+    let w = workload::builtin("phone").map_err(|e| bad_input(e.to_string()))?;
+    let platform = w.platform.clone().unwrap_or_else(PlatformSpec::phone);
+    let mut rows = Vec::new();
+    for sched in uxsched_sim::policy::POLICY_NAMES {
+        let mut cfg = SimConfig::new(sched, platform.clone());
+        cfg.duration = a.duration;
+        let mut digest = Digest::new();
+        let start = Instant::now();
+        let events = simulate(&w, cfg, &mut digest, !a.json)?;
+        let wall = start.elapsed().as_secs_f64();
+        let sim_s = a.duration as f64 / SEC as f64;
+        rows.push(serde_json::json!({
+            "sched": sched,
+            "threads": w.tasks.len(),
+            "cpus": platform.cpu_count(),
+            "simulated_s": sim_s,
+            "wall_s": wall,
+            "events": events,
+            "log_records": digest.records(),
+            "events_per_s": events as f64 / wall,
+            "speedup_vs_real_time": sim_s / wall,
+        }));
+    }
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+    } else {
+        println!(
+            "{:<6} {:>7} {:>5} {:>8} {:>8} {:>11} {:>13} {:>12}",
+            "sched", "threads", "cpus", "sim s", "wall s", "events", "events/s", "x real time"
+        );
+        for r in &rows {
+            println!(
+                "{:<6} {:>7} {:>5} {:>8.1} {:>8.2} {:>11} {:>13.0} {:>12.0}",
+                r["sched"].as_str().unwrap_or(""),
+                r["threads"].as_u64().unwrap_or(0),
+                r["cpus"].as_u64().unwrap_or(0),
+                r["simulated_s"].as_f64().unwrap_or(0.0),
+                r["wall_s"].as_f64().unwrap_or(0.0),
+                r["events"].as_u64().unwrap_or(0),
+                r["events_per_s"].as_f64().unwrap_or(0.0),
+                r["speedup_vs_real_time"].as_f64().unwrap_or(0.0)
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -144,6 +144,13 @@ impl Sim {
                     ))
                 })?,
             };
+            if let Some(p) = t.phases.iter().find(|p| p.affinity.is_some()) {
+                return Err(BuildError(format!(
+                    "task `{}`, phase `{}`: per-phase CPU affinity (rt-app phase `cpus`) is not supported by the \
+                     engine yet; set `cpus` on the task instead",
+                    t.name, p.name
+                )));
+            }
             let mut allowed = vec![0u64; ncpus.div_ceil(64)];
             match &t.affinity {
                 None => (0..ncpus).for_each(|c| allowed[c / 64] |= 1 << (c % 64)),

@@ -90,8 +90,12 @@ pub fn avg_vruntime(rq: &FairRq, ents: &[Entity]) -> i64 {
 
 /// vᵢ ≤ V, evaluated exactly as Σ wⱼ(vⱼ − vᵢ) ≥ 0 (`vruntime_eligible`).
 pub fn eligible(rq: &FairRq, ents: &[Entity], id: EntityId) -> bool {
-    let (sum, load) = avg_parts(rq, ents);
-    sum >= (ents[id].vruntime - rq.min_vruntime) as i128 * load
+    eligible_with(avg_parts(rq, ents), rq, &ents[id])
+}
+
+/// [`eligible`] with the queue's sums computed once, for loops over the queue.
+fn eligible_with((sum, load): (i128, i128), rq: &FairRq, e: &Entity) -> bool {
+    sum >= (e.vruntime - rq.min_vruntime) as i128 * load
 }
 
 fn vslice(e: &Entity, slice: Nanos) -> i64 {
@@ -120,8 +124,9 @@ impl Eevdf {
         if rq.nr_running == 1 {
             return curr.or_else(|| rq.queued.first().copied());
         }
+        let parts = avg_parts(rq, ents);
         if let Some(c) = curr {
-            if !eligible(rq, ents, c) {
+            if !eligible_with(parts, rq, &ents[c]) {
                 curr = None;
             }
         }
@@ -134,7 +139,7 @@ impl Eevdf {
             .queued
             .iter()
             .copied()
-            .filter(|&e| eligible(rq, ents, e))
+            .filter(|&e| eligible_with(parts, rq, &ents[e]))
             .min_by_key(|&e| (ents[e].deadline, e));
         match (curr, best) {
             (Some(c), Some(b)) if ents[c].deadline <= ents[b].deadline => Some(c),
@@ -192,6 +197,7 @@ impl FairPolicy for Eevdf {
         e.vruntime += vruntime_delta(delta, e.weight) as i64;
         let mut resched = false;
         if e.vruntime >= e.deadline {
+            // `update_deadline`: a new request, and the CPU is offered to others.
             if !e.custom_slice {
                 e.slice = self.t.base_slice;
             }
@@ -200,6 +206,15 @@ impl FairPolicy for Eevdf {
             resched = rq.nr_running > 1;
         }
         update_min_vruntime(rq, ents);
+        // `did_preempt_short`: once its protection is over, an entity that is no longer eligible
+        // gives way at the next accounting instead of running to its (possibly far) deadline.
+        if !resched
+            && self.t.preempt_short
+            && rq.nr_running > 1
+            && ents[id].vprot <= ents[id].vruntime
+        {
+            resched = !eligible(rq, ents, id);
+        }
         resched
     }
 

@@ -16,6 +16,7 @@ pub fn task(name: &str, policy: SchedPolicy, events: Vec<Event>) -> TaskSpec {
             name: "p".into(),
             loops: 1,
             events,
+            ..Default::default()
         }],
         ..Default::default()
     }

@@ -1,0 +1,119 @@
+//! `uxsched sim` end to end: real files in, real files out, exit codes.
+
+use std::path::Path;
+use std::process::Command;
+
+fn uxsched(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_uxsched"))
+        .args(args)
+        .output()
+        .expect("uxsched runs")
+}
+
+fn tmpdir(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("uxsched-sim-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn debian_rt_app_example_runs_end_to_end() {
+    let ex = Path::new("/usr/share/doc/rt-app/examples/tutorial/example7.json");
+    if !ex.exists() {
+        eprintln!("skipped: rt-app examples not installed (scripts/setup.sh installs them)");
+        return;
+    }
+    let out = uxsched(&[
+        "sim",
+        "run",
+        ex.to_str().unwrap(),
+        "--cpus",
+        "2",
+        "--duration",
+        "1s",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    let text = report.to_string();
+    assert!(text.contains("task0") && text.contains("task1"), "{text}");
+}
+
+#[test]
+fn trace_gantt_and_determinism_check() {
+    let d = tmpdir("outputs");
+    let trace = d.join("t.json");
+    let gantt = d.join("g.svg");
+    let out = uxsched(&[
+        "sim",
+        "run",
+        "showcase",
+        "--duration",
+        "500ms",
+        "--determinism-check",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--gantt",
+        gantt.to_str().unwrap(),
+        "--window",
+        "100ms..150ms",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("two runs identical"));
+    let t: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&trace).unwrap()).expect("trace is JSON");
+    assert!(t.to_string().contains("\"ph\""));
+    assert!(std::fs::read_to_string(&gantt).unwrap().starts_with("<svg"));
+    // Same seed, same trace bytes.
+    let trace2 = d.join("t2.json");
+    let out = uxsched(&[
+        "sim",
+        "run",
+        "showcase",
+        "--duration",
+        "500ms",
+        "--trace",
+        trace2.to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    assert_eq!(
+        std::fs::read(&trace).unwrap(),
+        std::fs::read(&trace2).unwrap()
+    );
+}
+
+#[test]
+fn malformed_workload_exits_2_with_location_and_writes_nothing() {
+    let d = tmpdir("bad");
+    let bad = d.join("bad.toml");
+    std::fs::write(&bad, "name = \"x\"\n[[task]]\nname = \"a\"\nnice = 99\n").unwrap();
+    let trace = d.join("trace.json");
+    let out = uxsched(&[
+        "sim",
+        "run",
+        bad.to_str().unwrap(),
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad.toml"), "{err}");
+    assert!(!trace.exists() && !d.join("trace.json.tmp").exists());
+}
+
+#[test]
+fn unknown_option_values_list_the_valid_ones() {
+    let out = uxsched(&["sim", "run", "showcase", "--sched", "bogus"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cfs") && err.contains("eevdf"), "{err}");
+}
