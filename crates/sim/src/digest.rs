@@ -1,14 +1,14 @@
 //! [`Digest`]: a fingerprint of the event log, so `--determinism-check` can compare two runs
 //! without keeping either log.
 //!
-//! 64-bit FNV-1a over a canonical encoding of each record: a one-byte tag, then each field in
-//! declaration order as fixed-width little-endian integers (`Option` as a presence byte then
-//! the value, or 0 when absent), then the end time. Independent of `Debug` formatting, serde,
+//! 64-bit FNV-1a over the run's metadata (its JSON) and a canonical encoding of each record: a
+//! one-byte tag, then each field in declaration order as fixed-width little-endian integers
+//! (`Option` as a presence byte then the value, or 0 when absent), then the end time. Independent of `Debug` formatting, serde,
 //! platform endianness and struct layout. Not cryptographic; it only detects divergence.
 
 use uxsched_model::Nanos;
 
-use crate::log::{LeaveReason, Record, Sink};
+use crate::log::{LeaveReason, Record, RunMeta, Sink};
 
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
@@ -71,6 +71,14 @@ impl Digest {
 }
 
 impl Sink for Digest {
+    /// The run's metadata goes in first (as its JSON, which serde writes in field order), so two
+    /// runs that name or group tasks differently never digest alike.
+    fn begin(&mut self, meta: &RunMeta) {
+        let json = serde_json::to_vec(meta).expect("RunMeta always serialises");
+        self.u64(json.len() as u64);
+        self.bytes(&json);
+    }
+
     fn record(&mut self, rec: &Record) {
         self.records += 1;
         match *rec {

@@ -226,6 +226,29 @@ fn a_task_still_running_at_the_end_is_charged_and_its_request_is_unfinished() {
 }
 
 #[test]
+fn exit_is_logged_before_the_switch_that_removes_the_task() {
+    // The engine's order: A runs 0..500, logs Exit at 500, then switches it out as Exited.
+    let recs = [
+        wake(0, 0, 0),
+        sw(0, 0, None, Blocked, Some(0)),
+        Record::Exit { t: 500, task: 0 },
+        sw(500, 0, Some(0), LeaveReason::Exited, None),
+    ];
+    let r = report(&abc_meta(), &recs, 1000);
+    let a = &r.tasks[0].metrics;
+    assert!(r.anomalies.is_empty(), "{:?}", r.anomalies);
+    assert_eq!(
+        (
+            a.cpu_ns,
+            a.preemption_latency.count,
+            a.unfinished_activations
+        ),
+        (500, 1, 0)
+    );
+    assert_eq!((a.csw_voluntary, a.csw_involuntary), (0, 0));
+}
+
+#[test]
 fn interaction_response_time_spans_tasks() {
     let recs = [
         Record::InteractionBegin {
@@ -348,8 +371,8 @@ fn json_has_no_raw_samples_unless_asked() {
 }
 
 #[test]
-fn table_shows_labelled_tasks_and_the_worst_others() {
-    // 30 tasks, task i woken at 10 000·i and run i·10 ns later; task 3 is labelled "ui".
+fn table_lists_the_worst_tasks_and_summarises_the_rest() {
+    // 30 tasks, task i woken at 10 000·i and run i·10 ns later; task 3, "render", is labelled.
     let mut tasks: Vec<TaskMeta> = (0..30)
         .map(|i| task(&format!("svc{i:02}"), "svc", 0))
         .collect();
@@ -363,31 +386,55 @@ fn table_shows_labelled_tasks_and_the_worst_others() {
         recs.push(sw(t + 5_000, 0, Some(i), Blocked, None));
     }
     let r = report(&meta(tasks), &recs, 400_000);
-    let table = r.to_table(&TableOptions {
+    let top5 = TableOptions {
         top: 5,
         filter: None,
-    });
-    assert!(table.contains("render"), "{table}");
+    };
+    let table = r.to_table(&top5);
     for shown in 25..30 {
         assert!(table.contains(&format!("svc{shown}")), "{table}");
     }
-    assert!(!table.contains("svc24"), "{table}");
-    assert!(table.contains("24 more tasks hidden"), "{table}");
     assert!(
-        table.contains("290ns"),
-        "task 29's latency is shown: {table}"
+        !table.contains("svc24") && !table.contains("render"),
+        "{table}"
     );
-    let filtered = r.to_table(&TableOptions {
+    assert!(table.contains("25 more tasks hidden"), "{table}");
+    assert!(table.contains("290ns"), "task 29's p99 is shown: {table}");
+    // Everyone is still summarised: by label and by family.
+    let label = r.labels.iter().find(|l| l.name == "ui").expect("ui label");
+    assert_eq!((label.tasks, label.metrics.wakeup_latency.count), (1, 1));
+    let family = r
+        .families
+        .iter()
+        .find(|f| f.name == "svc#")
+        .expect("family");
+    assert_eq!(family.tasks, 29);
+    assert!(
+        table.contains("task family") && table.contains("svc#"),
+        "{table}"
+    );
+    assert!(table.contains("\nui "), "label row: {table}");
+
+    let by_label = r.to_table(&TableOptions {
+        top: 5,
+        filter: Some("ui".into()),
+    });
+    assert!(by_label.contains("render") && by_label.contains("29 tasks not matching `ui` hidden"));
+    let by_name = r.to_table(&TableOptions {
         top: 5,
         filter: Some("svc0".into()),
     });
+    assert!(by_name.contains("svc00") && by_name.contains("svc09") && !by_name.contains("svc10"));
     assert!(
-        filtered.contains("svc00") && filtered.contains("svc09") && !filtered.contains("svc10")
+        by_name.contains("21 tasks not matching `svc0` hidden"),
+        "{by_name}"
     );
-    assert!(
-        filtered.contains("21 tasks not matching `svc0` hidden"),
-        "{filtered}"
-    );
+    // Few tasks: all shown, no footer, no family table.
+    let all = r.to_table(&TableOptions {
+        top: 30,
+        filter: None,
+    });
+    assert!(all.contains("render") && !all.contains("hidden") && !all.contains("task family"));
 }
 
 fn perfetto_bytes(records: &[Record]) -> Vec<u8> {
@@ -421,7 +468,7 @@ fn perfetto_trace_parses_and_has_slices_counters_and_names() {
     let events = json["traceEvents"].as_array().unwrap();
     let slices: Vec<(String, u64, f64, f64)> = events
         .iter()
-        .filter(|e| e["ph"] == "X")
+        .filter(|e| e["ph"] == "X" && e["pid"] == 1)
         .map(|e| {
             (
                 e["name"].as_str().unwrap().to_string(),
@@ -442,6 +489,26 @@ fn perfetto_trace_parses_and_has_slices_counters_and_names() {
             ("A".into(), 1, 3.5, 0.5),
             ("A".into(), 2, 5.2, 0.8),
             ("A".into(), 2, 6.3, 0.7),
+        ]
+    );
+    // A's waits on its own track (tid = 2 CPUs + 1 + task 0): woken 0..0.1 µs, preempted
+    // 1.1..2.1 and 3.0..3.5, woken 5.0..5.2, yielded 6.0..6.3.
+    let waits: Vec<(f64, f64, &str)> = events
+        .iter()
+        .filter(|e| e["name"] == "runnable" && e["tid"] == 3)
+        .map(|e| {
+            let (ts, dur) = (e["ts"].as_f64().unwrap(), e["dur"].as_f64().unwrap());
+            (ts, dur, e["args"]["since"].as_str().unwrap())
+        })
+        .collect();
+    assert_eq!(
+        waits,
+        vec![
+            (0.0, 0.1, "woken"),
+            (1.1, 1.0, "preempted"),
+            (3.0, 0.5, "preempted"),
+            (5.0, 0.2, "woken"),
+            (6.0, 0.3, "yielded"),
         ]
     );
     let freq: Vec<(f64, u64)> = events
@@ -493,6 +560,15 @@ fn identical_logs_give_identical_trace_bytes_and_digests() {
     other[1] = sw(101, 0, None, Blocked, Some(0));
     assert_eq!(digest(&two_preemptions()), digest(&two_preemptions()));
     assert_ne!(digest(&two_preemptions()), digest(&other));
+    let mut renamed = abc_meta();
+    renamed.tasks[2].name = "D".into();
+    let mut d = Digest::new();
+    feed(&mut d, &renamed, &two_preemptions(), 10_000);
+    assert_ne!(
+        d.hex(),
+        digest(&two_preemptions()),
+        "metadata is part of the digest"
+    );
 }
 
 #[derive(Debug)]
@@ -601,6 +677,20 @@ fn atomic_write_leaves_no_file_on_error_and_keeps_the_old_one() {
         // Dropped without commit, as when the run fails midway.
     }
     assert!(!dir.join("gantt.svg").exists() && !dir.join("gantt.svg.tmp").exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_failed_rename_cleans_up_and_errors_name_the_file() {
+    let dir = scratch("rename");
+    let target = dir.join("out.svg");
+    std::fs::create_dir_all(target.join("occupied")).unwrap();
+    let err = write_atomically(&target, |w| w.write_all(b"<svg/>")).unwrap_err();
+    assert!(err.to_string().contains("out.svg"), "{err}");
+    assert!(!dir.join("out.svg.tmp").exists());
+    let missing = dir.join("no/such/dir/t.json");
+    let err = AtomicFile::create(&missing).err().expect("cannot create");
+    assert!(err.to_string().contains("no/such/dir/t.json.tmp"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -36,17 +36,21 @@ impl AtomicFile {
         })
     }
 
-    /// Flushes, syncs and renames the temporary file into place.
+    /// Flushes, syncs and renames the temporary file into place; on failure removes it.
     pub fn commit(mut self) -> io::Result<()> {
         let out = self.out.take().expect("an AtomicFile is committed once");
-        let file = out
+        let result = out
             .into_inner()
-            .map_err(|e| with_path(e.into_error(), "write", &self.tmp))?;
-        file.sync_all()
-            .map_err(|e| with_path(e, "sync", &self.tmp))?;
-        drop(file);
-        std::fs::rename(&self.tmp, &self.path)
-            .map_err(|e| with_path(e, "rename into place", &self.path))
+            .map_err(|e| with_path(e.into_error(), "write", &self.tmp))
+            .and_then(|file| file.sync_all().map_err(|e| with_path(e, "sync", &self.tmp)))
+            .and_then(|()| {
+                std::fs::rename(&self.tmp, &self.path)
+                    .map_err(|e| with_path(e, "rename into place", &self.path))
+            });
+        if result.is_err() {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+        result
     }
 }
 

@@ -4,14 +4,17 @@
 //! running task, throttling instants, and one frequency counter ("C") per domain. Process 2
 //! "Interactions" carries each interaction as an async slice ("b"/"e") from begin to end, even
 //! when begin and end happen on different tasks. Each simulated process then gets a process
-//! with one thread track per task, carrying wake-up, migration, period and exit instants.
+//! with one thread track per task, carrying a "runnable" slice for every wait for a CPU (after a
+//! wake-up, a preemption or a yield: the latencies made visible) and wake-up, migration, period
+//! and exit instants.
 //!
 //! Deterministic: events are written in log order (a slice when it closes), names in id order,
 //! times as integer nanoseconds printed as microseconds with exactly three decimals, no floats
 //! and no hash-map iteration. The same records give a byte-identical file.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
+use std::fmt;
 use std::io::{self, BufWriter, Write};
 
 use uxsched_model::Nanos;
@@ -24,57 +27,26 @@ const FIRST_PROCESS_PID: u32 = 3;
 
 /// The trace writer: a [`Sink`]; call [`PerfettoTrace::finish`] after the run for I/O errors.
 pub struct PerfettoTrace<W: Write> {
-    out: BufWriter<W>,
-    error: Option<io::Error>,
-    events: u64,
+    out: Events<W>,
+    names: Names,
     ended: bool,
     last_t: Nanos,
-    ncpus: u32,
-    /// JSON-escaped task names and their process pid, by task id.
-    task_names: Vec<String>,
-    task_pid: Vec<u32>,
-    process_names: Vec<String>,
-    domain_names: Vec<String>,
-    group_names: Vec<String>,
-    kind_names: Vec<String>,
     /// Per CPU: the running task and since when.
     running: Vec<Option<(TaskId, Nanos)>>,
     /// Open interactions: id → kind.
     open: BTreeMap<u64, u32>,
+    /// Per task: runnable (waiting for a CPU) since when, and why ("woken", "preempted", …).
+    waiting: Vec<Option<(Nanos, &'static str)>>,
 }
 
-impl<W: Write> PerfettoTrace<W> {
-    pub fn new(w: W) -> Self {
-        PerfettoTrace {
-            out: BufWriter::new(w),
-            error: None,
-            events: 0,
-            ended: false,
-            last_t: 0,
-            ncpus: 0,
-            task_names: Vec::new(),
-            task_pid: Vec::new(),
-            process_names: Vec::new(),
-            domain_names: Vec::new(),
-            group_names: Vec::new(),
-            kind_names: Vec::new(),
-            running: Vec::new(),
-            open: BTreeMap::new(),
-        }
-    }
+/// The JSON array being streamed; keeps the first I/O error and stops writing after it.
+struct Events<W: Write> {
+    out: BufWriter<W>,
+    error: Option<io::Error>,
+    count: u64,
+}
 
-    /// Completes the JSON (if the run did not call `end`), flushes, and returns the writer or the
-    /// first I/O error met while streaming.
-    pub fn finish(mut self) -> io::Result<W> {
-        if !self.ended {
-            self.end(self.last_t);
-        }
-        if let Some(e) = self.error.take() {
-            return Err(e);
-        }
-        self.out.into_inner().map_err(|e| e.into_error())
-    }
-
+impl<W: Write> Events<W> {
     fn raw(&mut self, s: &str) {
         if self.error.is_none() {
             if let Err(e) = self.out.write_all(s.as_bytes()) {
@@ -83,27 +55,73 @@ impl<W: Write> PerfettoTrace<W> {
         }
     }
 
-    /// Writes one event object (without braces).
-    fn event(&mut self, body: &str) {
-        let sep = if self.events == 0 { "\n{" } else { ",\n{" };
-        self.events += 1;
-        let line = format!("{sep}{body}}}");
-        self.raw(&line);
+    /// Writes one event object; `body` is its members without the braces.
+    fn event(&mut self, body: fmt::Arguments) {
+        self.raw(if self.count == 0 { "\n{" } else { ",\n{" });
+        self.count += 1;
+        if self.error.is_none() {
+            if let Err(e) = self.out.write_fmt(body) {
+                self.error = Some(e);
+            }
+        }
+        self.raw("}");
+    }
+
+    fn metadata(&mut self, kind: &str, pid: u32, tid: u32, args: fmt::Arguments) {
+        self.event(format_args!(
+            r#""name":"{kind}","ph":"M","pid":{pid},"tid":{tid},"args":{{{args}}}"#
+        ));
+    }
+}
+
+/// Every name the trace prints, JSON-escaped once, and the track ids.
+#[derive(Default)]
+struct Names {
+    ncpus: u32,
+    tasks: Vec<String>,
+    task_pid: Vec<u32>,
+    processes: Vec<String>,
+    domains: Vec<String>,
+    groups: Vec<String>,
+    kinds: Vec<String>,
+}
+
+impl Names {
+    fn new(meta: &RunMeta) -> Names {
+        let mut processes: Vec<&str> = Vec::new();
+        let mut task_pid = Vec::new();
+        for task in &meta.tasks {
+            let idx = match processes.iter().position(|p| *p == task.process) {
+                Some(i) => i,
+                None => {
+                    processes.push(&task.process);
+                    processes.len() - 1
+                }
+            };
+            task_pid.push(FIRST_PROCESS_PID + idx as u32);
+        }
+        Names {
+            ncpus: meta.cpus.max(meta.cpu_domain.len()) as u32,
+            tasks: meta.tasks.iter().map(|t| json_str(&t.name)).collect(),
+            task_pid,
+            processes: processes.iter().map(|p| json_str(p)).collect(),
+            domains: meta
+                .domains
+                .iter()
+                .map(|d| json_str(&format!("freq {}", d.name)))
+                .collect(),
+            groups: meta.groups.clone(),
+            kinds: meta.interactions.iter().map(|k| json_str(k)).collect(),
+        }
     }
 
     fn cpu_tid(cpu: CpuId) -> u32 {
         u32::from(cpu) + 1
     }
 
+    /// Task tracks come after the CPU tracks, so every tid in the trace is distinct.
     fn task_tid(&self, task: TaskId) -> u32 {
         self.ncpus + 1 + task
-    }
-
-    fn task_name(&self, task: TaskId) -> String {
-        self.task_names
-            .get(task as usize)
-            .cloned()
-            .unwrap_or_else(|| json_str(&format!("task{task}")))
     }
 
     fn task_pid(&self, task: TaskId) -> u32 {
@@ -113,17 +131,83 @@ impl<W: Write> PerfettoTrace<W> {
             .unwrap_or(CPUS_PID)
     }
 
-    fn metadata(&mut self, kind: &str, pid: u32, tid: u32, args: &str) {
-        self.event(&format!(
-            r#""name":"{kind}","ph":"M","pid":{pid},"tid":{tid},"args":{{{args}}}"#
-        ));
+    fn task(&self, task: TaskId) -> Cow<'_, str> {
+        lookup(&self.tasks, task as usize, || format!("task{task}"))
     }
 
-    fn instant_on_task(&mut self, t: Nanos, task: TaskId, name: &str, args: &str) {
-        let (pid, tid) = (self.task_pid(task), self.task_tid(task));
-        self.event(&format!(
+    fn process_of(&self, task: TaskId) -> Cow<'_, str> {
+        let idx = self.task_pid(task).saturating_sub(FIRST_PROCESS_PID) as usize;
+        lookup(&self.processes, idx, String::new)
+    }
+
+    fn domain(&self, domain: u16) -> Cow<'_, str> {
+        lookup(&self.domains, domain as usize, || {
+            format!("freq domain{domain}")
+        })
+    }
+
+    fn kind(&self, kind: u32) -> Cow<'_, str> {
+        lookup(&self.kinds, kind as usize, || format!("interaction{kind}"))
+    }
+
+    fn throttle(&self, group: u32, on: bool) -> String {
+        let who = match group {
+            u32::MAX => "RT class".to_string(),
+            g => self
+                .groups
+                .get(g as usize)
+                .cloned()
+                .unwrap_or_else(|| format!("group{g}")),
+        };
+        json_str(&format!(
+            "{} {who}",
+            if on { "throttle" } else { "unthrottle" }
+        ))
+    }
+}
+
+/// An escaped name, or the escaped fallback for an id the metadata did not name.
+fn lookup(names: &[String], i: usize, fallback: impl FnOnce() -> String) -> Cow<'_, str> {
+    match names.get(i) {
+        Some(n) => Cow::Borrowed(n),
+        None => Cow::Owned(json_str(&fallback())),
+    }
+}
+
+impl<W: Write> PerfettoTrace<W> {
+    pub fn new(w: W) -> Self {
+        PerfettoTrace {
+            out: Events {
+                out: BufWriter::new(w),
+                error: None,
+                count: 0,
+            },
+            names: Names::default(),
+            ended: false,
+            last_t: 0,
+            running: Vec::new(),
+            open: BTreeMap::new(),
+            waiting: Vec::new(),
+        }
+    }
+
+    /// Completes the JSON (if the run did not call `end`), flushes, and returns the writer or the
+    /// first I/O error met while streaming.
+    pub fn finish(mut self) -> io::Result<W> {
+        if !self.ended {
+            self.end(self.last_t);
+        }
+        if let Some(e) = self.out.error.take() {
+            return Err(e);
+        }
+        self.out.out.into_inner().map_err(|e| e.into_error())
+    }
+
+    fn instant_on_task(&mut self, t: Nanos, task: TaskId, name: &str, args: fmt::Arguments) {
+        let (pid, tid) = (self.names.task_pid(task), self.names.task_tid(task));
+        self.out.event(format_args!(
             r#""name":"{name}","ph":"i","s":"t","pid":{pid},"tid":{tid},"ts":{},"args":{{{args}}}"#,
-            us(t)
+            Us(t)
         ));
     }
 
@@ -131,108 +215,131 @@ impl<W: Write> PerfettoTrace<W> {
         let Some((task, since)) = self.running.get_mut(cpu as usize).and_then(Option::take) else {
             return;
         };
-        let name = self.task_name(task);
-        let process = self
-            .process_names
-            .get(self.task_pid(task).saturating_sub(FIRST_PROCESS_PID) as usize)
-            .cloned()
-            .unwrap_or_else(|| json_str(""));
-        let tid = Self::cpu_tid(cpu);
-        self.event(&format!(
-            r#""name":{name},"cat":"sched","ph":"X","pid":{CPUS_PID},"tid":{tid},"ts":{},"dur":{},"args":{{"task":{task},"process":{process},"left":"{reason}"}}"#,
-            us(since),
-            us(t.saturating_sub(since))
+        let n = &self.names;
+        self.out.event(format_args!(
+            r#""name":{},"cat":"sched","ph":"X","pid":{CPUS_PID},"tid":{},"ts":{},"dur":{},"args":{{"task":{task},"process":{},"left":"{reason}"}}"#,
+            n.task(task),
+            Names::cpu_tid(cpu),
+            Us(since),
+            Us(t.saturating_sub(since)),
+            n.process_of(task),
+        ));
+    }
+
+    fn start_waiting(&mut self, task: TaskId, t: Nanos, why: &'static str) {
+        let i = task as usize;
+        if self.waiting.len() <= i {
+            self.waiting.resize(i + 1, None);
+        }
+        self.waiting[i].get_or_insert((t, why));
+    }
+
+    /// Ends a task's runnable span: a "runnable" slice on its own track, so wake-up and
+    /// preemption latency are visible per task.
+    fn stop_waiting(&mut self, task: TaskId, t: Nanos) {
+        let Some((since, why)) = self.waiting.get_mut(task as usize).and_then(Option::take) else {
+            return;
+        };
+        let (pid, tid) = (self.names.task_pid(task), self.names.task_tid(task));
+        self.out.event(format_args!(
+            r#""name":"runnable","cat":"sched","ph":"X","pid":{pid},"tid":{tid},"ts":{},"dur":{},"args":{{"since":"{why}"}}"#,
+            Us(since),
+            Us(t.saturating_sub(since))
         ));
     }
 
     fn freq(&mut self, t: Nanos, domain: u16, khz: u32) {
-        let name = self
-            .domain_names
-            .get(domain as usize)
-            .cloned()
-            .unwrap_or_else(|| format!("domain{domain}"));
-        let name = json_str(&format!("freq {name}"));
-        self.event(&format!(
-            r#""name":{name},"ph":"C","pid":{CPUS_PID},"tid":0,"ts":{},"args":{{"kHz":{khz}}}"#,
-            us(t)
+        self.out.event(format_args!(
+            r#""name":{},"ph":"C","pid":{CPUS_PID},"tid":0,"ts":{},"args":{{"kHz":{khz}}}"#,
+            self.names.domain(domain),
+            Us(t)
         ));
     }
-}
 
-impl<W: Write> Sink for PerfettoTrace<W> {
-    fn begin(&mut self, meta: &RunMeta) {
-        self.ncpus = meta.cpus.max(meta.cpu_domain.len()) as u32;
-        self.running = vec![None; self.ncpus as usize];
-        self.domain_names = meta.domains.iter().map(|d| d.name.clone()).collect();
-        self.group_names = meta.groups.clone();
-        self.kind_names = meta.interactions.iter().map(|k| json_str(k)).collect();
-        let mut processes: Vec<&str> = Vec::new();
-        for task in &meta.tasks {
-            let idx = processes
-                .iter()
-                .position(|p| *p == task.process)
-                .unwrap_or_else(|| {
-                    processes.push(&task.process);
-                    processes.len() - 1
-                });
-            self.task_pid.push(FIRST_PROCESS_PID + idx as u32);
-            self.task_names.push(json_str(&task.name));
-        }
-        self.process_names = processes.iter().map(|p| json_str(p)).collect();
+    fn interaction(&mut self, phase: &str, t: Nanos, id: u64, kind: u32, task: TaskId) {
+        let n = &self.names;
+        self.out.event(format_args!(
+            r#""name":{},"cat":"interaction","ph":"{phase}","id":{id},"pid":{INTERACTIONS_PID},"tid":0,"ts":{},"args":{{"task":{}}}"#,
+            n.kind(kind),
+            Us(t),
+            n.task(task)
+        ));
+    }
 
-        self.raw(r#"{"displayTimeUnit":"ns","traceEvents":["#);
-        self.metadata("process_name", CPUS_PID, 0, r#""name":"CPUs""#);
-        self.metadata("process_sort_index", CPUS_PID, 0, r#""sort_index":0"#);
-        for cpu in 0..self.ncpus {
+    fn write_metadata(&mut self, meta: &RunMeta) {
+        let (n, out) = (&self.names, &mut self.out);
+        out.metadata(
+            "process_name",
+            CPUS_PID,
+            0,
+            format_args!(r#""name":"CPUs""#),
+        );
+        out.metadata(
+            "process_sort_index",
+            CPUS_PID,
+            0,
+            format_args!(r#""sort_index":0"#),
+        );
+        for cpu in 0..n.ncpus {
             let domain = meta
                 .cpu_domain
                 .get(cpu as usize)
                 .and_then(|&d| meta.domains.get(d as usize))
                 .map_or(String::new(), |d| format!(" ({})", d.name));
             let name = json_str(&format!("CPU {cpu}{domain}"));
-            self.metadata(
+            out.metadata(
                 "thread_name",
                 CPUS_PID,
                 cpu + 1,
-                &format!(r#""name":{name}"#),
+                format_args!(r#""name":{name}"#),
             );
-            self.metadata(
+            out.metadata(
                 "thread_sort_index",
                 CPUS_PID,
                 cpu + 1,
-                &format!(r#""sort_index":{cpu}"#),
+                format_args!(r#""sort_index":{cpu}"#),
             );
         }
-        self.metadata(
+        out.metadata(
             "process_name",
             INTERACTIONS_PID,
             0,
-            r#""name":"Interactions""#,
+            format_args!(r#""name":"Interactions""#),
         );
-        self.metadata(
+        out.metadata(
             "process_sort_index",
             INTERACTIONS_PID,
             0,
-            r#""sort_index":1"#,
+            format_args!(r#""sort_index":1"#),
         );
-        for (i, name) in self.process_names.clone().iter().enumerate() {
+        for (i, name) in n.processes.iter().enumerate() {
             let pid = FIRST_PROCESS_PID + i as u32;
-            self.metadata("process_name", pid, 0, &format!(r#""name":{name}"#));
-            self.metadata(
+            out.metadata("process_name", pid, 0, format_args!(r#""name":{name}"#));
+            out.metadata(
                 "process_sort_index",
                 pid,
                 0,
-                &format!(r#""sort_index":{}"#, pid),
+                format_args!(r#""sort_index":{pid}"#),
             );
         }
-        for task in 0..meta.tasks.len() as TaskId {
-            let (pid, tid, name) = (
-                self.task_pid(task),
-                self.task_tid(task),
-                self.task_name(task),
+        for (task, name) in n.tasks.iter().enumerate() {
+            let task = task as TaskId;
+            out.metadata(
+                "thread_name",
+                n.task_pid(task),
+                n.task_tid(task),
+                format_args!(r#""name":{name}"#),
             );
-            self.metadata("thread_name", pid, tid, &format!(r#""name":{name}"#));
         }
+    }
+}
+
+impl<W: Write> Sink for PerfettoTrace<W> {
+    fn begin(&mut self, meta: &RunMeta) {
+        self.names = Names::new(meta);
+        self.running = vec![None; self.names.ncpus as usize];
+        self.out.raw(r#"{"displayTimeUnit":"ns","traceEvents":["#);
+        self.write_metadata(meta);
         for (d, dom) in meta.domains.iter().enumerate() {
             self.freq(0, d as u16, dom.initial_khz);
         }
@@ -250,12 +357,16 @@ impl<W: Write> Sink for PerfettoTrace<W> {
             Record::Switch {
                 t,
                 cpu,
+                prev,
                 next,
                 reason,
-                ..
             } => {
                 self.close_slice(cpu, t, reason_name(reason));
+                if let (Some(p), LeaveReason::Preempted | LeaveReason::Yielded) = (prev, reason) {
+                    self.start_waiting(p, t, reason_name(reason));
+                }
                 if let Some(n) = next {
+                    self.stop_waiting(n, t);
                     if self.running.len() <= cpu as usize {
                         self.running.resize(cpu as usize + 1, None);
                     }
@@ -268,61 +379,48 @@ impl<W: Write> Sink for PerfettoTrace<W> {
                 cpu,
                 waker,
             } => {
-                let waker = waker.map_or_else(|| "null".to_string(), |w| self.task_name(w));
+                self.start_waiting(task, t, "woken");
+                let waker = waker
+                    .map_or(Cow::Borrowed("null"), |w| self.names.task(w))
+                    .into_owned();
                 self.instant_on_task(
                     t,
                     task,
                     "wakeup",
-                    &format!(r#""cpu":{cpu},"waker":{waker}"#),
+                    format_args!(r#""cpu":{cpu},"waker":{waker}"#),
                 );
             }
             Record::Migrate { t, task, from, to } => {
-                self.instant_on_task(t, task, "migrate", &format!(r#""from":{from},"to":{to}"#));
+                self.instant_on_task(
+                    t,
+                    task,
+                    "migrate",
+                    format_args!(r#""from":{from},"to":{to}"#),
+                );
             }
             Record::Freq { t, domain, khz } => self.freq(t, domain, khz),
             Record::InteractionBegin { t, id, name, task } => {
                 self.open.insert(id, name);
-                let kind = self.kind_name(name);
-                self.event(&format!(
-                    r#""name":{kind},"cat":"interaction","ph":"b","id":{id},"pid":{INTERACTIONS_PID},"tid":0,"ts":{},"args":{{"task":{}}}"#,
-                    us(t),
-                    self.task_name(task)
-                ));
+                self.interaction("b", t, id, name, task);
             }
             Record::InteractionEnd { t, id, task } => {
-                let Some(name) = self.open.remove(&id) else {
-                    return;
-                };
-                let kind = self.kind_name(name);
-                self.event(&format!(
-                    r#""name":{kind},"cat":"interaction","ph":"e","id":{id},"pid":{INTERACTIONS_PID},"tid":0,"ts":{},"args":{{"task":{}}}"#,
-                    us(t),
-                    self.task_name(task)
-                ));
+                // An end without a begin has no slice to close (metrics report it as an anomaly).
+                if let Some(kind) = self.open.remove(&id) {
+                    self.interaction("e", t, id, kind, task);
+                }
             }
             Record::Period { t, task, slack } => {
                 let name = if slack < 0 { "deadline miss" } else { "period" };
-                self.instant_on_task(t, task, name, &format!(r#""slack_ns":{slack}"#));
+                self.instant_on_task(t, task, name, format_args!(r#""slack_ns":{slack}"#));
             }
             Record::LoopDone { .. } => {}
-            Record::Exit { t, task } => self.instant_on_task(t, task, "exit", ""),
+            Record::Exit { t, task } => self.instant_on_task(t, task, "exit", format_args!("")),
             Record::Throttle { t, group, cpu, on } => {
-                let who = if group == u32::MAX {
-                    "RT class".to_string()
-                } else {
-                    self.group_names
-                        .get(group as usize)
-                        .cloned()
-                        .unwrap_or_else(|| format!("group{group}"))
-                };
-                let name = json_str(&format!(
-                    "{} {who}",
-                    if on { "throttle" } else { "unthrottle" }
-                ));
-                let tid = Self::cpu_tid(cpu);
-                self.event(&format!(
-                    r#""name":{name},"ph":"i","s":"t","pid":{CPUS_PID},"tid":{tid},"ts":{}"#,
-                    us(t)
+                let name = self.names.throttle(group, on);
+                self.out.event(format_args!(
+                    r#""name":{name},"ph":"i","s":"t","pid":{CPUS_PID},"tid":{},"ts":{}"#,
+                    Names::cpu_tid(cpu),
+                    Us(t)
                 ));
             }
         }
@@ -336,21 +434,15 @@ impl<W: Write> Sink for PerfettoTrace<W> {
         for cpu in 0..self.running.len() {
             self.close_slice(cpu as CpuId, end, "end of run");
         }
-        self.raw("\n]}\n");
-        if self.error.is_none() {
-            if let Err(e) = self.out.flush() {
-                self.error = Some(e);
+        for task in 0..self.waiting.len() {
+            self.stop_waiting(task as TaskId, end);
+        }
+        self.out.raw("\n]}\n");
+        if self.out.error.is_none() {
+            if let Err(e) = self.out.out.flush() {
+                self.out.error = Some(e);
             }
         }
-    }
-}
-
-impl<W: Write> PerfettoTrace<W> {
-    fn kind_name(&self, kind: u32) -> String {
-        self.kind_names
-            .get(kind as usize)
-            .cloned()
-            .unwrap_or_else(|| json_str(&format!("interaction{kind}")))
     }
 }
 
@@ -363,11 +455,13 @@ fn reason_name(r: LeaveReason) -> &'static str {
     }
 }
 
-/// Nanoseconds as the format's microseconds, exactly: `1234567` → `1234.567`.
-fn us(ns: Nanos) -> String {
-    let mut s = String::new();
-    let _ = write!(s, "{}.{:03}", ns / 1000, ns % 1000);
-    s
+/// Nanoseconds printed as the format's microseconds, exactly: `1234567` → `1234.567`.
+struct Us(Nanos);
+
+impl fmt::Display for Us {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{:03}", self.0 / 1000, self.0 % 1000)
+    }
 }
 
 /// A JSON string literal (quoted, escaped).
@@ -377,12 +471,12 @@ fn json_str(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::us;
+    use super::Us;
 
     #[test]
     fn microseconds_are_exact() {
-        assert_eq!(us(0), "0.000");
-        assert_eq!(us(1_234_567), "1234.567");
-        assert_eq!(us(5), "0.005");
+        assert_eq!(Us(0).to_string(), "0.000");
+        assert_eq!(Us(1_234_567).to_string(), "1234.567");
+        assert_eq!(Us(5).to_string(), "0.005");
     }
 }

@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 
 use uxsched_model::Nanos;
 
-use super::report::{Anomalies, GroupReport, InteractionReport, Report, Tally, TaskReport};
+use super::aggregate::{KindOutcome, RunOutcome};
+use super::report::{Anomalies, Report, Tally};
 use crate::log::{CpuId, LeaveReason, Record, RunMeta, Sink, TaskId};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -42,21 +43,14 @@ struct TaskTrack {
     tally: Tally,
 }
 
-#[derive(Debug, Clone, Default)]
-struct KindTally {
-    begun: u64,
-    response: Vec<i64>,
-}
-
 /// Collects every metric of a run; call [`MetricsCollector::report`] after the run ended.
 #[derive(Debug, Default)]
 pub struct MetricsCollector {
     meta: RunMeta,
     tasks: Vec<TaskTrack>,
-    kinds: Vec<KindTally>,
+    kinds: Vec<KindOutcome>,
     /// Open interactions by id: (kind, begin time).
     open: BTreeMap<u64, (u32, Nanos)>,
-    unfinished_by_kind: BTreeMap<u32, u64>,
     end: Nanos,
     anomalies: Anomalies,
 }
@@ -81,10 +75,10 @@ impl MetricsCollector {
         &mut self.tasks[i]
     }
 
-    fn kind(&mut self, name: u32) -> &mut KindTally {
+    fn kind(&mut self, name: u32) -> &mut KindOutcome {
         let i = name as usize;
         if i >= self.kinds.len() {
-            self.kinds.resize(i + 1, KindTally::default());
+            self.kinds.resize(i + 1, KindOutcome::default());
         }
         &mut self.kinds[i]
     }
@@ -202,134 +196,27 @@ impl MetricsCollector {
         }
     }
 
-    fn exit(&mut self, t: Nanos, task: TaskId) {
+    /// The task's last request is complete. The engine logs `Exit` while the task still holds
+    /// its CPU; the `Switch` that follows takes it off (and charges its time).
+    fn exit(&mut self, task: TaskId) {
         let tr = self.task(task);
-        if let State::Running { since, .. } = tr.state {
-            tr.tally.cpu_ns += t - since;
-        }
         close_activation(tr);
-        tr.state = State::Exited;
+        if !matches!(tr.state, State::Running { .. }) {
+            tr.state = State::Exited;
+        }
     }
 
     /// The report; `keep_samples` includes every raw sample (for plots; large).
     pub fn report(&self, keep_samples: bool) -> Report {
-        let d = self.end;
-        let meta = &self.meta;
-        let n = self.tasks.len().max(meta.tasks.len());
-        let tally = |i: usize| {
-            self.tasks
-                .get(i)
-                .map(|t| t.tally.clone())
-                .unwrap_or_default()
+        let tallies: Vec<Tally> = self.tasks.iter().map(|t| t.tally.clone()).collect();
+        let run = RunOutcome {
+            meta: &self.meta,
+            end: self.end,
+            tallies: &tallies,
+            kinds: &self.kinds,
+            anomalies: &self.anomalies,
         };
-        let name = |i: usize| {
-            meta.tasks
-                .get(i)
-                .map_or_else(|| format!("task{i}"), |m| m.name.clone())
-        };
-        let group_of = |i: usize| meta.tasks.get(i).map_or(0, |m| m.group as usize);
-        let group_name = |g: usize| {
-            meta.groups
-                .get(g)
-                .cloned()
-                .unwrap_or_else(|| format!("group{g}"))
-        };
-
-        let tasks = (0..n)
-            .map(|i| {
-                let m = meta.tasks.get(i);
-                TaskReport {
-                    id: i as u32,
-                    name: name(i),
-                    process: m.map(|m| m.process.clone()).unwrap_or_default(),
-                    group: group_name(group_of(i)),
-                    policy: m.map(|m| m.policy.clone()).unwrap_or_default(),
-                    labels: m.map(|m| m.labels.clone()).unwrap_or_default(),
-                    metrics: tally(i).summarise(d, keep_samples),
-                }
-            })
-            .collect();
-
-        let aggregate = |name: String, members: &[usize]| {
-            let mut sum = Tally::default();
-            for &i in members {
-                sum.merge(&tally(i));
-            }
-            GroupReport {
-                name,
-                tasks: members.len(),
-                metrics: sum.summarise(d, keep_samples),
-            }
-        };
-
-        let mut process_order: Vec<String> = Vec::new();
-        for i in 0..n {
-            let p = meta
-                .tasks
-                .get(i)
-                .map(|m| m.process.clone())
-                .unwrap_or_default();
-            if !process_order.contains(&p) {
-                process_order.push(p);
-            }
-        }
-        let processes = process_order
-            .into_iter()
-            .map(|p| {
-                let members: Vec<usize> = (0..n)
-                    .filter(|&i| meta.tasks.get(i).map(|m| m.process.as_str()).unwrap_or("") == p)
-                    .collect();
-                aggregate(p, &members)
-            })
-            .collect();
-
-        let group_count = meta
-            .groups
-            .len()
-            .max((0..n).map(|i| group_of(i) + 1).max().unwrap_or(0));
-        let groups = (0..group_count)
-            .map(|g| {
-                let path = group_name(g);
-                let members: Vec<usize> = (0..n)
-                    .filter(|&i| is_within(&group_name(group_of(i)), &path))
-                    .collect();
-                aggregate(path, &members)
-            })
-            .collect();
-
-        let kind_count = self.kinds.len().max(meta.interactions.len());
-        let interactions = (0..kind_count)
-            .map(|k| {
-                let kt = self.kinds.get(k).cloned().unwrap_or_default();
-                InteractionReport {
-                    name: meta
-                        .interactions
-                        .get(k)
-                        .cloned()
-                        .unwrap_or_else(|| format!("interaction{k}")),
-                    begun: kt.begun,
-                    unfinished: self
-                        .unfinished_by_kind
-                        .get(&(k as u32))
-                        .copied()
-                        .unwrap_or(0),
-                    response_time: super::dist::Summary::of(&kt.response, keep_samples),
-                }
-            })
-            .collect();
-
-        Report {
-            workload: meta.workload.clone(),
-            sched: meta.sched.clone(),
-            seed: meta.seed,
-            cpus: meta.cpus,
-            duration_ns: d,
-            tasks,
-            processes,
-            groups,
-            interactions,
-            anomalies: self.anomalies.clone(),
-        }
+        run.report(keep_samples)
     }
 }
 
@@ -342,24 +229,16 @@ fn close_activation(tr: &mut TaskTrack) {
     }
 }
 
-/// Whether cgroup `path` is `ancestor` or below it (`""` and `"/"` are the root).
-fn is_within(path: &str, ancestor: &str) -> bool {
-    let a = ancestor.trim_end_matches('/');
-    a.is_empty()
-        || path == a
-        || path
-            .strip_prefix(a)
-            .is_some_and(|rest| rest.starts_with('/'))
-}
-
 impl Sink for MetricsCollector {
     fn begin(&mut self, meta: &RunMeta) {
-        self.meta = meta.clone();
-        self.tasks.clear();
+        *self = MetricsCollector {
+            meta: meta.clone(),
+            ..MetricsCollector::default()
+        };
         if let Some(last) = meta.tasks.len().checked_sub(1) {
             self.task(last as TaskId);
         }
-        self.kinds = vec![KindTally::default(); meta.interactions.len()];
+        self.kinds = vec![KindOutcome::default(); meta.interactions.len()];
     }
 
     fn record(&mut self, rec: &Record) {
@@ -406,7 +285,7 @@ impl Sink for MetricsCollector {
                 tally.deadline_misses += u64::from(slack < 0);
             }
             Record::LoopDone { task, .. } => self.task(task).tally.loops += 1,
-            Record::Exit { t, task } => self.exit(t, task),
+            Record::Exit { task, .. } => self.exit(task),
             Record::Freq { .. } | Record::Throttle { .. } => {}
         }
     }
@@ -426,7 +305,7 @@ impl Sink for MetricsCollector {
             }
         }
         for (kind, _) in std::mem::take(&mut self.open).into_values() {
-            *self.unfinished_by_kind.entry(kind).or_default() += 1;
+            self.kind(kind).unfinished += 1;
         }
     }
 }

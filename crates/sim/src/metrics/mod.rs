@@ -4,6 +4,7 @@
 //! gives a serialisable [`Report`], and [`Report::to_table`] renders it for humans.
 //! Definitions: `docs/metrics.md` (VISION.md's "Measurement definitions").
 
+mod aggregate;
 mod collector;
 pub mod dist;
 mod report;

@@ -17,6 +17,11 @@ pub struct Report {
     pub tasks: Vec<TaskReport>,
     /// Aggregates over the tasks of each process, in order of first appearance.
     pub processes: Vec<GroupReport>,
+    /// Aggregates over tasks named alike (`hog-1`, `hog-2`, … → `hog-#`), families of two or more.
+    pub families: Vec<GroupReport>,
+    /// Aggregates over the tasks carrying each workload label (a task counts in each of its
+    /// labels), in order of first appearance.
+    pub labels: Vec<GroupReport>,
     /// Aggregates over the tasks of each cgroup *and its descendants* (the root holds all tasks).
     pub groups: Vec<GroupReport>,
     pub interactions: Vec<InteractionReport>,

@@ -1,9 +1,10 @@
 //! The human table: compact, aligned, and short enough for a 200-thread workload.
 //!
 //! Which tasks are shown (documented in `docs/metrics.md`): with a filter, every task whose name
-//! or one of whose labels starts with it; without one, every labelled task plus the `top` others
-//! with the highest p99 wake-up latency. Shown tasks keep id order; a footer counts the rest.
-//! Processes follow the same top-N rule; cgroups and interactions are always shown in full.
+//! or one of whose labels starts with it; without one, every task if there are at most `top`,
+//! else the `top` with the highest p99 wake-up latency. Shown tasks keep id order; a footer
+//! counts the rest, and per-label and per-family tables summarise everyone. Processes and
+//! families follow the same top-N rule; labels, cgroups and interactions are shown in full.
 
 use std::fmt;
 
@@ -14,7 +15,8 @@ use super::report::{GroupReport, Report, TaskReport};
 
 #[derive(Debug, Clone)]
 pub struct TableOptions {
-    /// How many unlabelled tasks (and processes) to show, worst p99 wake-up latency first.
+    /// At most this many tasks (and processes, families) are listed: the worst p99 wake-up
+    /// latencies.
     pub top: usize,
     /// Show only tasks whose name or a label starts with this.
     pub filter: Option<String>,
@@ -23,7 +25,7 @@ pub struct TableOptions {
 impl Default for TableOptions {
     fn default() -> Self {
         TableOptions {
-            top: 15,
+            top: 20,
             filter: None,
         }
     }
@@ -65,10 +67,12 @@ impl Report {
         out += &render(&rows, 2);
         match (&opts.filter, hidden) {
             (_, 0) => {}
-            (Some(prefix), _) => out += &format!("  … {hidden} tasks not matching `{prefix}` hidden\n"),
+            (Some(prefix), _) => {
+                out += &format!("  … {hidden} tasks not matching `{prefix}` hidden\n")
+            }
             (None, _) => {
                 out += &format!(
-                    "  … {hidden} more tasks hidden (shown: labelled tasks + top {} by wake p99; filter by name/label prefix to see others)\n",
+                    "  … {hidden} more tasks hidden (shown: top {} by wake p99; filter by name or label prefix to see others)\n",
                     opts.top
                 )
             }
@@ -102,19 +106,13 @@ impl Report {
             out += &render(&rows, 1);
         }
 
-        let (procs, hidden_procs) = top_by_wake_p99(&self.processes, opts.top);
-        out += "\n";
-        out += &render(&group_rows("process", &procs), 1);
-        if hidden_procs > 0 {
-            out += &format!(
-                "  … {hidden_procs} more processes hidden (top {} by wake p99)\n",
-                opts.top
-            );
+        out += &aggregate_table("label", &all(&self.labels), 0);
+        if hidden > 0 {
+            out += &top_table("task family", &self.families, opts.top);
         }
-        if self.groups.len() > 1 || self.groups.first().is_some_and(|g| !g.name.is_empty()) {
-            let all: Vec<&GroupReport> = self.groups.iter().collect();
-            out += "\n";
-            out += &render(&group_rows("cgroup", &all), 1);
+        out += &top_table("process", &self.processes, opts.top);
+        if self.groups.len() > 1 {
+            out += &aggregate_table("cgroup", &all(&self.groups), 0);
         }
         if !self.anomalies.is_empty() {
             out += &format!(
@@ -127,82 +125,56 @@ impl Report {
     }
 
     fn shown_tasks(&self, opts: &TableOptions) -> (Vec<&TaskReport>, usize) {
-        let mut keep = vec![false; self.tasks.len()];
-        match &opts.filter {
-            Some(prefix) => {
-                for (k, t) in keep.iter_mut().zip(&self.tasks) {
-                    *k = t.name.starts_with(prefix.as_str())
-                        || t.labels.iter().any(|l| l.starts_with(prefix.as_str()));
-                }
-            }
+        let shown: Vec<&TaskReport> = match &opts.filter {
+            Some(prefix) => self
+                .tasks
+                .iter()
+                .filter(|t| {
+                    t.name.starts_with(prefix.as_str())
+                        || t.labels.iter().any(|l| l.starts_with(prefix.as_str()))
+                })
+                .collect(),
             None => {
-                let mut others: Vec<usize> = Vec::new();
-                for (i, t) in self.tasks.iter().enumerate() {
-                    if t.labels.is_empty() {
-                        others.push(i);
-                    } else {
-                        keep[i] = true;
-                    }
-                }
-                others.sort_by_key(|&i| {
+                let mut order: Vec<usize> = (0..self.tasks.len()).collect();
+                order.sort_by_key(|&i| {
                     (
                         std::cmp::Reverse(p99(&self.tasks[i].metrics.wakeup_latency)),
                         i,
                     )
                 });
-                for &i in others.iter().take(opts.top) {
-                    keep[i] = true;
-                }
+                order.truncate(opts.top);
+                order.sort_unstable();
+                order.into_iter().map(|i| &self.tasks[i]).collect()
             }
-        }
-        let shown: Vec<&TaskReport> = self
-            .tasks
-            .iter()
-            .zip(&keep)
-            .filter(|(_, k)| **k)
-            .map(|(t, _)| t)
-            .collect();
+        };
         let hidden = self.tasks.len() - shown.len();
         (shown, hidden)
     }
+}
+
+fn all(groups: &[GroupReport]) -> Vec<&GroupReport> {
+    groups.iter().collect()
 }
 
 fn p99(s: &Summary) -> i64 {
     s.stats.map_or(i64::MIN, |s| s.p99)
 }
 
-fn top_by_wake_p99(groups: &[GroupReport], top: usize) -> (Vec<&GroupReport>, usize) {
+/// The `top` groups with the worst p99 wake-up latency, in their original order.
+fn top_table(kind: &str, groups: &[GroupReport], top: usize) -> String {
     let mut order: Vec<usize> = (0..groups.len()).collect();
     order.sort_by_key(|&i| (std::cmp::Reverse(p99(&groups[i].metrics.wakeup_latency)), i));
     order.truncate(top);
     order.sort_unstable();
-    (
-        order.iter().map(|&i| &groups[i]).collect(),
-        groups.len() - order.len(),
-    )
+    let shown: Vec<&GroupReport> = order.iter().map(|&i| &groups[i]).collect();
+    aggregate_table(kind, &shown, groups.len() - shown.len())
 }
 
-fn task_row(t: &TaskReport) -> Vec<String> {
-    let m = &t.metrics;
-    let w = m.wakeup_latency.stats;
-    vec![
-        t.name.clone(),
-        t.policy.clone(),
-        format!("{:.1}", m.cpu_share * 100.0),
-        m.wakeup_latency.count.to_string(),
-        time(w, |s| s.p50),
-        time(w, |s| s.p99),
-        time(w, |s| s.max),
-        time(m.preemption_latency.stats, |s| s.p99),
-        m.csw_voluntary.to_string(),
-        m.csw_involuntary.to_string(),
-        m.migrations.to_string(),
-        format!("{:.1}", m.loops_per_s),
-        m.deadline_misses.to_string(),
-    ]
-}
-
-fn group_rows(kind: &str, groups: &[&GroupReport]) -> Vec<Vec<String>> {
+/// A table of aggregates (empty string when there are none) and a footer for `hidden` ones.
+fn aggregate_table(kind: &str, groups: &[&GroupReport], hidden: usize) -> String {
+    if groups.is_empty() {
+        return String::new();
+    }
     let mut rows = vec![header(&[
         kind,
         "tasks",
@@ -235,7 +207,31 @@ fn group_rows(kind: &str, groups: &[&GroupReport]) -> Vec<Vec<String>> {
             m.deadline_misses.to_string(),
         ]);
     }
-    rows
+    let mut out = format!("\n{}", render(&rows, 1));
+    if hidden > 0 {
+        out += &format!("  … {hidden} more hidden (top by wake p99)\n");
+    }
+    out
+}
+
+fn task_row(t: &TaskReport) -> Vec<String> {
+    let m = &t.metrics;
+    let w = m.wakeup_latency.stats;
+    vec![
+        t.name.clone(),
+        t.policy.clone(),
+        format!("{:.1}", m.cpu_share * 100.0),
+        m.wakeup_latency.count.to_string(),
+        time(w, |s| s.p50),
+        time(w, |s| s.p99),
+        time(w, |s| s.max),
+        time(m.preemption_latency.stats, |s| s.p99),
+        m.csw_voluntary.to_string(),
+        m.csw_involuntary.to_string(),
+        m.migrations.to_string(),
+        format!("{:.1}", m.loops_per_s),
+        m.deadline_misses.to_string(),
+    ]
 }
 
 fn header(cols: &[&str]) -> Vec<String> {
