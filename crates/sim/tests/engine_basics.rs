@@ -119,3 +119,35 @@ fn same_seed_same_log_and_different_seed_changes_tick_phase() {
         "the seed does not reach the tick phase"
     );
 }
+
+#[test]
+fn per_phase_affinity_moves_the_task() {
+    use uxsched_sim::workload::Phase;
+    let mut t = task("pinned", nice(0), vec![]);
+    t.phases = vec![
+        Phase {
+            name: "a".into(),
+            loops: 1,
+            events: vec![Event::Run(MS)],
+            affinity: Some(vec![0]),
+        },
+        Phase {
+            name: "b".into(),
+            loops: 1,
+            events: vec![Event::Run(MS)],
+            affinity: Some(vec![1]),
+        },
+    ];
+    let log = run(&workload(vec![t]), config("eevdf", 2, 100 * MS));
+    let cpus: std::collections::BTreeSet<u16> = log
+        .records
+        .iter()
+        .filter_map(|r| match *r {
+            uxsched_sim::log::Record::Switch {
+                cpu, next: Some(0), ..
+            } => Some(cpu),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(cpus.into_iter().collect::<Vec<_>>(), vec![0, 1]);
+}

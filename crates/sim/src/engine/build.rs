@@ -24,6 +24,26 @@ fn policy_label(p: SchedPolicy) -> String {
     }
 }
 
+/// A CPU bitmap from a list (`None` = every CPU); errors name the bad CPU.
+fn cpu_mask(list: Option<&[usize]>, ncpus: usize) -> Result<Vec<u64>, String> {
+    let mut mask = vec![0u64; ncpus.div_ceil(64)];
+    match list {
+        None => (0..ncpus).for_each(|c| mask[c / 64] |= 1 << (c % 64)),
+        Some([]) => return Err("empty CPU affinity".into()),
+        Some(list) => {
+            for &c in list {
+                if c >= ncpus {
+                    return Err(format!(
+                        "affinity names CPU {c} but the platform has {ncpus} CPUs"
+                    ));
+                }
+                mask[c / 64] |= 1 << (c % 64);
+            }
+        }
+    }
+    Ok(mask)
+}
+
 impl Sim {
     pub fn new(w: &Workload, cfg: SimConfig) -> Result<Sim, BuildError> {
         cfg.platform.validate().map_err(BuildError)?;
@@ -144,30 +164,17 @@ impl Sim {
                     ))
                 })?,
             };
-            if let Some(p) = t.phases.iter().find(|p| p.affinity.is_some()) {
-                return Err(BuildError(format!(
-                    "task `{}`, phase `{}`: per-phase CPU affinity (rt-app phase `cpus`) is not supported by the \
-                     engine yet; set `cpus` on the task instead",
-                    t.name, p.name
-                )));
-            }
-            let mut allowed = vec![0u64; ncpus.div_ceil(64)];
-            match &t.affinity {
-                None => (0..ncpus).for_each(|c| allowed[c / 64] |= 1 << (c % 64)),
-                Some(list) => {
-                    for &c in list {
-                        if c >= ncpus {
-                            return Err(BuildError(format!(
-                                "task `{}`: affinity names CPU {c} but the platform has {ncpus} CPUs",
-                                t.name
-                            )));
-                        }
-                        allowed[c / 64] |= 1 << (c % 64);
-                    }
-                    if list.is_empty() {
-                        return Err(BuildError(format!("task `{}`: empty affinity", t.name)));
-                    }
-                }
+            let allowed = cpu_mask(t.affinity.as_deref(), ncpus)
+                .map_err(|e| BuildError(format!("task `{}`: {e}", t.name)))?;
+            let mut phase_masks = Vec::with_capacity(t.phases.len());
+            for p in &t.phases {
+                let mask = match &p.affinity {
+                    None => None,
+                    Some(list) => Some(cpu_mask(Some(list), ncpus).map_err(|e| {
+                        BuildError(format!("task `{}`, phase `{}`: {e}", t.name, p.name))
+                    })?),
+                };
+                phase_masks.push(mask);
             }
             let (class, weight) = match t.policy {
                 SchedPolicy::Normal { nice } | SchedPolicy::Batch { nice } => {
@@ -186,7 +193,8 @@ impl Sim {
                 }
             }
             let tid = tasks.len() as u32;
-            let prog = compile(tid, t, &mut sync, &mut meta.interactions).map_err(BuildError)?;
+            let prog = compile(tid, t, phase_masks, &mut sync, &mut meta.interactions)
+                .map_err(BuildError)?;
             let (lo, hi) = policy::eevdf::CUSTOM_SLICE_RANGE;
             ents.push(Entity {
                 weight,
@@ -216,6 +224,7 @@ impl Sim {
             tasks.push(Task {
                 class,
                 group,
+                base_allowed: allowed.clone(),
                 allowed,
                 state: State::NotStarted,
                 cpu: 0,

@@ -108,8 +108,10 @@ enum Class {
 struct Task {
     class: Class,
     group: usize,
-    /// Allowed CPUs as a bitmap.
+    /// Allowed CPUs as a bitmap (the current phase's, else `base_allowed`).
     allowed: Vec<u64>,
+    /// The task's own affinity.
+    base_allowed: Vec<u64>,
     state: State,
     cpu: usize,
     seg: Segment,

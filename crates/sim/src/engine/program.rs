@@ -55,8 +55,11 @@ pub enum Op {
 /// A task's position in its program.
 #[derive(Debug, Clone)]
 pub struct Cursor {
-    /// Phases: (ops, repetitions).
+    /// Phases: (ops, repetitions, CPU affinity while in the phase).
     phases: Vec<(Vec<Op>, u64)>,
+    masks: Vec<Option<Vec<u64>>>,
+    /// The cursor just entered a phase whose affinity must be applied.
+    entered_phase: bool,
     loops: Option<u64>,
     phase: usize,
     rep: u64,
@@ -132,6 +135,7 @@ impl SyncObjects {
 pub fn compile(
     tid: u32,
     t: &TaskSpec,
+    phase_masks: Vec<Option<Vec<u64>>>,
     s: &mut SyncObjects,
     interactions: &mut Vec<String>,
 ) -> Result<Cursor, String> {
@@ -145,8 +149,8 @@ pub fn compile(
         }
     };
     let mut phases = Vec::new();
-    let mut ntimers = 0;
-    for p in &t.phases {
+    let mut masks = Vec::new();
+    for (p, mask) in t.phases.iter().zip(phase_masks) {
         let mut ops = Vec::with_capacity(p.events.len());
         for e in &p.events {
             ops.push(match e {
@@ -165,7 +169,6 @@ pub fn compile(
                         ));
                     }
                     let timer = s.timer_names.get(&format!("{tid}/{name}"));
-                    ntimers += 1;
                     Op::Timer {
                         timer,
                         period: *period,
@@ -203,12 +206,14 @@ pub fn compile(
         }
         if !ops.is_empty() && p.loops > 0 {
             phases.push((ops, p.loops));
+            masks.push(mask);
         }
     }
-    let _ = ntimers;
     let timers = vec![None; s.timer_names.0.len()];
     Ok(Cursor {
         phases,
+        masks,
+        entered_phase: true,
         loops: t.loops,
         phase: 0,
         rep: 0,
@@ -253,6 +258,7 @@ impl Cursor {
         }
         self.rep = 0;
         self.phase += 1;
+        self.entered_phase = true;
         if self.phase < self.phases.len() {
             return false;
         }
@@ -280,6 +286,11 @@ impl Sim {
             if std::mem::take(&mut self.tasks[t].prog.loop_done_pending) {
                 let now = self.now;
                 self.emit(Record::LoopDone { t: now, task: tid });
+            }
+            if std::mem::take(&mut self.tasks[t].prog.entered_phase)
+                && self.apply_phase_affinity(tid)
+            {
+                return Next::Blocked;
             }
             let Some(op) = self.tasks[t].prog.current() else {
                 return Next::Exit;
@@ -405,6 +416,20 @@ impl Sim {
         }
         // A program of only zero-time operations in an endless loop never needs the CPU.
         Next::Exit
+    }
+
+    /// Set the affinity of the phase the task enters. If its CPU is no longer allowed, it leaves
+    /// the CPU and is woken at once on an allowed one (returns true) — a migration that the log
+    /// shows as a switch-out and a wake-up at the same instant.
+    fn apply_phase_affinity(&mut self, tid: u32) -> bool {
+        let task = &mut self.tasks[tid as usize];
+        let mask = task.prog.masks.get(task.prog.phase).cloned().flatten();
+        task.allowed = mask.unwrap_or_else(|| task.base_allowed.clone());
+        if task.allows(task.cpu) {
+            return false;
+        }
+        self.block_until(tid, self.now);
+        true
     }
 
     fn block_until(&mut self, tid: u32, at: Nanos) {
