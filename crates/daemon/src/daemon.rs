@@ -166,8 +166,8 @@ impl Daemon {
             Request::Restore => {
                 info!("restore requested: clearing the focus and undoing everything");
                 self.focus_by_source.clear();
-                self.history.clear();
                 self.update_focus();
+                self.history.clear(); // after: the app just unfocused is not "background" either
                 match self.apply() {
                     Ok(()) => Response::ok(),
                     Err(e) => Response::error(format!("{e:#}")),

@@ -1,5 +1,8 @@
-//! uxsched's own CPU cgroups: `<cpu hierarchy>/<name>/fg` (high weight) and `/bg` (low weight),
-//! created at start and removed at stop.
+//! uxsched's own CPU cgroups: `<cpu hierarchy>/<name>-fg` (high weight) and `<name>-bg` (low
+//! weight), created at start and removed at stop. They are siblings directly under the root:
+//! a weight only competes with its siblings, so under a common parent of default weight the
+//! foreground's 10240 would still be worth one nice-0 autogroup, and an idle foreground would
+//! hand the parent's whole weight to the background group.
 //!
 //! Why cgroups and not only nice: with `kernel.sched_autogroup_enabled=1` every session (setsid)
 //! is its own task group, and nice only orders threads *inside* one group — a nice −19 UI thread
@@ -154,7 +157,7 @@ pub struct Groups {
 }
 
 impl Groups {
-    /// Create `<mount>/<name>/{fg,bg}` (reusing them if a killed daemon left them) and set their
+    /// Create `<mount>/<name>-fg` and `-bg` (reusing them if a killed daemon left them) and set their
     /// weights.
     pub fn create(
         hierarchy: Hierarchy,
@@ -174,9 +177,9 @@ impl Groups {
         Ok(g)
     }
 
-    /// A group's path relative to the mount, e.g. `/uxsched/fg`.
+    /// A group's path relative to the mount, e.g. `/uxsched-fg`.
     pub fn rel(&self, group: Group) -> String {
-        format!("/{}/{}", self.name, group.dir())
+        format!("/{}-{}", self.name, group.dir())
     }
 
     /// Which of uxsched's groups a cgroup path is, if any.
@@ -226,7 +229,7 @@ impl Groups {
         for group in [Group::Fg, Group::Bg] {
             remove_if_present(&self.hierarchy.abs(&self.rel(group)))?;
         }
-        remove_if_present(&self.hierarchy.abs(&format!("/{}", self.name)))
+        Ok(())
     }
 }
 
