@@ -448,3 +448,41 @@ fn autogroup_nice_alone_fails_across_sessions_the_foreground_group_works() {
     );
     drop(hog);
 }
+
+#[test]
+fn cgroup_v2_groups_move_whole_processes_and_back() {
+    use uxsched_daemon::actuators::cgroup::{find_mounts, Group, Groups, Hierarchy};
+    if !is_root() {
+        return;
+    }
+    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let Some(mount) = find_mounts(&info).1 else {
+        eprintln!("no cgroup2 mount here");
+        return;
+    };
+    let _s = serial();
+    let cpu = std::fs::read_to_string(mount.join("cgroup.controllers"))
+        .is_ok_and(|c| c.split_whitespace().any(|x| x == "cpu"));
+    let h = Hierarchy::V2 { mount, cpu };
+    let name = format!("uxsched-test-v2-{}", std::process::id());
+    let groups = Groups::create(h.clone(), &name, 10240, 128).unwrap();
+    let app = App::spawn("worker");
+    let home = h.current(app.pid()).unwrap();
+    let result = std::panic::catch_unwind(|| {
+        h.move_to(app.tid("worker"), &groups.rel(Group::Fg)).unwrap();
+        for t in app.tids() {
+            assert_eq!(h.current(t).unwrap(), groups.rel(Group::Fg), "whole process moves");
+        }
+        assert!(groups.members(Group::Fg).contains(&app.pid()));
+        if cpu {
+            assert_eq!(groups.weight(Group::Fg), Some(391)); // shares 10240 -> weight
+        }
+    });
+    for t in app.tids() {
+        let _ = h.move_to(t, &home);
+    }
+    assert_eq!(h.current(app.pid()).unwrap(), home);
+    drop(app);
+    groups.remove().unwrap();
+    result.unwrap();
+}
