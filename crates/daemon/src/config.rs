@@ -99,6 +99,7 @@ ranged!(latency_ms, u64, "latency_ms", 1, 1_000);
 ranged!(gran_us, u64, "min_granularity_us", 100, 100_000);
 ranged!(budget_ms, u64, "budget_ms", 10, 600_000);
 ranged!(cut_rate, u32, "cut_rate", 1, 1024);
+ranged!(readahead_factor, u64, "readahead_factor", 1, 64);
 
 fn cgroup_name<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
     let s = String::deserialize(d)?;
@@ -162,6 +163,9 @@ pub struct Config {
 pub struct Eimos {
     #[serde(deserialize_with = "boost_nice")]
     pub nice: i32,
+    pub prefetch: bool,
+    #[serde(deserialize_with = "readahead_factor")]
+    pub readahead_factor: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -244,7 +248,11 @@ impl Default for Config {
 
 impl Default for Eimos {
     fn default() -> Self {
-        Eimos { nice: -19 }
+        Eimos {
+            nice: -19,
+            prefetch: true,
+            readahead_factor: 8,
+        }
     }
 }
 

@@ -5,6 +5,7 @@
 //! killed predecessor left in the journal, the last undoes everything this one did.
 
 use crate::actuators::cgroup::{Groups, Hierarchy};
+use crate::actuators::prefetch::Prefetcher;
 use crate::actuators::{ioprio, sched};
 use crate::api::{Boosted, Request, Response, Settings, SourceStatus, Status};
 use crate::config::{Config, Mode, SourceName};
@@ -34,6 +35,7 @@ struct Daemon {
     /// Focus or mode changed and not yet applied.
     dirty: bool,
     last_apply: Instant,
+    prefetcher: Prefetcher,
 }
 
 /// Run the daemon in the foreground until SIGTERM/SIGINT.
@@ -86,6 +88,7 @@ pub fn run(cfg: Config) -> anyhow::Result<()> {
         history: History::default(),
         dirty: false,
         last_apply: Instant::now(),
+        prefetcher: Prefetcher::default(),
     };
     let result = d.serve(&rx);
     if let Err(e) = &result {
@@ -201,6 +204,7 @@ impl Daemon {
                 self.history.push(old);
             }
             self.focus = new;
+            self.prefetcher.retain_only(new.map(|a| a.pid));
             self.focus_since = Instant::now();
             self.rec.new_episode();
             self.dirty = true;
@@ -242,6 +246,16 @@ impl Daemon {
             .desired(&state, &self.cfg)
             .bounded(&self.cfg);
         self.rec.reconcile(&desired)?;
+        if self.mode == Mode::Eimos && self.cfg.eimos.prefetch {
+            if let Some(app) = &state.focus {
+                if let Err(e) = self
+                    .prefetcher
+                    .scan(app.id.pid, self.cfg.eimos.readahead_factor)
+                {
+                    tracing::debug!(pid = app.id.pid, "prefetch: {e}");
+                }
+            }
+        }
         self.dirty = false;
         self.last_apply = Instant::now();
         Ok(())

@@ -469,9 +469,14 @@ fn cgroup_v2_groups_move_whole_processes_and_back() {
     let app = App::spawn("worker");
     let home = h.current(app.pid()).unwrap();
     let result = std::panic::catch_unwind(|| {
-        h.move_to(app.tid("worker"), &groups.rel(Group::Fg)).unwrap();
+        h.move_to(app.tid("worker"), &groups.rel(Group::Fg))
+            .unwrap();
         for t in app.tids() {
-            assert_eq!(h.current(t).unwrap(), groups.rel(Group::Fg), "whole process moves");
+            assert_eq!(
+                h.current(t).unwrap(),
+                groups.rel(Group::Fg),
+                "whole process moves"
+            );
         }
         assert!(groups.members(Group::Fg).contains(&app.pid()));
         if cpu {
@@ -485,4 +490,64 @@ fn cgroup_v2_groups_move_whole_processes_and_back() {
     drop(app);
     groups.remove().unwrap();
     result.unwrap();
+}
+
+/// Whether the page at `offset` of `file` is in the page cache (mincore).
+fn cached(file: &std::fs::File, offset: u64) -> bool {
+    use std::os::fd::AsRawFd;
+    let page = 4096usize;
+    // SAFETY: a read-only shared mapping of one page of a file we hold open; unmapped below.
+    unsafe {
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            page,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            file.as_raw_fd(),
+            offset as libc::off_t,
+        );
+        assert_ne!(p, libc::MAP_FAILED);
+        let mut v = 0u8;
+        assert_eq!(libc::mincore(p, page, &mut v), 0);
+        libc::munmap(p, page);
+        v & 1 == 1
+    }
+}
+
+#[test]
+fn eimos_prefetches_ahead_of_the_topmost_process_sequential_reads() {
+    if !is_root() {
+        return;
+    }
+    let _s = serial();
+    // A real block-device file (not tmpfs), its pages evicted (this file only).
+    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("prefetch.dat");
+    let len: u64 = 24 << 20;
+    std::fs::write(&path, vec![7u8; len as usize]).unwrap();
+    let file = std::fs::File::open(&path).unwrap();
+    file.sync_all().unwrap();
+    let evict = || {
+        use std::os::fd::AsRawFd;
+        // SAFETY: advisory call on a descriptor we own.
+        unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    };
+    evict();
+    let last = len - 4096;
+    let reader = App::spawn(&format!("reader={}", path.display()));
+    std::thread::sleep(Duration::from_millis(300));
+    let without = cached(&file, last);
+    drop(reader);
+    evict();
+    assert!(!cached(&file, last));
+
+    let d = Daemon::start("eimos", "[eimos]\nreadahead_factor = 8");
+    let reader = App::spawn(&format!("reader={}", path.display()));
+    d.focus(Some(reader.pid()));
+    wait_until("the file's tail prefetched", T, || cached(&file, last));
+    assert!(
+        !without,
+        "the kernel's own read-ahead already reached the tail: test proves nothing"
+    );
+    drop(reader);
+    let _ = std::fs::remove_file(&path);
 }

@@ -49,7 +49,11 @@ fn config_errors_name_key_and_line_and_exit_2() {
     assert!(err.contains("line 1") && err.contains("sockett"), "{err}");
 
     let out = run(&["daemon", "--config", f.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(2), "the daemon refuses a bad config too");
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "the daemon refuses a bad config too"
+    );
 }
 
 #[test]
@@ -61,7 +65,9 @@ fn default_config_is_printed_and_valid() {
     std::fs::write(&f, &out.stdout).unwrap();
     let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../packaging/uxsched.toml");
     assert_eq!(std::fs::read(shipped).unwrap(), out.stdout);
-    assert!(run(&["config", "check", f.to_str().unwrap()]).status.success());
+    assert!(run(&["config", "check", f.to_str().unwrap()])
+        .status
+        .success());
 }
 
 #[test]
@@ -96,7 +102,13 @@ fn harness_contract_focus_status_sigterm_restores() {
     .unwrap();
     let mut daemon = Guard(
         uxsched()
-            .args(["daemon", "--config", cfg.to_str().unwrap(), "--mode", "eimos"])
+            .args([
+                "daemon",
+                "--config",
+                cfg.to_str().unwrap(),
+                "--mode",
+                "eimos",
+            ])
             .stderr(Stdio::null())
             .spawn()
             .unwrap(),
@@ -109,7 +121,9 @@ fn harness_contract_focus_status_sigterm_restores() {
         assert!(Instant::now() < end, "daemon never answered");
         std::thread::sleep(Duration::from_millis(50));
     }
-    assert!(run(&["focus", &pid.to_string(), "--socket", s]).status.success());
+    assert!(run(&["focus", &pid.to_string(), "--socket", s])
+        .status
+        .success());
     let end = Instant::now() + Duration::from_secs(5);
     while nice_of(pid) != -19 {
         assert!(Instant::now() < end, "never boosted");

@@ -3,4 +3,5 @@
 
 pub mod cgroup;
 pub mod ioprio;
+pub mod prefetch;
 pub mod sched;

@@ -191,7 +191,11 @@ impl App {
         let app = App {
             child: c.spawn().unwrap(),
         };
-        let want = spec.split(',').filter(|s| !s.starts_with("late:")).count() + 1;
+        let want = spec
+            .split(',')
+            .filter(|s| !s.is_empty() && !s.starts_with("late:") && !s.starts_with("reader="))
+            .count()
+            + 1;
         let pid = app.pid();
         wait_until("app threads", Duration::from_secs(5), || {
             tids(pid).len() >= want
@@ -282,6 +286,9 @@ fn run_daemon(config: &Path) {
 }
 
 fn run_app(spec: &str) {
+    if let Some(path) = spec.strip_prefix("reader=") {
+        read_slowly(Path::new(path));
+    }
     for entry in spec.split(',').filter(|s| !s.is_empty()) {
         let (late, name) = match entry.strip_prefix("late:") {
             Some(n) => (true, n.to_owned()),
@@ -309,6 +316,17 @@ fn run_app(spec: &str) {
         }
     }
     sleep_forever()
+}
+
+/// A sequential reader: 64 KiB every 20 ms from the start of `path`.
+fn read_slowly(path: &Path) -> ! {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path).unwrap();
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        let _ = f.read(&mut buf).unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// Threads that live ~1 ms each: they exit while the daemon is changing them.
