@@ -68,6 +68,8 @@ impl std::fmt::Display for Mode {
 #[serde(rename_all = "lowercase")]
 pub enum SourceName {
     Explicit,
+    Android,
+    Mutter,
 }
 
 /// Declares a deserializer that rejects values outside `lo..=hi` with the key's name, so toml
@@ -99,6 +101,7 @@ ranged!(latency_ms, u64, "latency_ms", 1, 1_000);
 ranged!(gran_us, u64, "min_granularity_us", 100, 100_000);
 ranged!(budget_ms, u64, "budget_ms", 10, 600_000);
 ranged!(cut_rate, u32, "cut_rate", 1, 1024);
+ranged!(poll_ms, u64, "poll_ms", 10, 60_000);
 ranged!(readahead_factor, u64, "readahead_factor", 1, 64);
 
 fn cgroup_name<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
@@ -156,6 +159,41 @@ pub struct Config {
     pub facfs: Facfs,
     pub shuffledog: Shuffledog,
     pub uxsched: Uxsched,
+    pub android: Android,
+    pub mutter: Mutter,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Android {
+    pub proc_root: PathBuf,
+    pub cpuset_root: PathBuf,
+    #[serde(deserialize_with = "poll_ms")]
+    pub poll_ms: u64,
+}
+
+impl Default for Android {
+    fn default() -> Self {
+        Android {
+            proc_root: "/proc".into(),
+            cpuset_root: "/dev/cpuset".into(),
+            poll_ms: 250,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Mutter {
+    pub cgroup_root: PathBuf,
+}
+
+impl Default for Mutter {
+    fn default() -> Self {
+        Mutter {
+            cgroup_root: "/sys/fs/cgroup".into(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -242,6 +280,8 @@ impl Default for Config {
             facfs: Facfs::default(),
             shuffledog: Shuffledog::default(),
             uxsched: Uxsched::default(),
+            android: Android::default(),
+            mutter: Mutter::default(),
         }
     }
 }

@@ -36,6 +36,31 @@ struct Daemon {
     dirty: bool,
     last_apply: Instant,
     prefetcher: Prefetcher,
+    sources_alive: BTreeMap<SourceName, bool>,
+}
+
+/// Start the configured sources' threads; a source that cannot start is reported, not fatal.
+fn start_sources(cfg: &Config, tx: &mpsc::Sender<Event>) -> BTreeMap<SourceName, bool> {
+    let mut alive = BTreeMap::new();
+    for &source in &cfg.sources {
+        let started = match source {
+            SourceName::Explicit => Ok(()),
+            SourceName::Android => crate::sources::android::spawn(
+                cfg.android.proc_root.clone(),
+                cfg.android.cpuset_root.clone(),
+                Duration::from_millis(cfg.android.poll_ms),
+                tx.clone(),
+            ),
+            SourceName::Mutter => {
+                crate::sources::mutter::spawn(cfg.mutter.cgroup_root.clone(), tx.clone())
+            }
+        };
+        if let Err(e) = &started {
+            warn!(?source, "source could not start: {e}");
+        }
+        alive.insert(source, started.is_ok());
+    }
+    alive
 }
 
 /// Run the daemon in the foreground until SIGTERM/SIGINT.
@@ -63,6 +88,7 @@ pub fn run(cfg: Config) -> anyhow::Result<()> {
 
     let (tx, rx) = mpsc::channel();
     let server = Server::start(&cfg.socket, cfg.control_uids.clone(), tx.clone())?;
+    let sources_alive = start_sources(&cfg, &tx);
     let mut signals = signal_hook::iterator::Signals::new([
         signal_hook::consts::SIGTERM,
         signal_hook::consts::SIGINT,
@@ -89,6 +115,7 @@ pub fn run(cfg: Config) -> anyhow::Result<()> {
         dirty: false,
         last_apply: Instant::now(),
         prefetcher: Prefetcher::default(),
+        sources_alive,
     };
     let result = d.serve(&rx);
     if let Err(e) = &result {
@@ -319,7 +346,7 @@ impl Daemon {
                 .iter()
                 .map(|s| SourceStatus {
                     name: format!("{s:?}").to_lowercase(),
-                    alive: true,
+                    alive: self.sources_alive.get(s).copied().unwrap_or(false),
                     focus: self.focus_by_source.get(s).map(|a| a.pid),
                 })
                 .collect(),

@@ -2,8 +2,10 @@
 //! channel; the daemon loop owns the state. Several can run at once; the config's `sources`
 //! list gives their precedence.
 
+pub mod android;
 pub mod cpufreq;
 pub mod explicit;
+pub mod mutter;
 
 use crate::api::{Request, Response};
 use crate::config::SourceName;
