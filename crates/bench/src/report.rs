@@ -108,7 +108,10 @@ impl Report {
         let sc = scenario(plan.scenario);
         let mut report = Report {
             scenario: plan.scenario.name().into(),
-            metric: sc.metric.into(),
+            metric: match plan.compute_ms {
+                Some(ms) => format!("{} [CPU work overridden: {ms} ms]", sc.metric),
+                None => sc.metric.into(),
+            },
             load: plan.load.kind.name().into(),
             load_workers: plan.load.workers,
             reps: plan.reps,
