@@ -1,10 +1,278 @@
-//! `uxsched` commands of the bench face (filled in by its issue).
+//! `uxsched bench …`, `uxsched demo`, and the hidden `uxsched bench-model` that runs a
+//! foreground model process (so one binary ships the harness and its models).
 
+use crate::exit::bad_input;
+use anyhow::{Context, Result};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
+use uxsched_bench::loads::{LoadKind, LoadSpec};
+use uxsched_bench::models::{ModelArgs, ModelKind};
+use uxsched_bench::modes::{daemon_available, ModeEnv, ModeName};
+use uxsched_bench::report::Report;
+use uxsched_bench::runner::{Env, Launcher, Plan};
 
 #[derive(clap::Subcommand)]
-pub enum Commands {}
+pub enum Commands {
+    /// Measure a foreground model under background load on this kernel, mode by mode.
+    Bench(BenchArgs),
+    /// About three minutes of `painting` and `alarm` under CPU load (modes idle, stock,
+    /// android, s76, uxsched): prints the tables and where the plots went.
+    Demo(DemoArgs),
+    /// Run one foreground model process (started by `bench`; not for direct use).
+    #[command(hide = true)]
+    BenchModel(ModelArgs),
+}
 
-pub fn run(c: Commands) -> anyhow::Result<ExitCode> {
-    match c {}
+#[derive(clap::Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    list: Option<BenchList>,
+    /// Which foreground model to measure (`uxsched bench list` describes them).
+    #[arg(value_enum, required = true)]
+    scenario: Option<ModelKind>,
+    /// Comma-separated modes; `idle` is always measured (ratios need it).
+    /// Default: idle, stock, android, s76, fifo, and every daemon mode when available.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    modes: Option<Vec<ModeName>>,
+    #[command(flatten)]
+    run: RunArgs,
+    /// Background load (default: the scenario's own, see `bench list`).
+    #[arg(long, value_enum)]
+    load: Option<LoadKind>,
+    /// Number of load workers (default: 3× the CPU count for `cpu`).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    load_workers: Option<u64>,
+    /// CPU work per request/frame in ms, overriding the model's default.
+    #[arg(long, value_parser = parse_compute_ms)]
+    compute_ms: Option<f64>,
+}
+
+#[derive(clap::Subcommand)]
+enum BenchList {
+    /// Show the scenarios, loads and modes (and which modes this build can run).
+    List,
+}
+
+/// Options shared by `bench` and `demo`.
+#[derive(clap::Args)]
+pub struct RunArgs {
+    /// Repetitions per mode, interleaved across modes (A B C A B C …).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=100))]
+    reps: u64,
+    /// Length of one run, e.g. 5s, 1500ms, 2m.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    duration: Duration,
+    /// Print the report as JSON (with every run's raw samples) instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// Write plots (SVG and PNG) into this directory.
+    #[arg(long)]
+    plots: Option<PathBuf>,
+    /// Seed of the event timings and of the bootstrap.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+#[derive(clap::Args)]
+pub struct DemoArgs {
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+pub fn run(c: Commands) -> Result<ExitCode> {
+    match c {
+        Commands::Bench(args) => bench(args),
+        Commands::Demo(args) => demo(args),
+        Commands::BenchModel(args) => {
+            uxsched_bench::models::run_model(&args)?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    let (num, unit) = s.trim().split_at(
+        s.trim()
+            .find(|c: char| c.is_alphabetic())
+            .unwrap_or(s.len()),
+    );
+    let value: f64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a duration: use e.g. 5s, 1500ms or 2m"))?;
+    let secs = match unit {
+        "ms" => value / 1000.0,
+        "s" | "" => value,
+        "m" | "min" => value * 60.0,
+        _ => return Err(format!("unknown unit '{unit}' in '{s}': use ms, s or m")),
+    };
+    if !(0.5..=3600.0).contains(&secs) {
+        return Err(format!(
+            "'{s}' is out of range: a run lasts from 500ms to 1h"
+        ));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+fn parse_compute_ms(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.0..=1000.0).contains(&v) => Ok(v),
+        _ => Err(format!("'{s}' is not a CPU time in ms between 0 and 1000")),
+    }
+}
+
+fn exe() -> Result<PathBuf> {
+    std::env::current_exe().context("finding the uxsched binary (std::env::current_exe)")
+}
+
+fn env(scratch: &Path, progress: bool) -> Result<Env> {
+    Ok(Env {
+        launcher: Launcher {
+            program: exe()?,
+            prefix: vec!["bench-model".into()],
+        },
+        modes: ModeEnv {
+            uxsched_exe: Some(exe()?),
+            scratch: scratch.to_owned(),
+        },
+        progress,
+    })
+}
+
+fn require_root() -> Result<()> {
+    if !uxsched_bench::sys::is_root() {
+        anyhow::bail!("uxsched bench changes scheduling settings, cgroups and sysctls: run it as root (e.g. with sudo)");
+    }
+    Ok(())
+}
+
+/// The modes to run: the user's list (deduplicated, `idle` first) or the default set.
+fn resolve_modes(requested: Option<Vec<ModeName>>, daemon: bool) -> Result<Vec<ModeName>> {
+    let mut modes = vec![ModeName::Idle];
+    let wanted = requested.unwrap_or_else(|| {
+        ModeName::ALL
+            .into_iter()
+            .filter(|m| daemon || !m.needs_daemon())
+            .collect()
+    });
+    for m in wanted {
+        if m.needs_daemon() && !daemon {
+            return Err(bad_input(format!(
+                "mode '{}' needs the uxsched daemon, which this build does not have; modes available here: idle, stock, android, s76, fifo",
+                m.name()
+            )));
+        }
+        if !modes.contains(&m) {
+            modes.push(m);
+        }
+    }
+    Ok(modes)
+}
+
+fn bench(args: BenchArgs) -> Result<ExitCode> {
+    let exe = exe()?;
+    if args.list.is_some() {
+        print!("{}", uxsched_bench::list_text(Some(&exe)));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let scenario = args.scenario.context("a scenario is required")?;
+    let modes = resolve_modes(args.modes, daemon_available(Some(&exe)))?;
+    require_root()?;
+    let kind = args
+        .load
+        .unwrap_or(uxsched_bench::scenario::scenario(scenario).default_load);
+    let scratch = uxsched_bench::scratch_dir();
+    let plan = Plan {
+        scenario,
+        modes,
+        reps: args.run.reps as usize,
+        duration: args.run.duration,
+        load: LoadSpec {
+            kind,
+            workers: args
+                .load_workers
+                .map_or(kind.default_workers(), |w| w as usize),
+            scratch: scratch.clone(),
+        },
+        seed: args.run.seed,
+        compute_ms: args.compute_ms,
+    };
+    let result = measure_and_print(&[plan], &args.run, &scratch);
+    let _ = std::fs::remove_dir_all(&scratch);
+    result
+}
+
+fn demo(args: DemoArgs) -> Result<ExitCode> {
+    require_root()?;
+    let exe = exe()?;
+    let mut modes = vec![
+        ModeName::Idle,
+        ModeName::Stock,
+        ModeName::Android,
+        ModeName::S76,
+    ];
+    if daemon_available(Some(&exe)) {
+        modes.push(ModeName::Uxsched);
+    } else {
+        eprintln!("uxsched demo: the uxsched mode is unavailable (this build has no daemon); running idle, stock, android, s76");
+    }
+    let scratch = uxsched_bench::scratch_dir();
+    let plans: Vec<Plan> = [ModelKind::Painting, ModelKind::Alarm]
+        .into_iter()
+        .map(|scenario| Plan {
+            scenario,
+            modes: modes.clone(),
+            reps: args.run.reps as usize,
+            duration: args.run.duration,
+            load: LoadSpec {
+                kind: LoadKind::Cpu,
+                workers: LoadKind::Cpu.default_workers(),
+                scratch: scratch.clone(),
+            },
+            seed: args.run.seed,
+            compute_ms: None,
+        })
+        .collect();
+    let mut run = args.run;
+    if run.plots.is_none() {
+        run.plots = Some(PathBuf::from("bench-results/demo"));
+    }
+    let result = measure_and_print(&plans, &run, &scratch);
+    let _ = std::fs::remove_dir_all(&scratch);
+    result
+}
+
+fn measure_and_print(plans: &[Plan], run: &RunArgs, scratch: &Path) -> Result<ExitCode> {
+    let env = env(scratch, !run.json)?;
+    let mut reports: Vec<Report> = Vec::new();
+    for plan in plans {
+        let report = uxsched_bench::bench(plan, &env)?;
+        if !run.json {
+            println!("{}", report.table());
+        }
+        if let Some(dir) = &run.plots {
+            let files = uxsched_bench::plots::write_all(&report, dir)?;
+            if !run.json {
+                println!(
+                    "plots: {}\n",
+                    files
+                        .iter()
+                        .map(|f| f.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+            }
+        }
+        reports.push(report);
+    }
+    if run.json {
+        let json = if reports.len() == 1 {
+            serde_json::to_string_pretty(&reports[0])?
+        } else {
+            serde_json::to_string_pretty(&reports)?
+        };
+        println!("{json}");
+    }
+    Ok(ExitCode::SUCCESS)
 }

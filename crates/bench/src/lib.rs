@@ -1,0 +1,61 @@
+//! The real-kernel harness of uxsched (`uxsched bench`, `uxsched demo`).
+//!
+//! Foreground models (`models/`) run as real processes under real background loads
+//! (`loads/`), once per mode (`modes/`), repetitions interleaved (`runner`); the report gives
+//! percentiles, ratios to `idle` with bootstrap intervals (`stats`, `report`) and plots
+//! (`plots`). See docs/bench.md for the definitions and how to read the output.
+
+pub mod cancel;
+pub mod cgroup;
+pub mod loads;
+pub mod models;
+pub mod modes;
+pub mod plots;
+pub mod report;
+pub mod runner;
+pub mod scenario;
+pub mod stats;
+pub mod sys;
+
+use anyhow::Result;
+use modes::ModeName;
+use std::fmt::Write;
+use std::path::Path;
+
+/// `uxsched bench list`: scenarios, loads and modes, with which modes this build can run.
+pub fn list_text(uxsched_exe: Option<&Path>) -> String {
+    let daemon = modes::daemon_available(uxsched_exe);
+    let mut s = String::from("scenarios (default load; metric):\n");
+    for m in scenario::ALL {
+        let sc = scenario::scenario(m);
+        let _ = writeln!(
+            s,
+            "  {:<9} ({}, {}) {}",
+            m.name(),
+            sc.default_load.name(),
+            sc.source,
+            sc.metric
+        );
+    }
+    s.push_str("loads (--load): cpu (stress-ng, 3x CPUs), hackbench (nice 10), io (fio randread), memory (stress-ng --vm)\nmodes:\n");
+    for m in ModeName::ALL {
+        let note = if m.needs_daemon() && !daemon {
+            "  [needs the daemon: not in this build]"
+        } else {
+            ""
+        };
+        let _ = writeln!(s, "  {:<10} {}{note}", m.name(), m.description());
+    }
+    s
+}
+
+/// Scratch directory on disk (not tmpfs: cold-cache reads and O_DIRECT need a real device).
+pub fn scratch_dir() -> std::path::PathBuf {
+    Path::new("/var/tmp").join(format!("uxsched-bench-{}", std::process::id()))
+}
+
+/// Run a plan and build its report.
+pub fn bench(plan: &runner::Plan, env: &runner::Env) -> Result<report::Report> {
+    let records = runner::run(plan, env)?;
+    Ok(report::Report::build(plan, records))
+}

@@ -1,0 +1,233 @@
+//! Background loads: the real tools (stress-ng, hackbench, fio), each started in its own
+//! session (`setsid`) like a background service — so autogroup puts it in its own group, as
+//! on a desktop — and each reporting its own throughput, which is the background cost.
+//! Every exit path kills the whole session ([`RunningLoad`]'s `Drop`).
+
+mod cpu;
+mod hackbench;
+mod io;
+mod memory;
+
+use crate::sys;
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LoadKind {
+    /// stress-ng CPU hogs (seed 000's CPUGenerator).
+    Cpu,
+    /// hackbench groups at nice 10 (rt-tests): many short wake-ups.
+    Hackbench,
+    /// fio 4 KiB random direct reads (seed 001's IOGenerator).
+    Io,
+    /// stress-ng virtual-memory workers (page faults, memory bandwidth).
+    Memory,
+}
+
+impl LoadKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            LoadKind::Cpu => "cpu",
+            LoadKind::Hackbench => "hackbench",
+            LoadKind::Io => "io",
+            LoadKind::Memory => "memory",
+        }
+    }
+
+    /// The Debian package that ships the tool (named in errors).
+    fn tool(self) -> (&'static str, &'static str) {
+        match self {
+            LoadKind::Cpu | LoadKind::Memory => ("stress-ng", "stress-ng"),
+            LoadKind::Hackbench => ("hackbench", "rt-tests"),
+            LoadKind::Io => ("fio", "fio"),
+        }
+    }
+
+    /// Default number of workers: 3× the CPU count for CPU hogs (the default).
+    pub fn default_workers(self) -> usize {
+        match self {
+            LoadKind::Cpu => 3 * sys::cpu_count(),
+            LoadKind::Hackbench => 2,
+            LoadKind::Io => 4,
+            LoadKind::Memory => sys::cpu_count(),
+        }
+    }
+}
+
+/// What to start: which tool, how many workers, and where it may write.
+#[derive(Debug, Clone)]
+pub struct LoadSpec {
+    pub kind: LoadKind,
+    pub workers: usize,
+    pub scratch: PathBuf,
+}
+
+/// How a tool is started, stopped and read (one implementation per file).
+trait Tool {
+    fn command(&self, spec: &LoadSpec, out: &Path) -> Command;
+    /// Ask the tool to finish and report (SIGINT makes stress-ng and fio print their metrics).
+    fn stop_signal(&self) -> i32 {
+        libc::SIGINT
+    }
+    /// Throughput over the run, from the files in `out` (the tool's stdout is `out/stdout`).
+    fn throughput(&self, spec: &LoadSpec, out: &Path, elapsed: Duration) -> Result<f64>;
+    fn unit(&self) -> &'static str;
+}
+
+fn tool_for(kind: LoadKind) -> Box<dyn Tool> {
+    match kind {
+        LoadKind::Cpu => Box::new(cpu::StressCpu),
+        LoadKind::Hackbench => Box::new(hackbench::Hackbench),
+        LoadKind::Io => Box::new(io::FioRandRead),
+        LoadKind::Memory => Box::new(memory::StressVm),
+    }
+}
+
+/// The background load's measured cost figure.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Throughput {
+    pub value: f64,
+    pub unit: String,
+}
+
+/// A started load. Dropping it kills its whole session.
+pub struct RunningLoad {
+    spec: LoadSpec,
+    tool: Box<dyn Tool>,
+    child: Option<Child>,
+    out: PathBuf,
+    started: Instant,
+}
+
+/// Create per-load files before any mode runs (fio's data file takes seconds to lay out).
+pub fn prepare(spec: &LoadSpec) -> Result<()> {
+    let (bin, pkg) = spec.kind.tool();
+    if which(bin).is_none() {
+        bail!("background load '{}' needs `{bin}` (Debian package {pkg}): run `make setup` or `apt-get install {pkg}`", spec.kind.name());
+    }
+    if spec.kind == LoadKind::Io {
+        io::prepare(spec)?;
+    }
+    Ok(())
+}
+
+pub fn start(spec: &LoadSpec, out: &Path) -> Result<RunningLoad> {
+    std::fs::create_dir_all(out)?;
+    let tool = tool_for(spec.kind);
+    let mut cmd = tool.command(spec, out);
+    let stdout = std::fs::File::create(out.join("stdout"))?;
+    let stderr = std::fs::File::create(out.join("stderr"))?;
+    cmd.stdin(Stdio::null()).stdout(stdout).stderr(stderr);
+    // SAFETY: setsid is async-signal-safe; the child becomes leader of a new session, so its
+    // session id is its pid and `kill_session` reaches everything it forks.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setsid() < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let child = cmd
+        .spawn()
+        .with_context(|| format!("starting background load '{}'", spec.kind.name()))?;
+    Ok(RunningLoad {
+        spec: spec.clone(),
+        tool,
+        child: Some(child),
+        out: out.to_owned(),
+        started: Instant::now(),
+    })
+}
+
+impl RunningLoad {
+    /// Session id (= the leader's pid) that modes use to find the background processes.
+    pub fn session(&self) -> i32 {
+        self.child.as_ref().map_or(0, |c| c.id() as i32)
+    }
+
+    /// Stop the load, wait for its report, and return its throughput.
+    pub fn stop(mut self) -> Result<Throughput> {
+        let mut child = self.child.take().context("load already stopped")?;
+        let sid = child.id() as i32;
+        let elapsed = self.started.elapsed();
+        sys::signal(sid, self.tool.stop_signal());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while child.try_wait()?.is_none() {
+            if Instant::now() > deadline {
+                sys::kill_session(sid);
+                let _ = child.wait();
+                bail!(
+                    "background load '{}' did not stop within 10 s of SIGINT; killed its session {sid}",
+                    self.spec.kind.name()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        sys::kill_session(sid);
+        let value = self
+            .tool
+            .throughput(&self.spec, &self.out, elapsed)
+            .with_context(|| {
+                format!(
+                    "reading the throughput of background load '{}' (its output is in {})",
+                    self.spec.kind.name(),
+                    self.out.display()
+                )
+            })?;
+        Ok(Throughput {
+            value,
+            unit: self.tool.unit().to_owned(),
+        })
+    }
+}
+
+impl Drop for RunningLoad {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            sys::kill_session(child.id() as i32);
+            let _ = child.wait();
+        }
+    }
+}
+
+pub(crate) fn which(bin: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH")?
+        .to_str()?
+        .split(':')
+        .map(|d| Path::new(d).join(bin))
+        .find(|p| p.is_file())
+}
+
+/// Sum of stress-ng's per-stressor `bogo-ops-per-second-real-time` in its `--yaml` report.
+pub(crate) fn stress_ng_rate(yaml: &Path) -> Result<f64> {
+    let text = std::fs::read_to_string(yaml)
+        .with_context(|| format!("stress-ng wrote no report at {}", yaml.display()))?;
+    let rates: Vec<f64> = text
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("bogo-ops-per-second-real-time:"))
+        .filter_map(|v| v.trim().parse().ok())
+        .collect();
+    if rates.is_empty() {
+        bail!("no bogo-ops-per-second-real-time in {}", yaml.display());
+    }
+    Ok(rates.iter().sum())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn parses_stress_ng_yaml() {
+        let dir = std::env::temp_dir().join(format!("uxsched-bench-yaml-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("r.yaml");
+        std::fs::write(&f, "metrics:\n    - stressor: cpu\n      bogo-ops: 10\n      bogo-ops-per-second-real-time: 3414.5\n    - stressor: vm\n      bogo-ops-per-second-real-time: 0.5\n").unwrap();
+        assert_eq!(super::stress_ng_rate(&f).unwrap(), 3415.0);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}

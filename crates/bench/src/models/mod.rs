@@ -1,0 +1,210 @@
+//! Foreground models: small real programs that behave like the interactive work of the seed
+//! papers and time themselves. Each runs as its own process (the "app", the process modes act
+//! on), re-executed from the harness binary with hidden arguments ([`ModelArgs`]). Models whose
+//! stimulus comes from outside the app (`painting`, `worker`) also start a "system" process
+//! (input dispatcher + compositor) in its own session, joined to the app by a socket on fd 3.
+//!
+//! Protocol with the runner: the process prints `ready` once its threads exist, waits for one
+//! byte on stdin ("go"), runs for `--duration-ms`, and writes a [`ModelOutput`] JSON to `--out`.
+
+mod alarm;
+mod frames;
+mod gallery;
+mod painting;
+mod player;
+mod reader;
+mod worker;
+
+use crate::sys;
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::io::{BufRead, Read, Write};
+use std::os::fd::FromRawFd;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+
+/// The foreground models (one file each in `models/`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ModelKind {
+    Painting,
+    Worker,
+    Frames,
+    Alarm,
+    Player,
+    Reader,
+    Gallery,
+}
+
+impl ModelKind {
+    /// Whether this model has a separate system process (dispatcher + compositor).
+    pub fn has_system_side(self) -> bool {
+        matches!(self, ModelKind::Painting | ModelKind::Worker)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ModelKind::Painting => "painting",
+            ModelKind::Worker => "worker",
+            ModelKind::Frames => "frames",
+            ModelKind::Alarm => "alarm",
+            ModelKind::Player => "player",
+            ModelKind::Reader => "reader",
+            ModelKind::Gallery => "gallery",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Role {
+    /// The foreground application (the process modes act on).
+    App,
+    /// Input dispatcher and compositor (a system service in its own session).
+    System,
+}
+
+/// Hidden command-line of a model process (`uxsched bench-model …`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct ModelArgs {
+    #[arg(long, value_enum)]
+    pub model: ModelKind,
+    #[arg(long, value_enum)]
+    pub role: Role,
+    #[arg(long)]
+    pub duration_ms: u64,
+    /// Where the model writes its [`ModelOutput`] JSON.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Scratch directory holding the files `reader` and `gallery` read.
+    #[arg(long)]
+    pub scratch: PathBuf,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// CPU work per request/frame in ms (each model has its own default).
+    #[arg(long)]
+    pub compute_ms: Option<f64>,
+}
+
+/// What a model process reports.
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+pub struct ModelOutput {
+    /// The scenario's metric, one value per request/frame/wake-up, in milliseconds.
+    pub samples_ms: Vec<f64>,
+    /// Model-specific figures (jank %, underruns …).
+    pub extras: BTreeMap<String, f64>,
+    /// Voluntary + involuntary context switches of all the process's threads.
+    pub context_switches: u64,
+}
+
+/// Entry point of a model process.
+pub fn run_model(args: &ModelArgs) -> Result<()> {
+    let output = match (args.model, args.role) {
+        (ModelKind::Painting, Role::App) => painting::app(args)?,
+        (ModelKind::Painting | ModelKind::Worker, Role::System) => painting::system(args)?,
+        (ModelKind::Worker, Role::App) => worker::app(args)?,
+        (ModelKind::Frames, Role::App) => frames::app(args)?,
+        (ModelKind::Alarm, Role::App) => alarm::app(args)?,
+        (ModelKind::Player, Role::App) => player::app(args)?,
+        (ModelKind::Reader, Role::App) => reader::app(args)?,
+        (ModelKind::Gallery, Role::App) => gallery::app(args)?,
+        (m, Role::System) => bail!("model {} has no system process", m.name()),
+    };
+    let output = ModelOutput {
+        context_switches: own_context_switches(),
+        ..output
+    };
+    let json = serde_json::to_vec(&output)?;
+    std::fs::write(&args.out, json).with_context(|| format!("writing {}", args.out.display()))
+}
+
+/// Tell the runner our threads exist, then block until it says go (after applying the mode).
+pub(crate) fn ready_then_wait_for_go() -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(b"ready\n")?;
+    out.flush()?;
+    let mut byte = [0u8; 1];
+    std::io::stdin()
+        .read_exact(&mut byte)
+        .context("the runner closed stdin before go")
+}
+
+/// The socket the runner passed as fd 3 (painting/worker).
+pub(crate) fn inherited_socket() -> UnixStream {
+    // SAFETY: the runner dup2()s one end of a socketpair to fd 3 before exec; we own it.
+    unsafe { UnixStream::from_raw_fd(3) }
+}
+
+/// Burn `ms` of this thread's CPU time: "computes C ms" regardless of preemption.
+pub(crate) fn spin_cpu(ms: f64) {
+    let until = sys::thread_cpu_ns() + (ms * 1e6) as u64;
+    while sys::thread_cpu_ns() < until {
+        std::hint::spin_loop();
+    }
+}
+
+pub(crate) fn ns_to_ms(ns: i128) -> f64 {
+    ns as f64 / 1e6
+}
+
+fn own_context_switches() -> u64 {
+    // SAFETY: `usage` is a valid out-pointer; RUSAGE_SELF sums all threads of the process.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    (usage.ru_nvcsw + usage.ru_nivcsw) as u64
+}
+
+/// Read the `ready` line a model prints on stdout.
+pub(crate) fn expect_ready(stdout: &mut impl BufRead) -> Result<()> {
+    let mut line = String::new();
+    stdout.read_line(&mut line)?;
+    if line.trim() != "ready" {
+        bail!("model process did not report ready (got {line:?}); see its stderr above");
+    }
+    Ok(())
+}
+
+/// Files the I/O models read, created once per bench run in the scratch directory.
+pub fn reader_file(scratch: &Path) -> PathBuf {
+    scratch.join("reader-30MiB.dat")
+}
+
+pub fn gallery_file(scratch: &Path, i: usize) -> PathBuf {
+    scratch.join(format!("gallery-{i:02}.jpg"))
+}
+
+pub const GALLERY_IMAGES: usize = 15;
+const READER_BYTES: usize = 30 << 20;
+const GALLERY_IMAGE_BYTES: usize = 1536 << 10;
+
+/// Create (once) the files `reader` and `gallery` read; fsync them so POSIX_FADV_DONTNEED can
+/// drop their pages before each pass (dirty pages cannot be dropped).
+pub fn prepare_files(kind: ModelKind, scratch: &Path, seed: u64) -> Result<()> {
+    use rand::{RngCore, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut make = |path: PathBuf, len: usize| -> Result<()> {
+        if path.metadata().map(|m| m.len() as usize).ok() == Some(len) {
+            return Ok(());
+        }
+        let mut data = vec![0u8; len];
+        rng.fill_bytes(&mut data);
+        let mut f =
+            std::fs::File::create(&path).with_context(|| format!("creating {}", path.display()))?;
+        f.write_all(&data)?;
+        f.sync_all()?;
+        Ok(())
+    };
+    match kind {
+        ModelKind::Reader => make(reader_file(scratch), READER_BYTES),
+        ModelKind::Gallery => (0..GALLERY_IMAGES)
+            .try_for_each(|i| make(gallery_file(scratch, i), GALLERY_IMAGE_BYTES)),
+        _ => Ok(()),
+    }
+}
+
+/// Drop a file's pages from the page cache so the next read is cold (seed 001's setting).
+pub(crate) fn drop_from_cache(file: &std::fs::File) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: a valid open fd; advice on the whole file.
+    unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+}

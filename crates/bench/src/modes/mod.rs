@@ -1,0 +1,343 @@
+//! Modes: what is done to the foreground app and the background load during a run. Baselines
+//! (`idle`, `stock`, `android`, `s76`, `fifo`) are applied by the harness itself, one file each;
+//! the uxsched modes start the daemon (`daemon.rs`). Every change goes through [`Changes`],
+//! which remembers the original value and puts it back on restore — only if the value is still
+//! the one we set (GameMode's rule), so we never undo someone else's later change.
+
+mod android;
+mod daemon;
+mod fifo;
+mod s76;
+
+use crate::cgroup::CpuGroup;
+use crate::sys;
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
+use std::path::PathBuf;
+
+pub use daemon::daemon_available;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ModeName {
+    Idle,
+    Stock,
+    Android,
+    S76,
+    Fifo,
+    Eimos,
+    Vtcfs,
+    Mcfs,
+    Facfs,
+    Shuffledog,
+    Uxsched,
+}
+
+impl ModeName {
+    pub const ALL: [ModeName; 11] = [
+        ModeName::Idle,
+        ModeName::Stock,
+        ModeName::Android,
+        ModeName::S76,
+        ModeName::Fifo,
+        ModeName::Eimos,
+        ModeName::Vtcfs,
+        ModeName::Mcfs,
+        ModeName::Facfs,
+        ModeName::Shuffledog,
+        ModeName::Uxsched,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ModeName::Idle => "idle",
+            ModeName::Stock => "stock",
+            ModeName::Android => "android",
+            ModeName::S76 => "s76",
+            ModeName::Fifo => "fifo",
+            ModeName::Eimos => "eimos",
+            ModeName::Vtcfs => "vtcfs",
+            ModeName::Mcfs => "mcfs",
+            ModeName::Facfs => "facfs",
+            ModeName::Shuffledog => "shuffledog",
+            ModeName::Uxsched => "uxsched",
+        }
+    }
+
+    /// Modes driven through `uxsched daemon --mode <name>`.
+    pub fn needs_daemon(self) -> bool {
+        !matches!(
+            self,
+            ModeName::Idle | ModeName::Stock | ModeName::Android | ModeName::S76 | ModeName::Fifo
+        )
+    }
+
+    pub fn description(self) -> &'static str {
+        match self {
+            ModeName::Idle => "the foreground alone, no load: the limit every ratio is taken against",
+            ModeName::Stock => "under load, nothing done",
+            ModeName::Android => "Android top app: ui/render threads nice -10; background nice 10 in a cpu.shares=52 group",
+            ModeName::S76 => "system76-scheduler defaults: autogroup off; foreground nice 0 io BE0; background nice 6 io idle",
+            ModeName::Fifo => "foreground threads SCHED_FIFO 1 (RLIMIT_RTTIME 200 ms): the latency reference",
+            ModeName::Eimos => "uxsched daemon --mode eimos (seed 001)",
+            ModeName::Vtcfs => "uxsched daemon --mode vtcfs (seed 000)",
+            ModeName::Mcfs => "uxsched daemon --mode mcfs (seed 002)",
+            ModeName::Facfs => "uxsched daemon --mode facfs (seed 004)",
+            ModeName::Shuffledog => "uxsched daemon --mode shuffledog (seed 003)",
+            ModeName::Uxsched => "uxsched daemon --mode uxsched (the recommended combination)",
+        }
+    }
+}
+
+/// What a mode acts on during a run. Filled in as the run proceeds.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Targets {
+    /// The foreground app process (its threads are the foreground).
+    pub app: Option<i32>,
+    /// The session of the background load.
+    pub background: Option<i32>,
+}
+
+/// Where a mode can find the uxsched binary and a private scratch directory.
+#[derive(Debug, Clone)]
+pub struct ModeEnv {
+    pub uxsched_exe: Option<PathBuf>,
+    pub scratch: PathBuf,
+}
+
+/// A mode's life in one run: prepare → apply (at start and every sweep, idempotent) → restore.
+pub trait Mode {
+    /// Before the load starts (system-wide settings, daemon start).
+    fn prepare(&mut self) -> Result<()> {
+        Ok(())
+    }
+    /// Bring the targets to the mode's settings; called again every sweep to catch new
+    /// threads and processes, so it must only act on what it has not handled yet.
+    fn apply(&mut self, _targets: &Targets) -> Result<()> {
+        Ok(())
+    }
+    /// Undo everything; called on every exit path. Returns the problems met, if any.
+    fn restore(&mut self) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// `idle` and `stock` change nothing.
+struct Nothing;
+impl Mode for Nothing {}
+
+pub fn build(name: ModeName, env: &ModeEnv) -> Result<Box<dyn Mode>> {
+    Ok(match name {
+        ModeName::Idle | ModeName::Stock => Box::new(Nothing),
+        ModeName::Android => Box::new(android::Android::default()),
+        ModeName::S76 => Box::new(s76::S76::default()),
+        ModeName::Fifo => Box::new(fifo::Fifo::default()),
+        daemon_mode => Box::new(daemon::Daemon::new(daemon_mode, env)?),
+    })
+}
+
+/// One setting changed by a baseline, with the value to put back.
+#[derive(Debug)]
+enum Change {
+    Nice {
+        pid: i32,
+        tid: i32,
+        old: i32,
+        new: i32,
+    },
+    Policy {
+        pid: i32,
+        tid: i32,
+        old: sys::ThreadSched,
+        new_policy: i32,
+    },
+    IoPrio {
+        tid: i32,
+        old: i32,
+        new: i32,
+    },
+    RtLimit {
+        pid: i32,
+        old: (u64, u64),
+    },
+    Autogroup {
+        old: bool,
+    },
+    Group(CpuGroup),
+}
+
+/// The undo log of a baseline mode.
+#[derive(Debug, Default)]
+pub struct Changes {
+    log: Vec<Change>,
+    /// (kind, tid) pairs already handled, so sweeps act once per thread.
+    seen: HashSet<(&'static str, i32)>,
+}
+
+impl Changes {
+    /// Whether (kind, tid) is new; marks it handled.
+    fn first_time(&mut self, kind: &'static str, tid: i32) -> bool {
+        self.seen.insert((kind, tid))
+    }
+
+    pub fn nice(&mut self, pid: i32, tid: i32, new: i32) -> Result<()> {
+        if !self.first_time("nice", tid) {
+            return Ok(());
+        }
+        let Ok(old) = sys::thread_sched(pid, tid) else {
+            return Ok(());
+        };
+        if old.nice == new {
+            return Ok(());
+        }
+        sys::set_nice(tid, new)?;
+        self.log.push(Change::Nice {
+            pid,
+            tid,
+            old: old.nice,
+            new,
+        });
+        Ok(())
+    }
+
+    pub fn policy(&mut self, pid: i32, tid: i32, policy: i32, rt_priority: i32) -> Result<()> {
+        if !self.first_time("policy", tid) {
+            return Ok(());
+        }
+        let Ok(old) = sys::thread_sched(pid, tid) else {
+            return Ok(());
+        };
+        sys::set_policy(tid, policy | sys::SCHED_RESET_ON_FORK, rt_priority)?;
+        self.log.push(Change::Policy {
+            pid,
+            tid,
+            old,
+            new_policy: policy,
+        });
+        Ok(())
+    }
+
+    pub fn ioprio(&mut self, tid: i32, new: i32) -> Result<()> {
+        if !self.first_time("ioprio", tid) {
+            return Ok(());
+        }
+        let Ok(old) = sys::ioprio_get(tid) else {
+            return Ok(());
+        };
+        sys::ioprio_set(tid, new)?;
+        self.log.push(Change::IoPrio { tid, old, new });
+        Ok(())
+    }
+
+    pub fn rttime_limit(&mut self, pid: i32, limit_us: u64) -> Result<()> {
+        if !self.first_time("rtlimit", pid) {
+            return Ok(());
+        }
+        let old = sys::swap_rttime_limit(pid, Some(limit_us))?;
+        self.log.push(Change::RtLimit { pid, old });
+        Ok(())
+    }
+
+    pub fn autogroup(&mut self, on: bool) -> Result<()> {
+        let Some(old) = sys::autogroup() else {
+            return Ok(());
+        };
+        if old != on {
+            sys::set_autogroup(on)?;
+            self.log.push(Change::Autogroup { old });
+        }
+        Ok(())
+    }
+
+    pub fn group(&mut self, group: CpuGroup) {
+        self.log.push(Change::Group(group));
+    }
+
+    pub fn groups(&self) -> impl Iterator<Item = &CpuGroup> {
+        self.log.iter().filter_map(|c| match c {
+            Change::Group(g) => Some(g),
+            _ => None,
+        })
+    }
+
+    /// Undo in reverse order. Threads that exited are skipped (nothing to restore); a value
+    /// someone else changed since is left alone. All failures are reported together.
+    pub fn restore(&mut self) -> Result<()> {
+        let mut failures = Vec::new();
+        while let Some(change) = self.log.pop() {
+            if let Err(e) = undo(&change) {
+                failures.push(format!("{e:#}"));
+            }
+        }
+        self.seen.clear();
+        if failures.is_empty() {
+            Ok(())
+        } else {
+            anyhow::bail!("restoring settings failed: {}", failures.join("; "))
+        }
+    }
+}
+
+fn undo(change: &Change) -> Result<()> {
+    match *change {
+        Change::Nice { pid, tid, old, new } => match sys::thread_sched(pid, tid) {
+            Ok(now) if now.nice == new => sys::set_nice(tid, old),
+            _ => Ok(()),
+        },
+        Change::Policy {
+            pid,
+            tid,
+            old,
+            new_policy,
+        } => match sys::thread_sched(pid, tid) {
+            Ok(now) if now.policy == new_policy => {
+                sys::set_policy(tid, old.policy, old.rt_priority)?;
+                sys::set_nice(tid, old.nice)
+            }
+            _ => Ok(()),
+        },
+        Change::IoPrio { tid, old, new } => match sys::ioprio_get(tid) {
+            Ok(now) if now == new => sys::ioprio_set(tid, old),
+            _ => Ok(()),
+        },
+        Change::RtLimit { pid, old } => {
+            if sys::session_of(pid).is_some() {
+                sys::set_rttime_limit(pid, old.0, old.1)?;
+            }
+            Ok(())
+        }
+        Change::Autogroup { old } => sys::set_autogroup(old),
+        Change::Group(ref g) => g.remove(),
+    }
+}
+
+/// Every (pid, tid) of the background session.
+pub(crate) fn background_threads(sid: i32) -> Vec<(i32, i32)> {
+    sys::session_members(sid)
+        .into_iter()
+        .flat_map(|pid| sys::threads(pid).into_iter().map(move |tid| (pid, tid)))
+        .collect()
+}
+
+/// Every (pid, tid) of the foreground app.
+pub(crate) fn app_threads(pid: i32) -> Vec<(i32, i32)> {
+    sys::threads(pid)
+        .into_iter()
+        .map(|tid| (pid, tid))
+        .collect()
+}
+
+/// Errors on a thread that exited meanwhile are expected during sweeps.
+pub(crate) fn ignore_gone(r: Result<()>) -> Result<()> {
+    match r {
+        Err(e)
+            if e.downcast_ref::<std::io::Error>()
+                .and_then(|io| io.raw_os_error())
+                == Some(libc::ESRCH) =>
+        {
+            Ok(())
+        }
+        other => other,
+    }
+}

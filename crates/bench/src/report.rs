@@ -1,0 +1,246 @@
+//! The report: per mode, the metric's percentiles over all repetitions, ratios to `idle` with
+//! bootstrap intervals, background throughput relative to `stock`, context switches, and the
+//! warnings a careful reader needs. Rendered as a table or serialized with `--json`.
+
+use crate::modes::ModeName;
+use crate::runner::{Plan, RunRecord};
+use crate::scenario::scenario;
+use crate::stats::{self, Ratio, Summary};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub scenario: String,
+    pub metric: String,
+    pub load: String,
+    pub load_workers: usize,
+    pub reps: usize,
+    pub duration_s: f64,
+    pub date_utc: String,
+    pub kernel: String,
+    pub cpus: usize,
+    pub modes: Vec<ModeRow>,
+    pub warnings: Vec<String>,
+    pub records: Vec<RunRecord>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ModeRow {
+    pub mode: ModeName,
+    /// Metric percentiles (ms) over all samples of all repetitions.
+    pub summary: Summary,
+    pub p95_ratio: Option<Ratio>,
+    pub p99_ratio: Option<Ratio>,
+    /// p95 of each repetition, to see drift and noise.
+    pub p95_per_rep: Vec<f64>,
+    /// Mean background throughput over repetitions (absent for `idle`).
+    pub background: Option<f64>,
+    pub background_unit: Option<String>,
+    /// Background throughput divided by `stock`'s (the background cost; 1.0 = no cost).
+    pub background_vs_stock: Option<f64>,
+    pub context_switches_per_s: f64,
+    /// Model extras (jank %, underruns …), averaged over repetitions.
+    pub extras: BTreeMap<String, f64>,
+}
+
+impl Report {
+    pub fn build(plan: &Plan, records: Vec<RunRecord>) -> Report {
+        let pooled = |m: ModeName| -> Vec<f64> {
+            records
+                .iter()
+                .filter(|r| r.mode == m)
+                .flat_map(|r| r.samples_ms.iter().copied())
+                .collect()
+        };
+        let idle = pooled(ModeName::Idle);
+        let mean_bg = |m: ModeName| -> Option<f64> {
+            let v: Vec<f64> = records
+                .iter()
+                .filter(|r| r.mode == m)
+                .filter_map(|r| r.background.as_ref().map(|b| b.value))
+                .collect();
+            (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+        };
+        let stock_bg = mean_bg(ModeName::Stock);
+        let modes = plan
+            .modes
+            .iter()
+            .enumerate()
+            .map(|(i, &m)| {
+                let samples = pooled(m);
+                let runs: Vec<&RunRecord> = records.iter().filter(|r| r.mode == m).collect();
+                let seed = plan.seed.wrapping_mul(31).wrapping_add(i as u64);
+                let ratio = |p| stats::ratio_ci(&samples, &idle, p, seed, stats::BOOTSTRAP_ROUNDS);
+                let background = mean_bg(m);
+                let wall: f64 = runs.iter().map(|r| r.wall_s).sum();
+                let switches: u64 = runs.iter().map(|r| r.context_switches).sum();
+                let mut extras = BTreeMap::new();
+                for r in &runs {
+                    for (k, v) in &r.extras {
+                        *extras.entry(k.clone()).or_insert(0.0) += v / runs.len() as f64;
+                    }
+                }
+                ModeRow {
+                    mode: m,
+                    summary: stats::summarize(&samples),
+                    p95_ratio: ratio(95.0),
+                    p99_ratio: ratio(99.0),
+                    p95_per_rep: runs
+                        .iter()
+                        .map(|r| stats::percentile(&stats::sorted(&r.samples_ms), 95.0))
+                        .collect(),
+                    background,
+                    background_unit: runs
+                        .iter()
+                        .find_map(|r| r.background.as_ref().map(|b| b.unit.clone())),
+                    background_vs_stock: background.zip(stock_bg).map(|(b, s)| b / s),
+                    context_switches_per_s: if wall > 0.0 {
+                        switches as f64 / wall
+                    } else {
+                        0.0
+                    },
+                    extras,
+                }
+            })
+            .collect();
+        let sc = scenario(plan.scenario);
+        let mut report = Report {
+            scenario: plan.scenario.name().into(),
+            metric: match plan.compute_ms {
+                Some(ms) => format!("{} [CPU work overridden: {ms} ms]", sc.metric),
+                None => sc.metric.into(),
+            },
+            load: plan.load.kind.name().into(),
+            load_workers: plan.load.workers,
+            reps: plan.reps,
+            duration_s: plan.duration.as_secs_f64(),
+            date_utc: utc_now(),
+            kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
+                .unwrap_or_default()
+                .trim()
+                .into(),
+            cpus: crate::sys::cpu_count(),
+            modes,
+            warnings: Vec::new(),
+            records,
+        };
+        report.warnings = warnings(&report);
+        report
+    }
+
+    /// The human table.
+    pub fn table(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "{}: {} — load {} ×{}, {} reps × {:.0} s, kernel {}, {} CPUs, {}",
+            self.scenario,
+            self.metric,
+            self.load,
+            self.load_workers,
+            self.reps,
+            self.duration_s,
+            self.kernel,
+            self.cpus,
+            self.date_utc
+        );
+        let _ = writeln!(
+            s,
+            "{:<10} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8}  {:<20} {:<20} {:>8} {:>8}  extras",
+            "mode",
+            "n",
+            "p50 ms",
+            "p90 ms",
+            "p95 ms",
+            "p99 ms",
+            "max ms",
+            "p95/idle [95% CI]",
+            "p99/idle [95% CI]",
+            "bg/stock",
+            "csw/s"
+        );
+        for r in &self.modes {
+            let m = &r.summary;
+            let extras: Vec<String> = r
+                .extras
+                .iter()
+                .map(|(k, v)| format!("{k}={v:.1}"))
+                .collect();
+            let _ = writeln!(
+                s,
+                "{:<10} {:>6} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2}  {:<20} {:<20} {:>8} {:>8.0}  {}",
+                r.mode.name(), m.n, m.p50, m.p90, m.p95, m.p99, m.max,
+                fmt_ratio(r.p95_ratio), fmt_ratio(r.p99_ratio),
+                r.background_vs_stock.map_or("—".into(), |b| format!("{b:.3}")),
+                r.context_switches_per_s, extras.join(" ")
+            );
+        }
+        for w in &self.warnings {
+            let _ = writeln!(s, "warning: {w}");
+        }
+        s
+    }
+}
+
+fn fmt_ratio(r: Option<Ratio>) -> String {
+    r.map_or("—".into(), |r| {
+        format!("{:.2} [{:.2}–{:.2}]", r.value, r.lo, r.hi)
+    })
+}
+
+fn warnings(report: &Report) -> Vec<String> {
+    let mut w = Vec::new();
+    if !report.modes.iter().any(|r| r.mode == ModeName::Idle) {
+        w.push("no `idle` mode in this run: ratios to idle are not available".into());
+    }
+    for r in &report.modes {
+        if r.summary.n < 100 {
+            w.push(format!("mode {} has only {} samples: its p99 is close to its max; use a longer --duration or more --reps", r.mode.name(), r.summary.n));
+        }
+    }
+    let mut loaded: Vec<&ModeRow> = report
+        .modes
+        .iter()
+        .filter(|r| r.mode != ModeName::Idle && r.p95_ratio.is_some())
+        .collect();
+    loaded.sort_by(|a, b| {
+        a.p95_ratio
+            .unwrap()
+            .value
+            .total_cmp(&b.p95_ratio.unwrap().value)
+    });
+    for pair in loaded.windows(2) {
+        let (a, b) = (pair[0].p95_ratio.unwrap(), pair[1].p95_ratio.unwrap());
+        if a.overlaps(&b) {
+            w.push(format!(
+                "too noisy to separate {} and {} at p95 (95% CIs {:.2}–{:.2} and {:.2}–{:.2} overlap): rerun with more --reps or a longer --duration",
+                pair[0].mode.name(), pair[1].mode.name(), a.lo, a.hi, b.lo, b.hi
+            ));
+        }
+    }
+    w
+}
+
+/// Current UTC time as `YYYY-MM-DD HH:MM UTC` (civil-from-days, no time-zone database).
+pub fn utc_now() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02} UTC",
+        rem / 3600,
+        rem % 3600 / 60
+    )
+}

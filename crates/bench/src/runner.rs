@@ -1,0 +1,347 @@
+//! The runner: repetitions interleaved across modes (A B C A B C …) so slow drift on a shared
+//! machine hits every mode alike. One run = prepare the mode → start the load (not for `idle`)
+//! → 0.5 s warm-up → start the model, apply the mode to it, go → sweep the mode every 100 ms
+//! until the model ends → stop the load and read its throughput → restore the mode.
+//! Guards kill the model and the load and restore the mode on every exit path, Ctrl-C included.
+
+use crate::loads::{self, LoadSpec, RunningLoad, Throughput};
+use crate::models::{self, ModelKind, ModelOutput};
+use crate::modes::{self, Mode, ModeEnv, ModeName, Targets};
+use crate::{cancel, sys};
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::io::{BufReader, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const WARMUP: Duration = Duration::from_millis(500);
+const SWEEP: Duration = Duration::from_millis(100);
+/// Slack past the planned duration before a model is declared hung.
+const HANG_MARGIN: Duration = Duration::from_secs(30);
+
+/// What to measure.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub scenario: ModelKind,
+    pub modes: Vec<ModeName>,
+    pub reps: usize,
+    pub duration: Duration,
+    pub load: LoadSpec,
+    pub seed: u64,
+    /// Override of the model's CPU work per request/frame (ms).
+    pub compute_ms: Option<f64>,
+}
+
+/// How to start a model process: `program prefix… --model …` (the uxsched binary passes
+/// itself and `bench-model`; tests pass the small `uxsched-bench-model` binary).
+#[derive(Debug, Clone)]
+pub struct Launcher {
+    pub program: PathBuf,
+    pub prefix: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Env {
+    pub launcher: Launcher,
+    pub modes: ModeEnv,
+    pub progress: bool,
+}
+
+/// One mode × repetition.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub mode: ModeName,
+    pub rep: usize,
+    pub samples_ms: Vec<f64>,
+    pub extras: BTreeMap<String, f64>,
+    pub context_switches: u64,
+    pub wall_s: f64,
+    pub background: Option<Throughput>,
+}
+
+/// Run the whole plan; records come back in execution order.
+pub fn run(plan: &Plan, env: &Env) -> Result<Vec<RunRecord>> {
+    cancel::install();
+    std::fs::create_dir_all(&env.modes.scratch)?;
+    models::prepare_files(plan.scenario, &env.modes.scratch, plan.seed)?;
+    if plan.modes.iter().any(|m| *m != ModeName::Idle) {
+        loads::prepare(&plan.load)?;
+    }
+    let total = (plan.reps * plan.modes.len()) as u64;
+    let bar = if env.progress {
+        indicatif::ProgressBar::new(total)
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{prefix} [{bar:30}] {pos}/{len} runs, {elapsed} elapsed, ETA {eta}  {msg}",
+        )?
+        .progress_chars("=> "),
+    );
+    bar.set_prefix(plan.scenario.name());
+    let mut records = Vec::new();
+    for rep in 0..plan.reps {
+        for &mode in &plan.modes {
+            bar.set_message(format!("{} (rep {}/{})", mode.name(), rep + 1, plan.reps));
+            let record = run_one(plan, env, mode, rep).with_context(|| {
+                format!(
+                    "{} under mode {} (rep {})",
+                    plan.scenario.name(),
+                    mode.name(),
+                    rep + 1
+                )
+            });
+            match record {
+                Ok(r) => records.push(r),
+                Err(e) => {
+                    bar.abandon();
+                    return Err(e);
+                }
+            }
+            bar.inc(1);
+        }
+    }
+    bar.finish_and_clear();
+    Ok(records)
+}
+
+/// Restores the mode when dropped, if the normal path did not.
+struct ModeGuard {
+    mode: Box<dyn Mode>,
+    done: bool,
+}
+
+impl ModeGuard {
+    fn restore(&mut self) -> Result<()> {
+        self.done = true;
+        self.mode.restore()
+    }
+}
+
+impl Drop for ModeGuard {
+    fn drop(&mut self) {
+        if !self.done {
+            if let Err(e) = self.mode.restore() {
+                eprintln!("uxsched bench: while cleaning up: {e:#}");
+            }
+        }
+    }
+}
+
+fn run_one(plan: &Plan, env: &Env, name: ModeName, rep: usize) -> Result<RunRecord> {
+    let dir = env
+        .modes
+        .scratch
+        .join(format!("runs/{}-{}", name.name(), rep + 1));
+    std::fs::create_dir_all(&dir)?;
+    // Declaration order matters: drops run in reverse, so the model dies first, then the
+    // load, then the mode is restored.
+    let mut guard = ModeGuard {
+        mode: modes::build(name, &env.modes)?,
+        done: false,
+    };
+    guard.mode.prepare()?;
+    let mut targets = Targets::default();
+    let load: Option<RunningLoad> = if name == ModeName::Idle {
+        None
+    } else {
+        let l = loads::start(&plan.load, &dir.join("load"))?;
+        targets.background = Some(l.session());
+        Some(l)
+    };
+    if load.is_some() {
+        let until = Instant::now() + WARMUP;
+        while Instant::now() < until {
+            cancel::check()?;
+            guard.mode.apply(&targets)?;
+            std::thread::sleep(SWEEP);
+        }
+    }
+    let started = Instant::now();
+    let mut model = ModelProcs::spawn(plan, env, &dir, rep)?;
+    targets.app = Some(model.app.id() as i32);
+    guard.mode.apply(&targets)?;
+    model.go()?;
+    let deadline = Instant::now() + plan.duration + HANG_MARGIN;
+    while !model.finished()? {
+        cancel::check()?;
+        if Instant::now() > deadline {
+            bail!(
+                "the model did not finish within {} s of its planned duration",
+                HANG_MARGIN.as_secs()
+            );
+        }
+        guard.mode.apply(&targets)?;
+        std::thread::sleep(SWEEP);
+    }
+    let wall_s = started.elapsed().as_secs_f64();
+    cancel::check()?;
+    let output = model.collect()?;
+    let background = load.map(RunningLoad::stop).transpose()?;
+    guard.restore()?;
+    Ok(RunRecord {
+        mode: name,
+        rep,
+        samples_ms: output.samples_ms,
+        extras: output.extras,
+        context_switches: output.context_switches,
+        wall_s,
+        background,
+    })
+}
+
+/// The model's processes; killed if still alive when dropped.
+struct ModelProcs {
+    app: Child,
+    system: Option<Child>,
+    go: Vec<ChildStdin>,
+    outs: Vec<PathBuf>,
+}
+
+impl ModelProcs {
+    fn spawn(plan: &Plan, env: &Env, dir: &Path, rep: usize) -> Result<ModelProcs> {
+        let seed = plan.seed + rep as u64;
+        let (app_end, system_end) = if plan.scenario.has_system_side() {
+            let (a, b) = UnixStream::pair()?;
+            (Some(a), Some(b))
+        } else {
+            (None, None)
+        };
+        let mut procs = ModelProcs {
+            app: spawn_role(plan, env, dir, seed, "app", app_end.as_ref(), false)?,
+            system: None,
+            go: Vec::new(),
+            outs: vec![dir.join("app.json")],
+        };
+        if let Some(end) = system_end.as_ref() {
+            procs.system = Some(spawn_role(plan, env, dir, seed, "system", Some(end), true)?);
+            procs.outs.push(dir.join("system.json"));
+        }
+        // Our copies of the socket ends must close, or the peers never see EOF.
+        drop((app_end, system_end));
+        for child in std::iter::once(&mut procs.app).chain(procs.system.as_mut()) {
+            let mut stdout = BufReader::new(child.stdout.take().context("model stdout")?);
+            models::expect_ready(&mut stdout)?;
+            procs.go.push(child.stdin.take().context("model stdin")?);
+        }
+        Ok(procs)
+    }
+
+    fn go(&mut self) -> Result<()> {
+        for stdin in &mut self.go {
+            stdin.write_all(b"g")?;
+            stdin.flush()?;
+        }
+        Ok(())
+    }
+
+    fn finished(&mut self) -> Result<bool> {
+        let mut all = true;
+        for (role, child) in [
+            ("app", Some(&mut self.app)),
+            ("system", self.system.as_mut()),
+        ] {
+            let Some(child) = child else { continue };
+            match child.try_wait()? {
+                None => all = false,
+                Some(s) if s.success() => {}
+                Some(s) => {
+                    cancel::check()?;
+                    bail!(
+                        "the model's {role} process (pid {}) failed: {s}; its stderr is above",
+                        child.id()
+                    )
+                }
+            }
+        }
+        Ok(all)
+    }
+
+    /// Samples come from whichever process measured them; context switches from the app.
+    fn collect(&self) -> Result<ModelOutput> {
+        let mut merged = ModelOutput::default();
+        for (i, path) in self.outs.iter().enumerate() {
+            let text =
+                std::fs::read(path).with_context(|| format!("model output {}", path.display()))?;
+            let out: ModelOutput = serde_json::from_slice(&text)
+                .with_context(|| format!("parsing model output {}", path.display()))?;
+            merged.samples_ms.extend(out.samples_ms);
+            merged.extras.extend(out.extras);
+            if i == 0 {
+                merged.context_switches = out.context_switches;
+            }
+        }
+        Ok(merged)
+    }
+}
+
+impl Drop for ModelProcs {
+    fn drop(&mut self) {
+        for child in std::iter::once(&mut self.app).chain(self.system.as_mut()) {
+            if child.try_wait().ok().flatten().is_none() {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+    }
+}
+
+fn spawn_role(
+    plan: &Plan,
+    env: &Env,
+    dir: &Path,
+    seed: u64,
+    role: &str,
+    socket: Option<&UnixStream>,
+    own_session: bool,
+) -> Result<Child> {
+    let mut cmd = Command::new(&env.launcher.program);
+    cmd.args(&env.launcher.prefix)
+        .args(["--model", plan.scenario.name(), "--role", role])
+        .arg(format!("--duration-ms={}", plan.duration.as_millis()))
+        .arg("--out")
+        .arg(dir.join(format!("{role}.json")))
+        .arg("--scratch")
+        .arg(&env.modes.scratch)
+        .arg(format!("--seed={seed}"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped());
+    if let Some(ms) = plan.compute_ms {
+        cmd.arg(format!("--compute-ms={ms}"));
+    }
+    let fd = socket.map(|s| s.as_raw_fd());
+    // SAFETY: only async-signal-safe calls (dup2, fcntl, setsid) between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            if let Some(fd) = fd {
+                if fd == 3 {
+                    libc::fcntl(3, libc::F_SETFD, 0);
+                } else if libc::dup2(fd, 3) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            if own_session && libc::setsid() < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd.spawn().with_context(|| {
+        format!(
+            "starting the {role} process of model {} with {}",
+            plan.scenario.name(),
+            env.launcher.program.display()
+        )
+    })
+}
+
+/// Session of the caller, for docs and tests: loads must never share it.
+pub fn own_session() -> i32 {
+    sys::session_of(std::process::id() as i32).unwrap_or(0)
+}

@@ -1,0 +1,69 @@
+//! Scenarios: a foreground model, its default background load, and what its metric means.
+
+use crate::loads::LoadKind;
+use crate::models::ModelKind;
+
+#[derive(Debug, Clone, Copy)]
+pub struct Scenario {
+    pub model: ModelKind,
+    pub default_load: LoadKind,
+    /// What one sample is (VISION's measurement words).
+    pub metric: &'static str,
+    pub source: &'static str,
+}
+
+pub const ALL: [ModelKind; 7] = [
+    ModelKind::Painting,
+    ModelKind::Worker,
+    ModelKind::Frames,
+    ModelKind::Alarm,
+    ModelKind::Player,
+    ModelKind::Reader,
+    ModelKind::Gallery,
+];
+
+pub fn scenario(model: ModelKind) -> Scenario {
+    let (default_load, metric, source) = match model {
+        ModelKind::Painting => (
+            LoadKind::Cpu,
+            "response time: touch event written → frame received (UI thread computes 4 ms)",
+            "seed 000",
+        ),
+        ModelKind::Worker => (
+            LoadKind::Cpu,
+            "response time via a nice-10 worker thread (4 ms) and the UI thread (1 ms)",
+            "seed 003",
+        ),
+        ModelKind::Frames => (
+            LoadKind::Cpu,
+            "frame time at 60 Hz (UI 3 ms + render 5 ms); jank % in extras",
+            "seeds 003/004",
+        ),
+        ModelKind::Alarm => (
+            LoadKind::Cpu,
+            "wake-up delay of a thread sleeping 100 ms in a loop",
+            "seed 002",
+        ),
+        ModelKind::Player => (
+            LoadKind::Cpu,
+            "buffer-writing delay of a 20 ms block decoder (2 ms); underruns in extras",
+            "seed 002",
+        ),
+        ModelKind::Reader => (
+            LoadKind::Io,
+            "time per MiB of 48-byte sequential reads from a cold page cache",
+            "seed 001",
+        ),
+        ModelKind::Gallery => (
+            LoadKind::Io,
+            "flip → image ready: a 1.5 MiB file read cold and decoded (3 ms)",
+            "seed 003",
+        ),
+    };
+    Scenario {
+        model,
+        default_load,
+        metric,
+        source,
+    }
+}

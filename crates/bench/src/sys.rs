@@ -1,0 +1,302 @@
+//! Thin, safe wrappers over the kernel interfaces the harness touches: `/proc` reads, nice,
+//! scheduling policy, RLIMIT_RTTIME, ioprio, sessions and the autogroup sysctl. Every setter
+//! returns the `io::Error` with the thread id in its context so a failure says where it happened.
+
+use anyhow::{Context, Result};
+use std::fs;
+use std::io;
+use std::path::Path;
+
+/// A thread's scheduling state as `/proc/<pid>/task/<tid>/stat` shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThreadSched {
+    pub nice: i32,
+    /// `SCHED_OTHER` 0, `SCHED_FIFO` 1, `SCHED_RR` 2, `SCHED_BATCH` 3, `SCHED_IDLE` 5.
+    pub policy: i32,
+    pub rt_priority: i32,
+}
+
+/// Fields of a `stat` file after the `(comm)` field, which may itself contain spaces.
+fn stat_fields(path: &Path) -> io::Result<Vec<String>> {
+    let text = fs::read_to_string(path)?;
+    let after = text
+        .rfind(')')
+        .map(|i| &text[i + 1..])
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "no ')' in stat"))?;
+    Ok(after.split_whitespace().map(str::to_owned).collect())
+}
+
+/// Field `n` of proc(5)'s stat numbering (1-based; field 3 is the first after comm).
+fn stat_field(fields: &[String], n: usize) -> io::Result<i64> {
+    fields
+        .get(n - 3)
+        .and_then(|f| f.parse().ok())
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, format!("stat field {n}")))
+}
+
+/// The threads of a process, or an empty list when it has exited.
+pub fn threads(pid: i32) -> Vec<i32> {
+    let Ok(dir) = fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    let mut tids: Vec<i32> = dir
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    tids.sort_unstable();
+    tids
+}
+
+/// A thread's name (`comm`), as models set it with `PR_SET_NAME`.
+pub fn thread_name(pid: i32, tid: i32) -> Option<String> {
+    fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm"))
+        .ok()
+        .map(|s| s.trim_end().to_owned())
+}
+
+pub fn thread_sched(pid: i32, tid: i32) -> io::Result<ThreadSched> {
+    let f = stat_fields(Path::new(&format!("/proc/{pid}/task/{tid}/stat")))?;
+    Ok(ThreadSched {
+        nice: stat_field(&f, 19)? as i32,
+        rt_priority: stat_field(&f, 40)? as i32,
+        policy: stat_field(&f, 41)? as i32,
+    })
+}
+
+/// The session id of a process (`stat` field 6), `None` once it has exited.
+pub fn session_of(pid: i32) -> Option<i32> {
+    let f = stat_fields(Path::new(&format!("/proc/{pid}/stat"))).ok()?;
+    stat_field(&f, 6).ok().map(|s| s as i32)
+}
+
+/// Every live process whose session id is `sid` (a background load started with `setsid`).
+pub fn session_members(sid: i32) -> Vec<i32> {
+    let Ok(dir) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| session_of(pid) == Some(sid))
+        .collect()
+}
+
+/// SIGKILL a whole session: its process group first, then any member that changed group.
+pub fn kill_session(sid: i32) {
+    // SAFETY: plain syscalls on integers; errors (already gone) are expected and ignored.
+    unsafe { libc::killpg(sid, libc::SIGKILL) };
+    for pid in session_members(sid) {
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+}
+
+pub fn signal(pid: i32, sig: i32) {
+    // SAFETY: a plain syscall; ESRCH (already gone) is fine.
+    unsafe { libc::kill(pid, sig) };
+}
+
+fn check(ret: libc::c_long, what: impl FnOnce() -> String) -> Result<()> {
+    if ret < 0 {
+        Err(io::Error::last_os_error()).with_context(what)
+    } else {
+        Ok(())
+    }
+}
+
+/// Set one thread's nice value (Linux applies `PRIO_PROCESS` to a single thread id).
+pub fn set_nice(tid: i32, nice: i32) -> Result<()> {
+    // SAFETY: plain syscall with integer arguments.
+    let r = unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice) };
+    check(r as libc::c_long, || {
+        format!("setpriority(tid {tid}, nice {nice})")
+    })
+}
+
+pub const SCHED_OTHER: i32 = libc::SCHED_OTHER;
+pub const SCHED_FIFO: i32 = libc::SCHED_FIFO;
+/// Children of a boosted thread start back at SCHED_OTHER (rtkit's rule).
+pub const SCHED_RESET_ON_FORK: i32 = 0x4000_0000;
+
+pub fn set_policy(tid: i32, policy: i32, rt_priority: i32) -> Result<()> {
+    let param = libc::sched_param {
+        sched_priority: rt_priority,
+    };
+    // SAFETY: `param` outlives the call; integer arguments.
+    let r = unsafe { libc::sched_setscheduler(tid, policy, &param) };
+    check(r as libc::c_long, || {
+        format!("sched_setscheduler(tid {tid}, policy {policy}, prio {rt_priority})")
+    })
+}
+
+/// Read and set a process's RLIMIT_RTTIME (µs of RT CPU time without blocking before SIGKILL).
+pub fn swap_rttime_limit(pid: i32, new_us: Option<u64>) -> Result<(u64, u64)> {
+    let mut old = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    let new = new_us.map(|us| libc::rlimit {
+        rlim_cur: us,
+        rlim_max: us,
+    });
+    let new_ptr = new.as_ref().map_or(std::ptr::null(), |n| n as *const _);
+    // SAFETY: both pointers are valid for the duration of the call (or null for "no change").
+    let r = unsafe { libc::prlimit(pid, libc::RLIMIT_RTTIME, new_ptr, &mut old) };
+    check(r as libc::c_long, || {
+        format!("prlimit(pid {pid}, RLIMIT_RTTIME)")
+    })?;
+    Ok((old.rlim_cur, old.rlim_max))
+}
+
+pub fn set_rttime_limit(pid: i32, soft: u64, hard: u64) -> Result<()> {
+    let lim = libc::rlimit {
+        rlim_cur: soft,
+        rlim_max: hard,
+    };
+    // SAFETY: `lim` is valid for the call; no old value requested.
+    let r = unsafe { libc::prlimit(pid, libc::RLIMIT_RTTIME, &lim, std::ptr::null_mut()) };
+    check(r as libc::c_long, || {
+        format!("prlimit(pid {pid}, RLIMIT_RTTIME)")
+    })
+}
+
+const IOPRIO_WHO_PROCESS: libc::c_long = 1;
+pub const IOPRIO_CLASS_BE: i32 = 2;
+pub const IOPRIO_CLASS_IDLE: i32 = 3;
+
+/// ioprio(2) value for a class and level (`class << 13 | level`).
+pub fn ioprio_value(class: i32, level: i32) -> i32 {
+    (class << 13) | level
+}
+
+pub fn ioprio_get(tid: i32) -> Result<i32> {
+    // SAFETY: plain syscall with integer arguments.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_ioprio_get,
+            IOPRIO_WHO_PROCESS,
+            tid as libc::c_long,
+        )
+    };
+    check(r, || format!("ioprio_get(tid {tid})"))?;
+    Ok(r as i32)
+}
+
+pub fn ioprio_set(tid: i32, value: i32) -> Result<()> {
+    // SAFETY: plain syscall with integer arguments.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_ioprio_set,
+            IOPRIO_WHO_PROCESS,
+            tid as libc::c_long,
+            value as libc::c_long,
+        )
+    };
+    check(r, || format!("ioprio_set(tid {tid}, {value:#x})"))
+}
+
+pub const AUTOGROUP_SYSCTL: &str = "/proc/sys/kernel/sched_autogroup_enabled";
+
+/// The autogroup switch, `None` on kernels built without CONFIG_SCHED_AUTOGROUP.
+pub fn autogroup() -> Option<bool> {
+    fs::read_to_string(AUTOGROUP_SYSCTL)
+        .ok()
+        .map(|s| s.trim() == "1")
+}
+
+pub fn set_autogroup(on: bool) -> Result<()> {
+    fs::write(AUTOGROUP_SYSCTL, if on { "1" } else { "0" })
+        .with_context(|| format!("writing {AUTOGROUP_SYSCTL} (needs root)"))
+}
+
+/// Voluntary plus involuntary context switches of every thread of a process so far.
+pub fn context_switches(pid: i32) -> u64 {
+    let read = |name: &str| -> u64 {
+        fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with(name))
+                    .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+            })
+            .unwrap_or(0)
+    };
+    read("voluntary_ctxt_switches:") + read("nonvoluntary_ctxt_switches:")
+}
+
+pub fn cpu_count() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Monotonic clock in nanoseconds (comparable across processes, unlike `Instant`).
+pub fn now_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC)
+}
+
+/// CPU time consumed by the calling thread, in nanoseconds.
+pub fn thread_cpu_ns() -> u64 {
+    clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
+fn clock_ns(clock: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid out-pointer.
+    unsafe { libc::clock_gettime(clock, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Sleep until an absolute CLOCK_MONOTONIC time (drift-free periodic loops).
+pub fn sleep_until_ns(deadline: u64) {
+    let ts = libc::timespec {
+        tv_sec: (deadline / 1_000_000_000) as libc::time_t,
+        tv_nsec: (deadline % 1_000_000_000) as libc::c_long,
+    };
+    // SAFETY: `ts` is valid; EINTR is retried.
+    while unsafe {
+        libc::clock_nanosleep(
+            libc::CLOCK_MONOTONIC,
+            libc::TIMER_ABSTIME,
+            &ts,
+            std::ptr::null_mut(),
+        )
+    } == libc::EINTR
+    {}
+}
+
+/// Name the calling thread so modes can find UI/render threads by `comm`, as Android does.
+pub fn name_this_thread(name: &str) {
+    let mut buf = [0u8; 16];
+    let n = name.len().min(15);
+    buf[..n].copy_from_slice(&name.as_bytes()[..n]);
+    // SAFETY: `buf` is NUL-terminated and lives through the call.
+    unsafe { libc::prctl(libc::PR_SET_NAME, buf.as_ptr()) };
+}
+
+pub fn is_root() -> bool {
+    // SAFETY: geteuid cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+pub fn gettid() -> i32 {
+    // SAFETY: gettid cannot fail.
+    unsafe { libc::gettid() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_own_thread_state() {
+        let pid = std::process::id() as i32;
+        assert!(threads(pid).contains(&gettid()));
+        let s = thread_sched(pid, gettid()).unwrap();
+        assert!((-20..=19).contains(&s.nice));
+        assert_eq!(session_of(pid).unwrap(), unsafe { libc::getsid(0) });
+    }
+
+    #[test]
+    fn ioprio_value_packs_class_and_level() {
+        assert_eq!(ioprio_value(IOPRIO_CLASS_BE, 0), 0x4000);
+        assert_eq!(ioprio_value(IOPRIO_CLASS_IDLE, 7), 0x6007);
+    }
+}

@@ -1,0 +1,180 @@
+//! Real-kernel smoke runs of the harness: short, real processes, real loads. They assert that
+//! the harness measures real effects (load hurts, FIFO helps, the background pays for the
+//! foreground's CPU), never that uxsched wins; and each checks the machine is left as found.
+
+mod common;
+
+use common::{have_root, plan, row, run_checked, serial, Scratch};
+use uxsched_bench::loads::LoadKind;
+use uxsched_bench::models::ModelKind;
+use uxsched_bench::modes::ModeName;
+use uxsched_bench::scenario;
+
+/// 15 ms of UI work per event: enough CPU that sharing a core with the hogs' group shows.
+const HEAVY_UI_MS: f64 = 15.0;
+
+#[test]
+fn load_hurts_painting_and_fifo_restores_it() {
+    let _serial = serial();
+    if !have_root() {
+        return;
+    }
+    let scratch = Scratch::new("fifo");
+    // Interleaved short repetitions, so the other users of a shared machine weigh on every
+    // mode alike.
+    let mut p = plan(
+        ModelKind::Painting,
+        &[ModeName::Idle, ModeName::Stock, ModeName::Fifo],
+        1000,
+        LoadKind::Cpu,
+        &scratch,
+    );
+    p.compute_ms = Some(HEAVY_UI_MS);
+    p.reps = 3;
+    let report = run_checked(&p, &scratch).unwrap();
+    let (idle, stock, fifo) = (
+        row(&report, ModeName::Idle),
+        row(&report, ModeName::Stock),
+        row(&report, ModeName::Fifo),
+    );
+    eprintln!("{}", report.table());
+    assert!(
+        idle.summary.p50 >= HEAVY_UI_MS,
+        "a response includes the UI work itself"
+    );
+    assert!(
+        stock.summary.p50 > idle.summary.p50,
+        "stock p50 {} vs idle {}",
+        stock.summary.p50,
+        idle.summary.p50
+    );
+    assert!(
+        fifo.summary.p50 < stock.summary.p50,
+        "fifo p50 {} vs stock {}",
+        fifo.summary.p50,
+        stock.summary.p50
+    );
+    assert!(stock.background.unwrap() > 0.0);
+    assert!(idle.background.is_none(), "idle runs no load");
+}
+
+#[test]
+fn background_pays_for_a_cpu_hungry_foreground() {
+    let _serial = serial();
+    if !have_root() {
+        return;
+    }
+    let scratch = Scratch::new("bgcost");
+    let mut throughput = Vec::new();
+    for ui_ms in [0.0, 25.0] {
+        let mut p = plan(
+            ModelKind::Painting,
+            &[ModeName::Fifo],
+            3000,
+            LoadKind::Cpu,
+            &scratch,
+        );
+        p.compute_ms = Some(ui_ms);
+        let report = run_checked(&p, &scratch).unwrap();
+        throughput.push(row(&report, ModeName::Fifo).background.unwrap());
+    }
+    assert!(throughput[0] > 0.0 && throughput[1] > 0.0);
+    assert!(
+        throughput[1] < 0.9 * throughput[0],
+        "bogo-ops/s with a light foreground {} vs a heavy one {}",
+        throughput[0],
+        throughput[1]
+    );
+}
+
+#[test]
+fn android_and_s76_apply_and_restore() {
+    let _serial = serial();
+    if !have_root() {
+        return;
+    }
+    let scratch = Scratch::new("policies");
+    let modes = [
+        ModeName::Idle,
+        ModeName::Stock,
+        ModeName::Android,
+        ModeName::S76,
+    ];
+    let report = run_checked(
+        &plan(ModelKind::Frames, &modes, 2000, LoadKind::Cpu, &scratch),
+        &scratch,
+    )
+    .unwrap();
+    // Android's background group (cpu.shares 52) must starve the hogs compared with stock.
+    let android = row(&report, ModeName::Android).background_vs_stock.unwrap();
+    assert!(android < 0.7, "android background/stock = {android}");
+    for r in &report.modes {
+        assert!(
+            r.summary.n > 50,
+            "{} measured {} frames",
+            r.mode.name(),
+            r.summary.n
+        );
+        assert!(r.extras.contains_key("jank_pct"));
+    }
+}
+
+#[test]
+fn every_scenario_measures_under_its_default_load() {
+    let _serial = serial();
+    if !have_root() {
+        return;
+    }
+    let scratch = Scratch::new("scenarios");
+    for model in scenario::ALL {
+        let load = scenario::scenario(model).default_load;
+        let report = run_checked(
+            &plan(
+                model,
+                &[ModeName::Idle, ModeName::Stock],
+                1200,
+                load,
+                &scratch,
+            ),
+            &scratch,
+        )
+        .unwrap_or_else(|e| panic!("{}: {e:#}", model.name()));
+        for r in &report.modes {
+            assert!(
+                r.summary.n > 0,
+                "{} under {} measured nothing",
+                model.name(),
+                r.mode.name()
+            );
+            assert!(r.summary.p50 > 0.0 && r.summary.p50.is_finite());
+        }
+        assert!(
+            row(&report, ModeName::Stock).background.unwrap() > 0.0,
+            "{}: no background throughput",
+            model.name()
+        );
+    }
+}
+
+#[test]
+fn hackbench_and_memory_loads_report_throughput() {
+    let _serial = serial();
+    if !have_root() {
+        return;
+    }
+    let scratch = Scratch::new("loads");
+    for load in [LoadKind::Hackbench, LoadKind::Memory] {
+        let report = run_checked(
+            &plan(ModelKind::Alarm, &[ModeName::Stock], 1500, load, &scratch),
+            &scratch,
+        )
+        .unwrap();
+        let r = row(&report, ModeName::Stock);
+        assert!(
+            r.background.unwrap() > 0.0,
+            "{}: no throughput",
+            load.name()
+        );
+        assert!(r.summary.n > 5);
+    }
+}
