@@ -7,7 +7,8 @@ set -euo pipefail
 # reader, stress-ng/hackbench/fio as background loads, Xvfb/xdotool for the X11 focus source,
 # clang/libbpf for the BPF tracker, sqlite is bundled by rusqlite).
 PKGS=(build-essential pkg-config curl ca-certificates rt-app rt-tests stress-ng fio
-      xvfb x11-utils xdotool clang llvm libbpf-dev libelf-dev zlib1g-dev bpftool util-linux procps)
+      xvfb x11-utils xdotool clang llvm libbpf-dev libelf-dev zlib1g-dev bpftool util-linux procps
+      fonts-dejavu-core)
 
 missing=()
 for p in "${PKGS[@]}"; do
