@@ -19,6 +19,7 @@ use uxsched_sim::metrics::MetricsCollector;
 use uxsched_sim::metrics::TableOptions;
 use uxsched_sim::platform::PlatformSpec;
 use uxsched_sim::policy::cfs::CfsTunables;
+use uxsched_sim::policy::Params;
 use uxsched_sim::workload::{self, Workload};
 
 #[derive(clap::Subcommand)]
@@ -42,6 +43,12 @@ pub struct RunArgs {
     /// model seed 000 reasons with (neither).
     #[arg(long, default_value = "kernel", value_parser = ["kernel", "paper"])]
     pub cfs_model: String,
+    /// Tunable of the policy or a mechanism, `key=value` (e.g. `eevdf.base_slice=1ms`); repeatable.
+    #[arg(long = "param", value_name = "KEY=VALUE")]
+    pub params: Vec<String>,
+    /// Attach a seed mechanism (`uxsched sim list`); repeatable.
+    #[arg(long = "mech", value_name = "NAME")]
+    pub mechs: Vec<String>,
     /// Number of identical CPUs (overrides the workload's platform). Default: the workload's, else 8.
     #[arg(long)]
     pub cpus: Option<usize>,
@@ -123,6 +130,7 @@ fn config_for(w: &Workload, a: &RunArgs) -> anyhow::Result<SimConfig> {
         (None, None) => PlatformSpec::uniform(8),
     };
     let mut cfg = SimConfig::new(&a.sched, platform);
+    cfg.params = Params::parse(a.params.iter().map(String::as_str)).map_err(bad_input)?;
     cfg.hz = a.hz;
     cfg.seed = a.seed;
     cfg.duration = a.duration.or(w.duration).unwrap_or(10 * SEC);
@@ -146,12 +154,21 @@ fn progress_bar(total: Nanos, enabled: bool) -> ProgressBar {
 
 fn simulate(
     w: &Workload,
-    cfg: SimConfig,
+    mut cfg: SimConfig,
+    mechs: &[String],
     sink: &mut dyn Sink,
     show_progress: bool,
 ) -> anyhow::Result<u64> {
     let total = cfg.duration;
+    // Each mechanism takes its own `NAME.` tunables; the policy gets the rest.
+    let mut built = Vec::new();
+    for m in mechs {
+        built.push(uxsched_sim::mechanism::by_name(m, &mut cfg.params).map_err(bad_input)?);
+    }
     let mut sim = Sim::new(w, cfg).map_err(|e| bad_input(format!("{}: {e}", w.name)))?;
+    for m in built {
+        sim.add_mechanism(m);
+    }
     let pb = progress_bar(total, show_progress);
     let stats = sim.run(sink, &mut |t| pb.set_position(t / 1_000_000))?;
     pb.finish_and_clear();
@@ -195,11 +212,11 @@ fn run_workload(a: RunArgs) -> anyhow::Result<ExitCode> {
         if let Some(t) = trace.as_mut() {
             tee.sinks.push(t);
         }
-        simulate(&w, cfg.clone(), &mut tee, !a.json)?;
+        simulate(&w, cfg.clone(), &a.mechs, &mut tee, !a.json)?;
     }
     if a.determinism_check {
         let mut second = Digest::new();
-        simulate(&w, cfg.clone(), &mut second, false)?;
+        simulate(&w, cfg.clone(), &a.mechs, &mut second, false)?;
         if second.value() != digest.value() {
             anyhow::bail!(
                 "determinism check failed: the two runs differ (digests {} and {})",
@@ -253,7 +270,7 @@ fn bench(a: BenchArgs) -> anyhow::Result<ExitCode> {
         cfg.duration = a.duration;
         let mut digest = Digest::new();
         let start = Instant::now();
-        let events = simulate(&w, cfg, &mut digest, !a.json)?;
+        let events = simulate(&w, cfg, &[], &mut digest, !a.json)?;
         let wall = start.elapsed().as_secs_f64();
         let sim_s = a.duration as f64 / SEC as f64;
         rows.push(serde_json::json!({

@@ -53,13 +53,7 @@ impl Sim {
         let ncpus = cfg.platform.cpu_count();
         let tick = cfg.tick();
         let env = PolicyEnv { ncpus, tick };
-        let mut fair = policy::by_name(&cfg.sched, env).ok_or_else(|| {
-            BuildError(format!(
-                "unknown scheduler `{}` (valid: {})",
-                cfg.sched,
-                policy::POLICY_NAMES.join(", ")
-            ))
-        })?;
+        let mut fair = policy::by_name(&cfg.sched, env, &cfg.params).map_err(BuildError)?;
         if let Some(t) = cfg.cfs_tunables {
             if cfg.sched != "cfs" {
                 return Err(BuildError(
@@ -99,6 +93,7 @@ impl Sim {
                     tick_phase: rng.gen_range(0..tick),
                     next_balance: 0,
                     need_resched: false,
+                    busy: 0,
                     fair_tasks: Vec::new(),
                     rt: Default::default(),
                 });
@@ -256,6 +251,7 @@ impl Sim {
             }
         }
 
+        let domain_khz = cfg.platform.domains.iter().map(|d| d.initial_khz).collect();
         let mut sim = Sim {
             tick,
             cfg,
@@ -269,7 +265,9 @@ impl Sim {
             group_ents,
             sync,
             queue: Default::default(),
+            domain_khz,
             meta,
+            mechs: Vec::new(),
             out: Vec::new(),
             next_interaction: 0,
             events: 0,

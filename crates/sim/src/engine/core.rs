@@ -63,6 +63,7 @@ impl Sim {
                 }
             }
             Ev::Tick { cpu } => self.tick(cpu as usize),
+            Ev::Mech { idx, token } => self.mechanism_timer(idx as usize, token),
         }
     }
 
@@ -208,7 +209,7 @@ impl Sim {
         }
     }
 
-    fn start_segment(&mut self, cpu: usize) {
+    pub(super) fn start_segment(&mut self, cpu: usize) {
         let Some(tid) = self.cpus[cpu].curr else {
             return;
         };
@@ -241,6 +242,7 @@ impl Sim {
             return;
         }
         self.cpus[cpu].exec_start = self.now;
+        self.cpus[cpu].busy += delta;
         let speed = self.cpus[cpu].speed;
         let t = &mut self.tasks[tid as usize];
         t.seg = match t.seg {

@@ -41,7 +41,7 @@ impl Sim {
         }
     }
 
-    fn add_load(&mut self, rq: usize, delta: i64) {
+    pub(super) fn add_load(&mut self, rq: usize, delta: i64) {
         let r = &mut self.rqs[rq];
         r.load = (r.load as i64 + delta) as u64;
         let g = rq / self.cpus.len();
@@ -49,7 +49,7 @@ impl Sim {
     }
 
     /// Recompute the weight of group `g`'s entity on `cpu` and of every ancestor's.
-    fn refresh_shares(&mut self, mut g: usize, cpu: usize) {
+    pub(super) fn refresh_shares(&mut self, mut g: usize, cpu: usize) {
         while g != 0 {
             let grp = &self.groups[g];
             let local = self.rqs[self.rq_index(g, cpu)].load;

@@ -15,6 +15,7 @@ mod bandwidth;
 mod build;
 mod core;
 mod fair;
+pub mod hooks;
 mod program;
 mod queue;
 mod rt;
@@ -25,12 +26,15 @@ use crate::policy::{Entity, FairPolicy, FairRq};
 use uxsched_model::{Nanos, MS, SEC, US};
 
 pub use build::BuildError;
+pub use hooks::{Control, Mechanism};
 
 /// Everything about a run that is not the workload.
 #[derive(Debug, Clone)]
 pub struct SimConfig {
     /// Fair policy name (see [`crate::policy::POLICY_NAMES`]).
     pub sched: String,
+    /// Policy tunables (`--param key=value`), checked by the policy.
+    pub params: crate::policy::Params,
     pub hz: u32,
     pub seed: u64,
     /// Stop after this much simulated time.
@@ -54,6 +58,7 @@ impl SimConfig {
     pub fn new(sched: &str, platform: PlatformSpec) -> Self {
         SimConfig {
             sched: sched.to_string(),
+            params: Default::default(),
             hz: 250,
             seed: 1,
             duration: 10 * SEC,
@@ -151,6 +156,8 @@ struct Cpu {
     tick_phase: Nanos,
     next_balance: Nanos,
     need_resched: bool,
+    /// Total time spent running tasks, up to `exec_start` (DVFS governors sample it).
+    busy: Nanos,
     /// Runnable fair tasks on this CPU (including the running one).
     fair_tasks: Vec<u32>,
     rt: rt::RtRq,
@@ -183,6 +190,10 @@ pub struct Sim {
     sync: program::SyncObjects,
     queue: queue::EventQueue,
     meta: RunMeta,
+    /// Current frequency of each domain (kHz).
+    domain_khz: Vec<u32>,
+    /// Attached mechanisms ([`hooks`]).
+    mechs: Vec<Box<dyn Mechanism>>,
     out: Vec<Record>,
     next_interaction: u64,
     events: u64,
@@ -220,6 +231,9 @@ impl Sim {
     ) -> Result<RunStats, SimError> {
         sink.begin(&self.meta);
         self.start();
+        self.mechanisms_start();
+        self.mechanisms_observe(0);
+        self.schedule_pending()?;
         self.flush(sink);
         let until = self.cfg.duration;
         let mut last_progress = 0;
@@ -231,6 +245,14 @@ impl Sim {
             self.events += 1;
             self.handle(ev);
             self.schedule_pending()?;
+            // Mechanisms act on what happened; their actions may reschedule and log more.
+            let mut seen = 0;
+            while seen < self.out.len() && !self.mechs.is_empty() {
+                let upto = self.out.len();
+                self.mechanisms_observe(seen);
+                seen = upto.max(seen);
+                self.schedule_pending()?;
+            }
             self.flush(sink);
             if t - last_progress >= 100 * MS {
                 last_progress = t;

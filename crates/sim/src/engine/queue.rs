@@ -12,7 +12,8 @@ use uxsched_model::Nanos;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Kind {
-    /// RT throttling period or a cgroup's bandwidth period restarts.
+    /// RT throttling period or a cgroup's bandwidth period restarts, or a mechanism's timer
+    /// (e.g. a DVFS governor's sample).
     Period = 0,
     /// The running task on a CPU finishes its current piece of work.
     RunDone = 1,
@@ -25,16 +26,31 @@ pub enum Kind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Ev {
     RtPeriod,
-    Bandwidth { group: u32 },
-    RunDone { cpu: u16, gen: u64 },
-    Wake { task: u32, gen: u64 },
-    Tick { cpu: u16 },
+    Bandwidth {
+        group: u32,
+    },
+    RunDone {
+        cpu: u16,
+        gen: u64,
+    },
+    Wake {
+        task: u32,
+        gen: u64,
+    },
+    Tick {
+        cpu: u16,
+    },
+    /// A mechanism's timer ([`super::hooks`]).
+    Mech {
+        idx: u16,
+        token: u64,
+    },
 }
 
 impl Ev {
     fn kind(&self) -> Kind {
         match self {
-            Ev::RtPeriod | Ev::Bandwidth { .. } => Kind::Period,
+            Ev::RtPeriod | Ev::Bandwidth { .. } | Ev::Mech { .. } => Kind::Period,
             Ev::RunDone { .. } => Kind::RunDone,
             Ev::Wake { .. } => Kind::Wake,
             Ev::Tick { .. } => Kind::Tick,

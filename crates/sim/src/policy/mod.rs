@@ -8,6 +8,7 @@
 
 pub mod cfs;
 pub mod eevdf;
+pub mod params;
 
 use uxsched_model::Nanos;
 
@@ -147,16 +148,32 @@ pub fn update_min_vruntime(rq: &mut FairRq, ents: &[Entity]) {
     }
 }
 
+pub use params::Params;
+
 /// Names accepted by [`by_name`].
 pub const POLICY_NAMES: &[&str] = &["cfs", "eevdf"];
 
-/// Build a fair policy by name with its default tunables.
-pub fn by_name(name: &str, env: PolicyEnv) -> Option<Box<dyn FairPolicy>> {
-    match name {
-        "cfs" => Some(Box::new(cfs::Cfs::new(cfs::CfsTunables::android()))),
-        "eevdf" => Some(Box::new(eevdf::Eevdf::new(eevdf::EevdfTunables::for_cpus(
-            env.ncpus,
-        )))),
-        _ => None,
-    }
+/// Build a fair policy by name; `params` (`--param key=value`) override its tunables and any key
+/// it does not know is an error naming it.
+pub fn by_name(name: &str, env: PolicyEnv, params: &Params) -> Result<Box<dyn FairPolicy>, String> {
+    let mut p = params.clone();
+    let policy: Box<dyn FairPolicy> = match name {
+        "cfs" => Box::new(cfs::Cfs::new(cfs::CfsTunables::android())),
+        "eevdf" => {
+            let mut t = eevdf::EevdfTunables::for_cpus(env.ncpus);
+            t.tick = env.tick;
+            if let Some(s) = p.take_duration("eevdf.base_slice")? {
+                t.base_slice = s;
+            }
+            Box::new(eevdf::Eevdf::new(t))
+        }
+        _ => {
+            return Err(format!(
+                "unknown scheduler `{name}` (valid: {})",
+                POLICY_NAMES.join(", ")
+            ))
+        }
+    };
+    p.finish(name)?;
+    Ok(policy)
 }
