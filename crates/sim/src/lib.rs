@@ -17,4 +17,5 @@ pub mod mechanism;
 pub mod metrics;
 pub mod platform;
 pub mod policy;
+pub mod reproduce;
 pub mod workload;
