@@ -135,6 +135,14 @@ impl Sim {
                     )));
                 }
             }
+            if groups[parent].depth + 1 > super::fair::MAX_DEPTH {
+                return Err(BuildError(format!(
+                    "cgroup `{}` is nested {} levels deep; at most {} are supported",
+                    g.path,
+                    groups[parent].depth + 1,
+                    super::fair::MAX_DEPTH
+                )));
+            }
             groups.push(Group {
                 parent: Some(parent),
                 shares: g.shares.max(2),
@@ -267,6 +275,7 @@ impl Sim {
             queue: Default::default(),
             domain_khz,
             meta,
+            resched_list: Vec::new(),
             mechs: Vec::new(),
             out: Vec::new(),
             next_interaction: 0,

@@ -68,12 +68,18 @@ impl Sim {
     }
 
     pub(super) fn resched(&mut self, cpu: usize) {
-        self.cpus[cpu].need_resched = true;
+        if !std::mem::replace(&mut self.cpus[cpu].need_resched, true) {
+            self.resched_list.push(cpu);
+        }
     }
 
     /// Run `schedule()` on every CPU that asked for it, lowest CPU first, until none does.
     pub(super) fn schedule_pending(&mut self) -> Result<(), SimError> {
-        while let Some(c) = self.cpus.iter().position(|c| c.need_resched) {
+        while let Some(i) = (0..self.resched_list.len()).min_by_key(|&i| self.resched_list[i]) {
+            let c = self.resched_list.swap_remove(i);
+            if !self.cpus[c].need_resched {
+                continue;
+            }
             self.passes_now += 1;
             if self.passes_now > MAX_PASSES_PER_INSTANT {
                 return Err(SimError::Stuck {
@@ -135,6 +141,7 @@ impl Sim {
         c.curr = next;
         c.gen += 1;
         c.exec_start = now;
+        self.queue.cancel_run_done(cpu);
         if let Some(t) = next {
             self.tasks[t as usize].state = State::Running;
             self.tasks[t as usize].cpu = cpu;
@@ -161,7 +168,7 @@ impl Sim {
                 let t = self.ents_task(path.last().expect("non-empty path").1);
                 if prev != Some(t) {
                     self.put_prev(cpu, prev);
-                    self.fair_set_next(cpu, &path);
+                    self.fair_set_next(cpu, path.as_slice());
                 }
                 return Some(t);
             }

@@ -12,6 +12,39 @@ use crate::policy::{Enqueue, EntityId};
 /// Smallest weight a group entity may have (`MIN_SHARES`).
 const MIN_SHARES: u64 = 2;
 
+/// Deepest cgroup nesting the engine accepts (the kernel allows more; workloads need ~3).
+pub const MAX_DEPTH: usize = 8;
+
+/// `(run-queue, entity)` pairs along one task's hierarchy, kept inline: these are built on every
+/// charge, tick and pick, so they must not allocate.
+#[derive(Clone, Copy)]
+pub struct Path {
+    len: usize,
+    items: [(usize, EntityId); MAX_DEPTH + 1],
+}
+
+impl Path {
+    fn new() -> Self {
+        Path {
+            len: 0,
+            items: [(0, 0); MAX_DEPTH + 1],
+        }
+    }
+
+    fn push(&mut self, item: (usize, EntityId)) {
+        self.items[self.len] = item;
+        self.len += 1;
+    }
+
+    pub fn as_slice(&self) -> &[(usize, EntityId)] {
+        &self.items[..self.len]
+    }
+
+    pub fn last(&self) -> Option<&(usize, EntityId)> {
+        self.as_slice().last()
+    }
+}
+
 impl Sim {
     pub(super) fn ents_task(&self, e: EntityId) -> u32 {
         debug_assert!(e < self.tasks.len());
@@ -27,8 +60,8 @@ impl Sim {
     }
 
     /// `(run-queue, entity)` pairs from the task up to the CPU's root run-queue.
-    fn path_up(&self, tid: u32, cpu: usize) -> Vec<(usize, EntityId)> {
-        let mut path = Vec::with_capacity(4);
+    fn path_up(&self, tid: u32, cpu: usize) -> Path {
+        let mut path = Path::new();
         let mut e = tid as EntityId;
         loop {
             let rq = self.ents[e].rq;
@@ -159,9 +192,9 @@ impl Sim {
     }
 
     /// Pick down the hierarchy; returns the `(run-queue, entity)` path ending at a task.
-    pub(super) fn fair_pick_path(&self, cpu: usize) -> Option<Vec<(usize, EntityId)>> {
+    pub(super) fn fair_pick_path(&self, cpu: usize) -> Option<Path> {
         let mut rq = self.rq_index(0, cpu);
-        let mut path = Vec::with_capacity(4);
+        let mut path = Path::new();
         loop {
             let e = self.policy.pick(&self.rqs[rq], &self.ents)?;
             path.push((rq, e));
@@ -194,7 +227,7 @@ impl Sim {
 
     /// The running task leaves the CPU: put its entities back in their queues (`put_prev_entity`).
     pub(super) fn fair_put_prev(&mut self, cpu: usize, tid: u32) {
-        for (rq, e) in self.path_up(tid, cpu) {
+        for &(rq, e) in self.path_up(tid, cpu).as_slice() {
             let r = &mut self.rqs[rq];
             if r.curr == Some(e) {
                 r.curr = None;
@@ -208,7 +241,7 @@ impl Sim {
     /// Charge `delta` to the running task at every level; true if a policy asks to reschedule.
     pub(super) fn fair_charge(&mut self, cpu: usize, tid: u32, delta: u64) -> bool {
         let mut resched = false;
-        for (rq, e) in self.path_up(tid, cpu) {
+        for &(rq, e) in self.path_up(tid, cpu).as_slice() {
             resched |= self
                 .policy
                 .charge(&mut self.rqs[rq], &mut self.ents, e, delta);
@@ -217,7 +250,7 @@ impl Sim {
     }
 
     pub(super) fn fair_tick(&mut self, cpu: usize, tid: u32) -> bool {
-        self.path_up(tid, cpu).into_iter().any(|(rq, e)| {
+        self.path_up(tid, cpu).as_slice().iter().any(|&(rq, e)| {
             self.rqs[rq].nr_running > 1 && self.policy.tick_preempt(&self.rqs[rq], &self.ents, e)
         })
     }
@@ -225,11 +258,8 @@ impl Sim {
     /// Compare the woken task with the running one where their hierarchies meet
     /// (`find_matching_se`), and let the policy decide.
     pub(super) fn fair_wakeup_preempt(&mut self, cpu: usize, curr: u32, woken: u32) -> bool {
-        let mut a = self.path_up(curr, cpu);
-        let mut b = self.path_up(woken, cpu);
-        a.reverse();
-        b.reverse();
-        for (x, y) in a.iter().zip(b.iter()) {
+        let (a, b) = (self.path_up(curr, cpu), self.path_up(woken, cpu));
+        for (x, y) in a.as_slice().iter().rev().zip(b.as_slice().iter().rev()) {
             if x.1 != y.1 {
                 debug_assert_eq!(x.0, y.0);
                 return self
@@ -241,7 +271,7 @@ impl Sim {
     }
 
     pub(super) fn fair_yield(&mut self, cpu: usize, tid: u32) {
-        let (rq, e) = self.path_up(tid, cpu)[0];
+        let (rq, e) = self.path_up(tid, cpu).as_slice()[0];
         self.policy.yield_curr(&mut self.rqs[rq], &mut self.ents, e);
     }
 

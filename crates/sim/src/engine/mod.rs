@@ -192,6 +192,8 @@ pub struct Sim {
     meta: RunMeta,
     /// Current frequency of each domain (kHz).
     domain_khz: Vec<u32>,
+    /// CPUs with `need_resched` set, in the order they were asked.
+    resched_list: Vec<usize>,
     /// Attached mechanisms ([`hooks`]).
     mechs: Vec<Box<dyn Mechanism>>,
     out: Vec<Record>,

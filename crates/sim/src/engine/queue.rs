@@ -1,10 +1,15 @@
 //! The event queue and its total order.
 //!
-//! Events are ordered by (time, kind, sequence number): at one instant, period refreshes come
-//! first (so a throttled class is released before anyone picks), then completions of CPU work,
-//! then wake-ups (timers, task starts), then scheduler ticks. Within a kind, events fire in the
-//! order they were scheduled. Nothing depends on hash order or addresses, so a run is a pure
-//! function of workload, configuration and seed.
+//! Events are ordered by (time, kind, tie-break): at one instant, period refreshes and mechanism
+//! timers come first (so a throttled class is released before anyone picks), then completions of
+//! CPU work, then wake-ups (timers, task starts), then scheduler ticks. Within a kind, events fire
+//! in the order they were scheduled, except work completions, which fire in CPU order. Nothing
+//! depends on hash order or addresses, so a run is a pure function of workload, configuration and
+//! seed.
+//!
+//! Work completions do not go through the heap: each CPU has at most one pending completion, which
+//! is replaced whenever the running work changes (preemption re-times it). Keeping them in a
+//! per-CPU slot avoids filling the heap with stale completions of preempted long-running work.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -62,19 +67,54 @@ impl Ev {
 pub struct EventQueue {
     heap: BinaryHeap<Reverse<(Nanos, Kind, u64, Ev)>>,
     seq: u64,
+    /// Pending work completion of each CPU: (time, generation).
+    run_done: Vec<Option<(Nanos, u64)>>,
 }
 
 impl EventQueue {
     pub fn push(&mut self, at: Nanos, ev: Ev) {
+        if let Ev::RunDone { cpu, gen } = ev {
+            let c = cpu as usize;
+            if self.run_done.len() <= c {
+                self.run_done.resize(c + 1, None);
+            }
+            self.run_done[c] = Some((at, gen));
+            return;
+        }
         self.seq += 1;
         self.heap.push(Reverse((at, ev.kind(), self.seq, ev)));
     }
 
+    /// Forget CPU `cpu`'s pending work completion (its running work changed).
+    pub fn cancel_run_done(&mut self, cpu: usize) {
+        if let Some(slot) = self.run_done.get_mut(cpu) {
+            *slot = None;
+        }
+    }
+
     pub fn pop_until(&mut self, until: Nanos) -> Option<(Nanos, Ev)> {
-        match self.heap.peek() {
-            Some(Reverse((t, ..))) if *t <= until => {
-                self.heap.pop().map(|Reverse((t, _, _, ev))| (t, ev))
+        let done = self
+            .run_done
+            .iter()
+            .enumerate()
+            .filter_map(|(c, s)| s.map(|(t, gen)| (t, c, gen)))
+            .min();
+        let heap_first = self.heap.peek().map(|Reverse((t, k, ..))| (*t, *k));
+        let take_done = match (done, heap_first) {
+            (Some((t, ..)), Some(h)) => (t, Kind::RunDone) < h,
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        if take_done {
+            let (t, c, gen) = done.expect("checked");
+            if t > until {
+                return None;
             }
+            self.run_done[c] = None;
+            return Some((t, Ev::RunDone { cpu: c as u16, gen }));
+        }
+        match heap_first {
+            Some((t, _)) if t <= until => self.heap.pop().map(|Reverse((t, _, _, ev))| (t, ev)),
             _ => None,
         }
     }
