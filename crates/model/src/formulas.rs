@@ -1,7 +1,8 @@
 //! The seed papers' formulas, one function each, named after what they compute.
 //!
 //! Seed 000 = VT-CFS and framework-assisted task characterization (Android CFS, 2.6.3x);
-//! seed 002 = MCFS; seed 003 = ShuffleDog. Worked examples from the papers are the tests.
+//! seed 002 = MCFS; seed 003 = ShuffleDog; seed 004 = FA-CFS. Worked examples from the papers
+//! are the tests.
 
 use crate::time::{Nanos, MS};
 use crate::weights::{NICE_0_LOAD, WEIGHT_NICE_MINUS_20};
@@ -69,6 +70,20 @@ pub fn mcfs_equivalent_nice_levels(cut_rate: u32) -> f64 {
     (cut_rate.max(1) as f64).ln() / 1.25f64.ln()
 }
 
+/// Seed 004 eq. (16): FA-CFS stretches a task's time slice by the frequency drop when it moves
+/// from a core at `f_old` to one at `f_new` (or the governor lowers the clock):
+/// S'ᵢ ≥ (fᵢʲ / fᵢᵏ) × Sᵢ, so the work done per slice (frequency × time) is unchanged.
+pub fn facfs_scaled_slice(slice: Nanos, f_old: u64, f_new: u64) -> Nanos {
+    ((slice as u128 * f_old as u128).div_ceil(f_new.max(1) as u128)) as Nanos
+}
+
+/// Seed 004 eq. (17)–(18): since CFS's slice is ωᵢ / Ωr × P (eq. 1), eq. (16) is obtained by
+/// scaling the weight instead: ω'ᵢ / Ωr × P ≥ (fʲ / fᵏ) × ωᵢ / Ωr × P (17), i.e.
+/// ω'ᵢ ≥ (fᵢʲ / fᵢᵏ) × ωᵢ (18). Rounded up, as the inequality asks.
+pub fn facfs_scaled_weight(weight: u64, f_old: u64, f_new: u64) -> u64 {
+    (weight as u128 * f_old as u128).div_ceil(f_new.max(1) as u128) as u64
+}
+
 /// Seed 003 eq. (1): ShuffleDog's adaptive GPU inflight, ⌊16.7 ms / x⌋ where x is the median
 /// execution time of the last five best-effort command batches; at least 1.
 pub fn adaptive_inflight(median_batch: Nanos) -> u32 {
@@ -134,6 +149,18 @@ mod tests {
         assert_eq!(mcfs_delta_fair(1600, 1), 1600);
         assert_eq!(mcfs_delta_fair(1600, 3), 533);
         assert!((mcfs_equivalent_nice_levels(16) - 12.43).abs() < 0.01);
+    }
+
+    #[test]
+    fn facfs_compensates_a_frequency_drop_exactly() {
+        // 2.0 GHz -> 1.0 GHz halves the speed: slice and weight double (eq. 16, 18).
+        assert_eq!(facfs_scaled_slice(3 * MS, 2_000_000, 1_000_000), 6 * MS);
+        assert_eq!(facfs_scaled_weight(1024, 2_000_000, 1_000_000), 2048);
+        // No change without a frequency change; a rise shrinks them (the inequality's equality).
+        assert_eq!(facfs_scaled_weight(1024, 1_500_000, 1_500_000), 1024);
+        assert_eq!(facfs_scaled_weight(1024, 1_000_000, 2_000_000), 512);
+        // Work per slice (f × S) is preserved: 2.0 GHz × 3 ms = 1.2 GHz × 5 ms.
+        assert_eq!(facfs_scaled_slice(3 * MS, 2_000_000, 1_200_000), 5 * MS);
     }
 
     #[test]

@@ -1,10 +1,200 @@
-//! `uxsched` commands of the daemon face (filled in by its issue).
+//! `uxsched` commands of the daemon face: the daemon itself, its socket clients
+//! (`status`, `focus`, `mode`, `restore`) and `config check|default`.
 
+use crate::exit::bad_input;
+use anyhow::Context;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use uxsched_daemon::api::{self, Request, Status};
+use uxsched_daemon::config::{self, Config, Mode};
+
+#[derive(clap::Args)]
+pub struct SocketArg {
+    /// Control socket of the daemon [default: `socket` of /etc/uxsched/uxsched.toml, else
+    /// /run/uxsched/uxsched.sock].
+    #[arg(long, value_name = "PATH")]
+    socket: Option<PathBuf>,
+}
 
 #[derive(clap::Subcommand)]
-pub enum Commands {}
+pub enum Commands {
+    /// Run the on-device manager in the foreground (restores everything on SIGTERM/SIGINT).
+    Daemon {
+        /// Configuration file [default: /etc/uxsched/uxsched.toml if present].
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// Mode, overriding the config's: eimos, vtcfs, mcfs, facfs, shuffledog, uxsched.
+        #[arg(long, value_name = "MODE")]
+        mode: Option<String>,
+    },
+    /// Show the daemon's mode, focused app, boosted threads, sources and kernel features.
+    Status {
+        /// One JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        socket: SocketArg,
+    },
+    /// Focus a process (all its threads, current and future), or clear the focus.
+    Focus {
+        /// Process id to focus.
+        #[arg(required_unless_present = "clear", conflicts_with = "clear")]
+        pid: Option<i32>,
+        /// Clear the explicit focus.
+        #[arg(long)]
+        clear: bool,
+        #[command(flatten)]
+        socket: SocketArg,
+    },
+    /// Switch the daemon's mode.
+    Mode {
+        /// eimos, vtcfs, mcfs, facfs, shuffledog or uxsched.
+        mode: String,
+        #[command(flatten)]
+        socket: SocketArg,
+    },
+    /// Undo every change now and clear the focus.
+    Restore {
+        #[command(flatten)]
+        socket: SocketArg,
+    },
+    /// Check or print the daemon's configuration.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+}
+
+#[derive(clap::Subcommand)]
+pub enum ConfigCommand {
+    /// Validate a config file (default /etc/uxsched/uxsched.toml); errors name key and line.
+    Check { file: Option<PathBuf> },
+    /// Print the documented default configuration.
+    Default,
+}
 
 pub fn run(c: Commands) -> anyhow::Result<ExitCode> {
-    match c {}
+    match c {
+        Commands::Daemon { config, mode } => run_daemon(config.as_deref(), mode.as_deref()),
+        Commands::Status { json, socket } => status(&socket_path(&socket)?, json),
+        Commands::Focus { pid, socket, .. } => {
+            send(&socket_path(&socket)?, &Request::Focus { pid })?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Commands::Mode { mode, socket } => {
+            Mode::parse(&mode).map_err(bad_input)?;
+            send(&socket_path(&socket)?, &Request::Mode { mode })?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Commands::Restore { socket } => {
+            send(&socket_path(&socket)?, &Request::Restore)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Commands::Config(ConfigCommand::Check { file }) => {
+            let path = file.unwrap_or_else(|| config::DEFAULT_PATH.into());
+            load(Some(&path))?;
+            println!("{}: ok", path.display());
+            Ok(ExitCode::SUCCESS)
+        }
+        Commands::Config(ConfigCommand::Default) => {
+            print!("{}", config::DEFAULT_TOML);
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn load(path: Option<&Path>) -> anyhow::Result<Config> {
+    Config::load(path).map_err(|e| bad_input(e.to_string()))
+}
+
+fn socket_path(arg: &SocketArg) -> anyhow::Result<PathBuf> {
+    match &arg.socket {
+        Some(p) => Ok(p.clone()),
+        None => Ok(load(None)?.socket),
+    }
+}
+
+fn send(socket: &Path, req: &Request) -> anyhow::Result<api::Response> {
+    api::call(socket, req).map_err(|e| match e {
+        api::ClientError::Refused(msg) => bad_input(msg),
+        other => anyhow::Error::new(other),
+    })
+}
+
+fn run_daemon(config: Option<&Path>, mode: Option<&str>) -> anyhow::Result<ExitCode> {
+    let mut cfg = load(config)?;
+    if let Some(m) = mode {
+        cfg.mode = Mode::parse(m).map_err(bad_input)?;
+    }
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(&cfg.log_level));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+    uxsched_daemon::daemon::run(cfg).context("uxsched daemon")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn status(socket: &Path, json: bool) -> anyhow::Result<ExitCode> {
+    let resp = send(socket, &Request::Status)?;
+    let s = resp
+        .status
+        .context("the daemon's status reply has no status")?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&s)?);
+    } else {
+        print_status(&s);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_status(s: &Status) {
+    println!("mode:    {}", s.mode);
+    match (s.focus, &s.focus_comm) {
+        (Some(pid), Some(comm)) => println!("focus:   {pid} ({comm})"),
+        (Some(pid), None) => println!("focus:   {pid}"),
+        _ => println!("focus:   none"),
+    }
+    let sources: Vec<String> = s
+        .sources
+        .iter()
+        .map(|x| format!("{}{}", x.name, if x.alive { "" } else { " (down)" }))
+        .collect();
+    println!("sources: {}", sources.join(", "));
+    println!("boosted: {} thread(s)", s.boosted.len());
+    if !s.boosted.is_empty() {
+        println!(
+            "  {:>8} {:>8} {:<16} {:<10} {:>11} {:>17} {:<24}",
+            "TID", "PID", "COMM", "ROLE", "NICE", "SLICE us", "CGROUP"
+        );
+    }
+    for b in &s.boosted {
+        let pair = |o: Option<String>, c: Option<String>| match (o, c) {
+            (Some(o), Some(c)) => format!("{o}→{c}"),
+            _ => "-".into(),
+        };
+        let nice = pair(
+            b.original.nice.map(|v| v.to_string()),
+            b.current.nice.map(|v| v.to_string()),
+        );
+        let slice = pair(
+            b.original.slice_ns.map(|v| (v / 1000).to_string()),
+            b.current.slice_ns.map(|v| (v / 1000).to_string()),
+        );
+        let cg = pair(b.original.cgroup.clone(), b.current.cgroup.clone());
+        println!(
+            "  {:>8} {:>8} {:<16} {:<10} {:>11} {:>17} {:<24}",
+            b.tid, b.pid, b.comm, b.role, nice, slice, cg
+        );
+    }
+    let f = &s.features;
+    let get = |k: &str| f.get(k).map(|v| v.to_string()).unwrap_or_default();
+    println!(
+        "kernel:  {} (custom slice {}, autogroup {}, cpufreq {}, cgroup {})",
+        get("kernel").trim_matches('"'),
+        get("custom_slice"),
+        get("autogroup"),
+        get("cpufreq"),
+        get("cgroup_used").trim_matches('"')
+    );
 }

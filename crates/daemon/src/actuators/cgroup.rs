@@ -1,0 +1,277 @@
+//! uxsched's own CPU cgroups: `<cpu hierarchy>/<name>-fg` (high weight) and `<name>-bg` (low
+//! weight), created at start and removed at stop. They are siblings directly under the root:
+//! a weight only competes with its siblings, so under a common parent of default weight the
+//! foreground's 10240 would still be worth one nice-0 autogroup, and an idle foreground would
+//! hand the parent's whole weight to the background group.
+//!
+//! Why cgroups and not only nice: with `kernel.sched_autogroup_enabled=1` every session (setsid)
+//! is its own task group, and nice only orders threads *inside* one group — a nice −19 UI thread
+//! still gets half the CPU against a nice 0 hog in another session. A cgroup is a task group of
+//! its own (tasks in a non-root cgroup leave their autogroup), so the foreground group's weight
+//! competes directly with every session's autogroup.
+//!
+//! cgroup v1 (`cpu` controller, `cpu.shares`) moves single threads through `tasks`; cgroup v2
+//! (`cpu.weight`) moves whole processes through `cgroup.procs` (a non-threaded v2 group holds
+//! all threads of a process), so restoring one thread there restores its process.
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+/// Which cgroup hierarchy carries the CPU controller uxsched uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Hierarchy {
+    /// A v1 hierarchy with the `cpu` controller mounted at `mount`.
+    V1 { mount: PathBuf },
+    /// The v2 hierarchy mounted at `mount`; `cpu` tells whether the cpu controller is enabled.
+    V2 { mount: PathBuf, cpu: bool },
+}
+
+/// The two groups uxsched manages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Group {
+    Fg,
+    Bg,
+}
+
+impl Group {
+    fn dir(self) -> &'static str {
+        match self {
+            Group::Fg => "fg",
+            Group::Bg => "bg",
+        }
+    }
+}
+
+/// Parse `/proc/self/mountinfo` text for the v1 `cpu` and the v2 mounts.
+pub fn find_mounts(mountinfo: &str) -> (Option<PathBuf>, Option<PathBuf>) {
+    let (mut v1_cpu, mut v2) = (None, None);
+    for line in mountinfo.lines() {
+        let Some((left, right)) = line.split_once(" - ") else {
+            continue;
+        };
+        let mount_point = left.split_whitespace().nth(4);
+        let mut r = right.split_whitespace();
+        let (fstype, _source, opts) = (r.next(), r.next(), r.next().unwrap_or(""));
+        match (fstype, mount_point) {
+            (Some("cgroup"), Some(mp)) if opts.split(',').any(|o| o == "cpu") => {
+                v1_cpu.get_or_insert_with(|| PathBuf::from(mp));
+            }
+            (Some("cgroup2"), Some(mp)) => {
+                v2.get_or_insert_with(|| PathBuf::from(mp));
+            }
+            _ => {}
+        }
+    }
+    (v1_cpu, v2)
+}
+
+impl Hierarchy {
+    /// The hierarchy to use on this machine: v2 if it has the cpu controller (pure v2 systems),
+    /// else v1 `cpu`, else v2 without weights (placement only), else none.
+    pub fn detect() -> Option<Hierarchy> {
+        let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+        let (v1, v2) = find_mounts(&info);
+        let v2_cpu = v2.as_ref().is_some_and(|m| {
+            std::fs::read_to_string(m.join("cgroup.controllers"))
+                .is_ok_and(|c| c.split_whitespace().any(|x| x == "cpu"))
+        });
+        match (v1, v2) {
+            (_, Some(m)) if v2_cpu => Some(Hierarchy::V2 {
+                mount: m,
+                cpu: true,
+            }),
+            (Some(m), _) => Some(Hierarchy::V1 { mount: m }),
+            (None, Some(m)) => Some(Hierarchy::V2 {
+                mount: m,
+                cpu: false,
+            }),
+            (None, None) => None,
+        }
+    }
+
+    pub fn mount(&self) -> &Path {
+        match self {
+            Hierarchy::V1 { mount } | Hierarchy::V2 { mount, .. } => mount,
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        match self {
+            Hierarchy::V1 { mount } => format!("v1 cpu at {}", mount.display()),
+            Hierarchy::V2 { mount, cpu } => format!(
+                "v2 at {}{}",
+                mount.display(),
+                if *cpu {
+                    ""
+                } else {
+                    " (no cpu controller: placement only)"
+                }
+            ),
+        }
+    }
+
+    /// A task's cgroup in this hierarchy, relative to the mount ("/" = root), from
+    /// `/proc/<tid>/cgroup`.
+    pub fn current(&self, tid: i32) -> io::Result<String> {
+        let text = std::fs::read_to_string(format!("/proc/{tid}/cgroup"))?;
+        self.find_in(&text)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no cpu cgroup line"))
+    }
+
+    fn find_in(&self, proc_cgroup: &str) -> Option<String> {
+        proc_cgroup.lines().find_map(|l| {
+            let mut f = l.splitn(3, ':');
+            let (id, ctrls, path) = (f.next()?, f.next()?, f.next()?);
+            let hit = match self {
+                Hierarchy::V1 { .. } => id != "0" && ctrls.split(',').any(|c| c == "cpu"),
+                Hierarchy::V2 { .. } => id == "0" && ctrls.is_empty(),
+            };
+            hit.then(|| path.to_owned())
+        })
+    }
+
+    /// Move a task into the cgroup at `rel` (relative to the mount). On v2 this moves its whole
+    /// process.
+    pub fn move_to(&self, tid: i32, rel: &str) -> io::Result<()> {
+        let file = match self {
+            Hierarchy::V1 { .. } => "tasks",
+            Hierarchy::V2 { .. } => "cgroup.procs",
+        };
+        let path = self.abs(rel).join(file);
+        let mut f = std::fs::OpenOptions::new().write(true).open(&path)?;
+        // One write(2) per task: the kernel parses exactly one id per write.
+        f.write_all(tid.to_string().as_bytes())
+    }
+
+    fn abs(&self, rel: &str) -> PathBuf {
+        self.mount().join(rel.trim_start_matches('/'))
+    }
+}
+
+/// uxsched's groups in one hierarchy.
+#[derive(Debug)]
+pub struct Groups {
+    pub hierarchy: Hierarchy,
+    name: String,
+}
+
+impl Groups {
+    /// Create `<mount>/<name>-fg` and `-bg` (reusing them if a killed daemon left them) and set their
+    /// weights.
+    pub fn create(
+        hierarchy: Hierarchy,
+        name: &str,
+        fg_shares: u64,
+        bg_shares: u64,
+    ) -> io::Result<Groups> {
+        let g = Groups {
+            hierarchy,
+            name: name.to_owned(),
+        };
+        for group in [Group::Fg, Group::Bg] {
+            std::fs::create_dir_all(g.hierarchy.abs(&g.rel(group)))?;
+        }
+        g.set_weight(Group::Fg, fg_shares)?;
+        g.set_weight(Group::Bg, bg_shares)?;
+        Ok(g)
+    }
+
+    /// A group's path relative to the mount, e.g. `/uxsched-fg`.
+    pub fn rel(&self, group: Group) -> String {
+        format!("/{}-{}", self.name, group.dir())
+    }
+
+    /// Which of uxsched's groups a cgroup path is, if any.
+    pub fn which(&self, rel: &str) -> Option<Group> {
+        [Group::Fg, Group::Bg]
+            .into_iter()
+            .find(|&g| self.rel(g) == rel)
+    }
+
+    /// Set a group's weight in `cpu.shares` units (converted to `cpu.weight` on v2). A v2
+    /// hierarchy without the cpu controller has no weight to set.
+    pub fn set_weight(&self, group: Group, shares: u64) -> io::Result<()> {
+        let dir = self.hierarchy.abs(&self.rel(group));
+        match &self.hierarchy {
+            Hierarchy::V1 { .. } => std::fs::write(dir.join("cpu.shares"), shares.to_string()),
+            Hierarchy::V2 { cpu: true, .. } => {
+                let w = uxsched_model::weights::shares_to_cgroup_weight(shares);
+                std::fs::write(dir.join("cpu.weight"), w.to_string())
+            }
+            Hierarchy::V2 { cpu: false, .. } => Ok(()),
+        }
+    }
+
+    /// The current weight in `cpu.shares` units, if the hierarchy has one.
+    pub fn weight(&self, group: Group) -> Option<u64> {
+        let dir = self.hierarchy.abs(&self.rel(group));
+        match &self.hierarchy {
+            Hierarchy::V1 { .. } => read_u64(&dir.join("cpu.shares")),
+            Hierarchy::V2 { cpu: true, .. } => read_u64(&dir.join("cpu.weight")),
+            Hierarchy::V2 { cpu: false, .. } => None,
+        }
+    }
+
+    /// Threads now in a group.
+    pub fn members(&self, group: Group) -> Vec<i32> {
+        let file = match self.hierarchy {
+            Hierarchy::V1 { .. } => "tasks",
+            Hierarchy::V2 { .. } => "cgroup.threads",
+        };
+        std::fs::read_to_string(self.hierarchy.abs(&self.rel(group)).join(file))
+            .map(|t| t.lines().filter_map(|l| l.trim().parse().ok()).collect())
+            .unwrap_or_default()
+    }
+
+    /// Remove the groups (they must be empty: the reconciler moves every task out first).
+    pub fn remove(&self) -> io::Result<()> {
+        for group in [Group::Fg, Group::Bg] {
+            remove_if_present(&self.hierarchy.abs(&self.rel(group)))?;
+        }
+        Ok(())
+    }
+}
+
+fn remove_if_present(dir: &Path) -> io::Result<()> {
+    match std::fs::remove_dir(dir) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        r => r,
+    }
+}
+
+fn read_u64(path: &Path) -> Option<u64> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MOUNTINFO: &str = "\
+32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu
+33 31 0:30 / /sys/fs/cgroup/cpuacct rw,relatime - cgroup cgroup rw,cpuacct
+41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw
+";
+
+    #[test]
+    fn finds_the_hybrid_layouts_mounts() {
+        let (v1, v2) = find_mounts(MOUNTINFO);
+        assert_eq!(v1.unwrap(), Path::new("/sys/fs/cgroup/cpu"));
+        assert_eq!(v2.unwrap(), Path::new("/sys/fs/cgroup/unified"));
+        let (v1, _) = find_mounts("1 1 0:1 / /x rw - cgroup cgroup rw,cpu,cpuacct\n");
+        assert_eq!(v1.unwrap(), Path::new("/x"));
+    }
+
+    #[test]
+    fn reads_the_right_line_of_proc_cgroup() {
+        let text = "2:cpuacct:/\n1:cpu,cpuacct:/user/a\n0::/init.scope\n";
+        let v1 = Hierarchy::V1 { mount: "/m".into() };
+        let v2 = Hierarchy::V2 {
+            mount: "/m".into(),
+            cpu: false,
+        };
+        assert_eq!(v1.find_in(text).unwrap(), "/user/a");
+        assert_eq!(v2.find_in(text).unwrap(), "/init.scope");
+    }
+}

@@ -1,0 +1,176 @@
+//! The control socket's messages (one JSON object per line each way) and a small blocking
+//! client for them, used by the `uxsched status|focus|mode|restore` commands.
+//!
+//! Requests: `{"cmd":"status"}`, `{"cmd":"focus","pid":123}`, `{"cmd":"focus","pid":null}`,
+//! `{"cmd":"mode","mode":"eimos"}`, `{"cmd":"restore"}`.
+//! Replies: `{"ok":true}` plus `"status":{…}` for status, or `{"ok":false,"error":"…"}`.
+
+use serde::{Deserialize, Serialize};
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::time::Duration;
+
+/// Longest request or reply line accepted (bounds a client's memory use of the daemon).
+pub const MAX_LINE: u64 = 1 << 20;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "cmd", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Request {
+    Status,
+    /// Focus a process (all its threads, current and future); `null` clears the focus.
+    Focus {
+        pid: Option<i32>,
+    },
+    Mode {
+        mode: String,
+    },
+    /// Undo everything now and clear the focus.
+    Restore,
+}
+
+impl Request {
+    /// Whether the request changes anything (needs root or a `control_uids` entry).
+    pub fn is_control(&self) -> bool {
+        !matches!(self, Request::Status)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Response {
+    pub ok: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<Status>,
+}
+
+impl Response {
+    pub fn ok() -> Response {
+        Response {
+            ok: true,
+            error: None,
+            status: None,
+        }
+    }
+
+    pub fn error(msg: impl Into<String>) -> Response {
+        Response {
+            ok: false,
+            error: Some(msg.into()),
+            status: None,
+        }
+    }
+}
+
+/// One thread's settings as shown by `status` (only the kinds uxsched changed are present).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Settings {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nice: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slice_ns: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ioprio: Option<u16>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Boosted {
+    pub tid: i32,
+    pub pid: i32,
+    pub comm: String,
+    pub role: String,
+    pub original: Settings,
+    pub current: Settings,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SourceStatus {
+    pub name: String,
+    pub alive: bool,
+    pub focus: Option<i32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Status {
+    pub mode: String,
+    pub focus: Option<i32>,
+    pub focus_comm: Option<String>,
+    pub boosted: Vec<Boosted>,
+    pub sources: Vec<SourceStatus>,
+    pub features: serde_json::Value,
+    pub daemon_pid: u32,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error(
+        "cannot connect to the daemon at {path}: {source} (is `uxsched daemon` running? --socket?)"
+    )]
+    Connect {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("talking to the daemon: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("the daemon's reply is not valid: {0}")]
+    Reply(#[from] serde_json::Error),
+    #[error("the daemon refused: {0}")]
+    Refused(String),
+}
+
+/// Send one request and wait for its reply (10 s at most).
+pub fn call(socket: &Path, req: &Request) -> Result<Response, ClientError> {
+    let stream = UnixStream::connect(socket).map_err(|source| ClientError::Connect {
+        path: socket.display().to_string(),
+        source,
+    })?;
+    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let mut line = serde_json::to_string(req)?;
+    line.push('\n');
+    (&stream).write_all(line.as_bytes())?;
+    let mut reply = String::new();
+    BufReader::new((&stream).take_limit()).read_line(&mut reply)?;
+    let resp: Response = serde_json::from_str(&reply)?;
+    if !resp.ok {
+        return Err(ClientError::Refused(resp.error.unwrap_or_default()));
+    }
+    Ok(resp)
+}
+
+trait TakeLimit: std::io::Read + Sized {
+    fn take_limit(self) -> std::io::Take<Self> {
+        self.take(MAX_LINE)
+    }
+}
+
+impl<R: std::io::Read> TakeLimit for R {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wire_format_is_stable() {
+        let r: Request = serde_json::from_str(r#"{"cmd":"focus","pid":42}"#).unwrap();
+        assert_eq!(r, Request::Focus { pid: Some(42) });
+        let r: Request = serde_json::from_str(r#"{"cmd":"focus","pid":null}"#).unwrap();
+        assert_eq!(r, Request::Focus { pid: None });
+        assert_eq!(
+            serde_json::to_string(&Request::Mode {
+                mode: "eimos".into()
+            })
+            .unwrap(),
+            r#"{"cmd":"mode","mode":"eimos"}"#
+        );
+        assert!(serde_json::from_str::<Request>(r#"{"cmd":"reboot"}"#).is_err());
+        assert_eq!(
+            serde_json::to_string(&Response::ok()).unwrap(),
+            r#"{"ok":true}"#
+        );
+    }
+}

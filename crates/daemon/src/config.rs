@@ -1,0 +1,433 @@
+//! The daemon's TOML configuration: every key optional (defaults = `packaging/uxsched.toml`),
+//! unknown keys and out-of-range values rejected during parsing, so that the error carries the
+//! key's name and its line (`TOML parse error at line 5, column 12`).
+
+use serde::{Deserialize, Deserializer, Serialize};
+use std::path::{Path, PathBuf};
+
+/// The documented default configuration file, shipped as `packaging/uxsched.toml` and printed
+/// by `uxsched config default` (one source of truth).
+pub const DEFAULT_TOML: &str = include_str!("../../../packaging/uxsched.toml");
+
+/// Where the daemon and its clients look when no `--config` is given.
+pub const DEFAULT_PATH: &str = "/etc/uxsched/uxsched.toml";
+
+/// The policies the daemon can run (one file each under `policy/`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    Eimos,
+    Vtcfs,
+    Mcfs,
+    Facfs,
+    Shuffledog,
+    Uxsched,
+}
+
+impl Mode {
+    pub const ALL: [Mode; 6] = [
+        Mode::Eimos,
+        Mode::Vtcfs,
+        Mode::Mcfs,
+        Mode::Facfs,
+        Mode::Shuffledog,
+        Mode::Uxsched,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Eimos => "eimos",
+            Mode::Vtcfs => "vtcfs",
+            Mode::Mcfs => "mcfs",
+            Mode::Facfs => "facfs",
+            Mode::Shuffledog => "shuffledog",
+            Mode::Uxsched => "uxsched",
+        }
+    }
+
+    /// Parse a mode name as given on the command line or over the socket.
+    pub fn parse(s: &str) -> Result<Mode, String> {
+        Mode::ALL
+            .into_iter()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<_> = Mode::ALL.iter().map(|m| m.name()).collect();
+                format!("unknown mode {s:?}; expected one of {}", names.join(", "))
+            })
+    }
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Focus sources that exist (see `sources/`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SourceName {
+    Explicit,
+    Android,
+    Mutter,
+}
+
+/// Declares a deserializer that rejects values outside `lo..=hi` with the key's name, so toml
+/// reports it with the line of the offending value.
+macro_rules! ranged {
+    ($fn:ident, $t:ty, $key:literal, $lo:expr, $hi:expr) => {
+        fn $fn<'de, D: Deserializer<'de>>(d: D) -> Result<$t, D::Error> {
+            let v = <$t>::deserialize(d)?;
+            if ($lo..=$hi).contains(&v) {
+                Ok(v)
+            } else {
+                Err(serde::de::Error::custom(format!(
+                    "`{}` = {} is out of range; expected {}..={}",
+                    $key, v, $lo, $hi
+                )))
+            }
+        }
+    };
+}
+
+ranged!(min_nice, i32, "min_nice", -20, 0);
+ranged!(shares, u64, "fg_shares/bg_shares", 2, 262_144);
+ranged!(interval_ms, u64, "min_focus_interval_ms", 0, 10_000);
+ranged!(rescan_ms, u64, "rescan_ms", 10, 60_000);
+ranged!(boost_nice, i32, "nice", -20, 0);
+ranged!(slice_us, u64, "slice_us", 100, 100_000);
+ranged!(c_ms, u64, "c_ms", 1, 1_000);
+ranged!(latency_ms, u64, "latency_ms", 1, 1_000);
+ranged!(gran_us, u64, "min_granularity_us", 100, 100_000);
+ranged!(budget_ms, u64, "budget_ms", 10, 600_000);
+ranged!(cut_rate, u32, "cut_rate", 1, 1024);
+ranged!(poll_ms, u64, "poll_ms", 10, 60_000);
+ranged!(readahead_factor, u64, "readahead_factor", 1, 64);
+
+fn cgroup_name<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    let s = String::deserialize(d)?;
+    let ok = !s.is_empty()
+        && s.len() <= 64
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
+        && !s.starts_with('.');
+    if ok {
+        Ok(s)
+    } else {
+        Err(serde::de::Error::custom(format!(
+            "`cgroup_name` = {s:?}: use 1-64 characters from [A-Za-z0-9._-], not starting with '.'"
+        )))
+    }
+}
+
+fn log_level<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    let s = String::deserialize(d)?;
+    match s.as_str() {
+        "error" | "warn" | "info" | "debug" | "trace" => Ok(s),
+        _ => Err(serde::de::Error::custom(format!(
+            "`log_level` = {s:?}: expected error, warn, info, debug or trace"
+        ))),
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    pub mode: Mode,
+    pub socket: PathBuf,
+    pub journal: PathBuf,
+    #[serde(deserialize_with = "log_level")]
+    pub log_level: String,
+    pub control_uids: Vec<u32>,
+    pub sources: Vec<SourceName>,
+    #[serde(deserialize_with = "min_nice")]
+    pub min_nice: i32,
+    #[serde(deserialize_with = "shares")]
+    pub fg_shares: u64,
+    #[serde(deserialize_with = "shares")]
+    pub bg_shares: u64,
+    #[serde(deserialize_with = "interval_ms")]
+    pub min_focus_interval_ms: u64,
+    #[serde(deserialize_with = "rescan_ms")]
+    pub rescan_ms: u64,
+    #[serde(deserialize_with = "cgroup_name")]
+    pub cgroup_name: String,
+    pub render_threads: Vec<String>,
+    pub eimos: Eimos,
+    pub vtcfs: Vtcfs,
+    pub mcfs: Mcfs,
+    pub facfs: Facfs,
+    pub shuffledog: Shuffledog,
+    pub uxsched: Uxsched,
+    pub android: Android,
+    pub mutter: Mutter,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Android {
+    pub proc_root: PathBuf,
+    pub cpuset_root: PathBuf,
+    #[serde(deserialize_with = "poll_ms")]
+    pub poll_ms: u64,
+}
+
+impl Default for Android {
+    fn default() -> Self {
+        Android {
+            proc_root: "/proc".into(),
+            cpuset_root: "/dev/cpuset".into(),
+            poll_ms: 250,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Mutter {
+    pub cgroup_root: PathBuf,
+}
+
+impl Default for Mutter {
+    fn default() -> Self {
+        Mutter {
+            cgroup_root: "/sys/fs/cgroup".into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Eimos {
+    #[serde(deserialize_with = "boost_nice")]
+    pub nice: i32,
+    pub prefetch: bool,
+    #[serde(deserialize_with = "readahead_factor")]
+    pub readahead_factor: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Vtcfs {
+    #[serde(deserialize_with = "c_ms")]
+    pub c_ms: u64,
+    #[serde(deserialize_with = "latency_ms")]
+    pub latency_ms: u64,
+    #[serde(deserialize_with = "gran_us")]
+    pub min_granularity_us: u64,
+    #[serde(deserialize_with = "slice_us")]
+    pub slice_us: u64,
+    #[serde(deserialize_with = "budget_ms")]
+    pub budget_ms: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Mcfs {
+    #[serde(deserialize_with = "cut_rate")]
+    pub cut_rate: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Facfs {
+    pub sysfs_root: PathBuf,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Shuffledog {
+    pub critical_threads: Vec<String>,
+    pub io_realtime: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Uxsched {
+    #[serde(deserialize_with = "slice_us")]
+    pub slice_us: u64,
+    #[serde(deserialize_with = "boost_nice")]
+    pub others_nice: i32,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            mode: Mode::Uxsched,
+            socket: "/run/uxsched/uxsched.sock".into(),
+            journal: "/var/lib/uxsched/journal.sqlite".into(),
+            log_level: "info".into(),
+            control_uids: Vec::new(),
+            sources: vec![SourceName::Explicit],
+            min_nice: -19,
+            fg_shares: 10240,
+            bg_shares: 128,
+            min_focus_interval_ms: 100,
+            rescan_ms: 200,
+            cgroup_name: "uxsched".into(),
+            render_threads: [
+                "RenderThread",
+                "GLThread",
+                "hwuiTask0",
+                "hwuiTask1",
+                "Compositor",
+            ]
+            .map(String::from)
+            .to_vec(),
+            eimos: Eimos::default(),
+            vtcfs: Vtcfs::default(),
+            mcfs: Mcfs::default(),
+            facfs: Facfs::default(),
+            shuffledog: Shuffledog::default(),
+            uxsched: Uxsched::default(),
+            android: Android::default(),
+            mutter: Mutter::default(),
+        }
+    }
+}
+
+impl Default for Eimos {
+    fn default() -> Self {
+        Eimos {
+            nice: -19,
+            prefetch: true,
+            readahead_factor: 8,
+        }
+    }
+}
+
+impl Default for Vtcfs {
+    fn default() -> Self {
+        Vtcfs {
+            c_ms: 100,
+            latency_ms: 6,
+            min_granularity_us: 750,
+            slice_us: 100,
+            budget_ms: 2000,
+        }
+    }
+}
+
+impl Default for Mcfs {
+    fn default() -> Self {
+        Mcfs { cut_rate: 16 }
+    }
+}
+
+impl Default for Facfs {
+    fn default() -> Self {
+        Facfs {
+            sysfs_root: "/sys/devices/system/cpu".into(),
+        }
+    }
+}
+
+impl Default for Shuffledog {
+    fn default() -> Self {
+        Shuffledog {
+            critical_threads: Vec::new(),
+            io_realtime: true,
+        }
+    }
+}
+
+impl Default for Uxsched {
+    fn default() -> Self {
+        Uxsched {
+            slice_us: 100,
+            others_nice: -5,
+        }
+    }
+}
+
+/// A configuration error; the message names the file, line and key.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("invalid config {path}: {message}")]
+    Invalid { path: PathBuf, message: String },
+}
+
+impl Config {
+    /// Parse TOML text; `origin` names the file in errors.
+    pub fn parse(text: &str, origin: &Path) -> Result<Config, ConfigError> {
+        toml::from_str(text).map_err(|e| ConfigError::Invalid {
+            path: origin.to_owned(),
+            message: e.to_string().trim_end().to_owned(),
+        })
+    }
+
+    /// Load a file; `None` loads [`DEFAULT_PATH`] if it exists, else the built-in defaults.
+    pub fn load(path: Option<&Path>) -> Result<Config, ConfigError> {
+        let (path, required) = match path {
+            Some(p) => (p, true),
+            None => (Path::new(DEFAULT_PATH), false),
+        };
+        match std::fs::read_to_string(path) {
+            Ok(text) => Config::parse(&text, path),
+            Err(e) if !required && e.kind() == std::io::ErrorKind::NotFound => {
+                Ok(Config::default())
+            }
+            Err(source) => Err(ConfigError::Read {
+                path: path.to_owned(),
+                source,
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &str) -> Result<Config, String> {
+        Config::parse(s, Path::new("test.toml")).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn shipped_file_equals_the_built_in_defaults() {
+        assert_eq!(parse(DEFAULT_TOML).unwrap(), Config::default());
+        assert_eq!(parse("").unwrap(), Config::default());
+    }
+
+    #[test]
+    fn unknown_key_is_named_with_its_line() {
+        let e = parse("mode = \"eimos\"\n\nmin_nise = -3\n").unwrap_err();
+        assert!(e.contains("line 3"), "{e}");
+        assert!(e.contains("min_nise"), "{e}");
+        let e = parse("[vtcfs]\nc_ms = 5\nbudjet_ms = 1\n").unwrap_err();
+        assert!(e.contains("line 3") && e.contains("budjet_ms"), "{e}");
+    }
+
+    #[test]
+    fn bad_values_are_named_with_their_line() {
+        let e = parse("socket = \"/tmp/x\"\nmin_nice = -40\n").unwrap_err();
+        assert!(e.contains("line 2") && e.contains("min_nice"), "{e}");
+        let e = parse("[uxsched]\nslice_us = 5\n").unwrap_err();
+        assert!(e.contains("line 2") && e.contains("slice_us"), "{e}");
+        let e = parse("mode = \"fastest\"\n").unwrap_err();
+        assert!(e.contains("line 1") && e.contains("fastest"), "{e}");
+        let e = parse("cgroup_name = \"../etc\"\n").unwrap_err();
+        assert!(e.contains("cgroup_name"), "{e}");
+    }
+
+    #[test]
+    fn partial_files_keep_other_defaults() {
+        let c = parse("mode = \"mcfs\"\n[mcfs]\ncut_rate = 8\n").unwrap();
+        assert_eq!(c.mode, Mode::Mcfs);
+        assert_eq!(c.mcfs.cut_rate, 8);
+        assert_eq!(c.vtcfs, Vtcfs::default());
+    }
+
+    #[test]
+    fn mode_names_round_trip() {
+        for m in Mode::ALL {
+            assert_eq!(Mode::parse(m.name()), Ok(m));
+        }
+        assert!(Mode::parse("cfs").is_err());
+    }
+}

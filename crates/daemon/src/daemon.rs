@@ -1,0 +1,402 @@
+//! The daemon's one loop: it owns the state, receives every event from one channel (sources,
+//! socket, signals), and after each change — at most once per `min_focus_interval_ms`, and every
+//! `rescan_ms` to catch new threads — asks the mode for the desired settings and reconciles.
+//! Start and stop are reconciliations with "desired = nothing": the first restores what a
+//! killed predecessor left in the journal, the last undoes everything this one did.
+
+use crate::actuators::cgroup::{Groups, Hierarchy};
+use crate::actuators::prefetch::Prefetcher;
+use crate::actuators::{ioprio, sched};
+use crate::api::{Boosted, Request, Response, Settings, SourceStatus, Status};
+use crate::config::{Config, Mode, SourceName};
+use crate::features::Features;
+use crate::journal::{Journal, Value};
+use crate::policy::{self, Desired};
+use crate::reconcile::Reconciler;
+use crate::server::Server;
+use crate::sources::{cpufreq, explicit, Event};
+use crate::state::{self, AppId, History, State};
+use anyhow::Context;
+use std::collections::BTreeMap;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::time::{Duration, Instant};
+use tracing::{error, info, warn};
+
+struct Daemon {
+    cfg: Config,
+    mode: Mode,
+    features: Features,
+    rec: Reconciler,
+    /// What each source says is in front (precedence = `cfg.sources` order).
+    focus_by_source: BTreeMap<SourceName, AppId>,
+    focus: Option<AppId>,
+    focus_since: Instant,
+    history: History,
+    /// Focus or mode changed and not yet applied.
+    dirty: bool,
+    last_apply: Instant,
+    prefetcher: Prefetcher,
+    sources_alive: BTreeMap<SourceName, bool>,
+}
+
+/// Start the configured sources' threads; a source that cannot start is reported, not fatal.
+fn start_sources(cfg: &Config, tx: &mpsc::Sender<Event>) -> BTreeMap<SourceName, bool> {
+    let mut alive = BTreeMap::new();
+    for &source in &cfg.sources {
+        let started = match source {
+            SourceName::Explicit => Ok(()),
+            SourceName::Android => crate::sources::android::spawn(
+                cfg.android.proc_root.clone(),
+                cfg.android.cpuset_root.clone(),
+                Duration::from_millis(cfg.android.poll_ms),
+                tx.clone(),
+            ),
+            SourceName::Mutter => {
+                crate::sources::mutter::spawn(cfg.mutter.cgroup_root.clone(), tx.clone())
+            }
+        };
+        if let Err(e) = &started {
+            warn!(?source, "source could not start: {e}");
+        }
+        alive.insert(source, started.is_ok());
+    }
+    alive
+}
+
+/// Run the daemon in the foreground until SIGTERM/SIGINT.
+pub fn run(cfg: Config) -> anyhow::Result<()> {
+    let features = Features::detect(&cfg.facfs.sysfs_root);
+    features.log();
+    let journal = Journal::open(&cfg.journal)?;
+    let groups = Hierarchy::detect().and_then(|h| {
+        let where_ = h.describe();
+        Groups::create(h, &cfg.cgroup_name, cfg.fg_shares, cfg.bg_shares)
+            .map_err(|e| {
+                warn!("cannot create uxsched's cgroups in {where_}: {e}; group placement disabled")
+            })
+            .ok()
+    });
+    let leftovers = journal.entries()?.len();
+    let mut rec = Reconciler::new(journal, groups, features.default_slice_ns);
+    if leftovers > 0 {
+        info!(
+            leftovers,
+            "restoring settings a previous daemon left behind"
+        );
+    }
+    rec.reconcile(&Desired::nothing(&cfg))?;
+
+    let (tx, rx) = mpsc::channel();
+    let server = Server::start(&cfg.socket, cfg.control_uids.clone(), tx.clone())?;
+    let sources_alive = start_sources(&cfg, &tx);
+    let mut signals = signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGINT,
+    ])
+    .context("installing signal handlers")?;
+    std::thread::Builder::new()
+        .name("uxsched-signals".into())
+        .spawn(move || {
+            if signals.forever().next().is_some() {
+                let _ = tx.send(Event::Shutdown);
+            }
+        })?;
+    info!(mode = %cfg.mode, socket = %cfg.socket.display(), "uxsched daemon ready");
+
+    let mut d = Daemon {
+        mode: cfg.mode,
+        cfg,
+        features,
+        rec,
+        focus_by_source: BTreeMap::new(),
+        focus: None,
+        focus_since: Instant::now(),
+        history: History::default(),
+        dirty: false,
+        last_apply: Instant::now(),
+        prefetcher: Prefetcher::default(),
+        sources_alive,
+    };
+    let result = d.serve(&rx);
+    if let Err(e) = &result {
+        error!("stopping after an error: {e:#}");
+    }
+    info!("restoring everything");
+    d.focus_by_source.clear();
+    d.focus = None;
+    d.history.clear();
+    let stopped = d.stop();
+    drop(server);
+    result.and(stopped)
+}
+
+impl Daemon {
+    fn serve(&mut self, rx: &mpsc::Receiver<Event>) -> anyhow::Result<()> {
+        let rescan = Duration::from_millis(self.cfg.rescan_ms);
+        let min_interval = Duration::from_millis(self.cfg.min_focus_interval_ms);
+        let mut next_scan = Instant::now() + rescan;
+        loop {
+            let now = Instant::now();
+            let apply_at = if self.dirty {
+                (self.last_apply + min_interval).min(next_scan)
+            } else {
+                next_scan
+            };
+            match rx.recv_timeout(apply_at.saturating_duration_since(now)) {
+                Ok(Event::Shutdown) | Err(RecvTimeoutError::Disconnected) => return Ok(()),
+                Ok(Event::Client {
+                    request,
+                    uid,
+                    reply,
+                }) => {
+                    let resp = self.handle(request, uid);
+                    let _ = reply.send(resp);
+                }
+                Ok(Event::Focus { source, pid }) => {
+                    if let Err(e) = self.set_focus(source, pid.and_then(|p| AppId::of(p).ok())) {
+                        warn!("{e}");
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+            }
+            let now = Instant::now();
+            let due = (self.dirty && now >= self.last_apply + min_interval) || now >= next_scan;
+            if due {
+                self.apply()?;
+                next_scan = Instant::now() + rescan;
+            }
+        }
+    }
+
+    fn handle(&mut self, request: Request, uid: u32) -> Response {
+        match request {
+            Request::Status => Response {
+                status: Some(self.status()),
+                ..Response::ok()
+            },
+            Request::Focus { pid } => match explicit::authorize(uid, pid) {
+                Ok(app) => match self.set_focus(SourceName::Explicit, app) {
+                    Ok(()) => Response::ok(),
+                    Err(e) => Response::error(e),
+                },
+                Err(e) => Response::error(e),
+            },
+            Request::Mode { mode } => match Mode::parse(&mode) {
+                Ok(m) => {
+                    if m != self.mode {
+                        info!(from = %self.mode, to = %m, "mode change");
+                        self.mode = m;
+                        self.rec.new_episode();
+                        self.dirty = true;
+                    }
+                    Response::ok()
+                }
+                Err(e) => Response::error(e),
+            },
+            Request::Restore => {
+                info!("restore requested: clearing the focus and undoing everything");
+                self.focus_by_source.clear();
+                self.update_focus();
+                self.history.clear(); // after: the app just unfocused is not "background" either
+                match self.apply() {
+                    Ok(()) => Response::ok(),
+                    Err(e) => Response::error(format!("{e:#}")),
+                }
+            }
+        }
+    }
+
+    fn set_focus(&mut self, source: SourceName, app: Option<AppId>) -> Result<(), String> {
+        if !self.cfg.sources.contains(&source) {
+            return Err(format!("source {source:?} is not enabled in `sources`"));
+        }
+        match app {
+            Some(a) => self.focus_by_source.insert(source, a),
+            None => self.focus_by_source.remove(&source),
+        };
+        self.update_focus();
+        Ok(())
+    }
+
+    /// Recompute the effective focus from the sources by precedence.
+    fn update_focus(&mut self) {
+        let new = self
+            .cfg
+            .sources
+            .iter()
+            .find_map(|s| self.focus_by_source.get(s).copied());
+        if new != self.focus {
+            info!(from = ?self.focus.map(|a| a.pid), to = ?new.map(|a| a.pid), "focus change");
+            if let Some(old) = self.focus {
+                self.history.push(old);
+            }
+            self.focus = new;
+            self.prefetcher.retain_only(new.map(|a| a.pid));
+            self.focus_since = Instant::now();
+            self.rec.new_episode();
+            self.dirty = true;
+        }
+    }
+
+    fn scan(&mut self) -> State {
+        let mut focus = self
+            .focus
+            .and_then(|id| state::scan_app(id, true, &self.cfg));
+        if self.focus.is_some() && focus.is_none() {
+            info!(pid = self.focus.map(|a| a.pid), "focused process exited");
+            self.focus_by_source.retain(|_, a| a.alive());
+            self.update_focus();
+            focus = self
+                .focus
+                .and_then(|id| state::scan_app(id, true, &self.cfg));
+        }
+        self.history.refresh(self.focus);
+        let background = self
+            .history
+            .iter()
+            .filter_map(|id| state::scan_app(*id, false, &self.cfg))
+            .collect();
+        let cpus_used = focus.iter().flat_map(|a| a.threads.iter().map(|t| t.cpu));
+        State {
+            freq_ratio: cpufreq::freq_ratio(&self.cfg.facfs.sysfs_root, cpus_used),
+            focus,
+            background,
+            since_focus_ms: self.focus_since.elapsed().as_millis() as u64,
+            runnable: state::runnable_now(),
+            cpus: state::cpus_now(),
+        }
+    }
+
+    fn apply(&mut self) -> anyhow::Result<()> {
+        let state = self.scan();
+        let desired = policy::for_mode(self.mode)
+            .desired(&state, &self.cfg)
+            .bounded(&self.cfg);
+        self.rec.reconcile(&desired)?;
+        if self.mode == Mode::Eimos && self.cfg.eimos.prefetch {
+            if let Some(app) = &state.focus {
+                if let Err(e) = self
+                    .prefetcher
+                    .scan(app.id.pid, self.cfg.eimos.readahead_factor)
+                {
+                    tracing::debug!(pid = app.id.pid, "prefetch: {e}");
+                }
+            }
+        }
+        self.dirty = false;
+        self.last_apply = Instant::now();
+        Ok(())
+    }
+
+    /// Undo everything and remove the groups (retrying while inherited tasks move out).
+    fn stop(&mut self) -> anyhow::Result<()> {
+        let nothing = Desired::nothing(&self.cfg);
+        for attempt in 0..5 {
+            self.rec.reconcile(&nothing)?;
+            match self.rec.groups.as_ref().map(|g| g.remove()) {
+                None | Some(Ok(())) => return Ok(()),
+                Some(Err(e)) if attempt == 4 => {
+                    warn!("cannot remove uxsched's cgroups: {e}");
+                }
+                Some(Err(_)) => std::thread::sleep(Duration::from_millis(20)),
+            }
+        }
+        Ok(())
+    }
+
+    fn status(&self) -> Status {
+        let focus_app = self
+            .focus
+            .and_then(|id| state::scan_app(id, true, &self.cfg));
+        let mut boosted: BTreeMap<i32, Boosted> = BTreeMap::new();
+        for e in self.rec.journal.entries().unwrap_or_default() {
+            let tid = e.task.tid;
+            let b = boosted.entry(tid).or_insert_with(|| {
+                let info = focus_app
+                    .iter()
+                    .flat_map(|a| a.threads.iter())
+                    .find(|t| t.task == e.task);
+                Boosted {
+                    tid,
+                    pid: e.task.pid,
+                    comm: crate::identity::stat(tid)
+                        .map(|s| s.comm)
+                        .unwrap_or_default(),
+                    role: info.map_or("background", |t| role_name(t.role)).to_owned(),
+                    original: Settings::default(),
+                    current: Settings::default(),
+                }
+            });
+            fill(&mut b.original, &e.original);
+            fill(&mut b.current, &self.current(tid, &e.original));
+        }
+        Status {
+            mode: self.mode.name().to_owned(),
+            focus: self.focus.map(|a| a.pid),
+            focus_comm: focus_app.and_then(|a| {
+                a.threads
+                    .iter()
+                    .find(|t| t.task.tid == a.id.pid)
+                    .map(|t| t.comm.clone())
+            }),
+            boosted: boosted.into_values().collect(),
+            sources: self
+                .cfg
+                .sources
+                .iter()
+                .map(|s| SourceStatus {
+                    name: format!("{s:?}").to_lowercase(),
+                    alive: self.sources_alive.get(s).copied().unwrap_or(false),
+                    focus: self.focus_by_source.get(s).map(|a| a.pid),
+                })
+                .collect(),
+            features: serde_json::to_value(&self.features).unwrap_or_default(),
+            daemon_pid: std::process::id(),
+        }
+    }
+
+    /// The kernel's value now for the kind of `like`.
+    fn current(&self, tid: i32, like: &Value) -> Value {
+        match like {
+            Value::Sched(_) => Value::Sched(sched::get(tid).unwrap_or(sched::SchedAttr {
+                policy: u32::MAX,
+                flags: 0,
+                nice: 0,
+                priority: 0,
+                runtime: 0,
+                deadline: 0,
+                period: 0,
+            })),
+            Value::Ioprio(_) => Value::Ioprio(ioprio::get(tid).unwrap_or(0)),
+            Value::Cgroup(_) => Value::Cgroup(
+                self.rec
+                    .groups
+                    .as_ref()
+                    .and_then(|g| g.hierarchy.current(tid).ok())
+                    .unwrap_or_default(),
+            ),
+        }
+    }
+}
+
+fn role_name(r: state::Role) -> &'static str {
+    match r {
+        state::Role::Ui => "ui",
+        state::Role::Render => "render",
+        state::Role::Critical => "critical",
+        state::Role::Other => "other",
+        state::Role::Background => "background",
+    }
+}
+
+fn fill(s: &mut Settings, v: &Value) {
+    match v {
+        Value::Sched(a) => {
+            s.policy = Some(a.policy);
+            s.nice = Some(a.nice);
+            s.slice_ns = Some(a.runtime);
+        }
+        Value::Cgroup(p) => s.cgroup = Some(p.clone()),
+        Value::Ioprio(v) => s.ioprio = Some(*v),
+    }
+}

@@ -1,0 +1,221 @@
+//! What the daemon knows about the device: the focused app and its threads with their roles,
+//! the apps that were in front before (background), and the load figures some modes use.
+//! Built by scanning /proc; the policies read it and nothing else, so they stay pure.
+
+use crate::config::Config;
+use crate::identity::{self, TaskId};
+use serde::Serialize;
+use std::collections::VecDeque;
+
+/// How many previously focused apps are remembered as "background apps" (bounded memory).
+pub const MAX_BACKGROUND_APPS: usize = 16;
+
+/// A thread's role in the interaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// The main/UI thread (tid = pid): receives input and drives frames.
+    Ui,
+    /// A render thread (name in `render_threads`).
+    Render,
+    /// A thread named delay-critical by the config (`shuffledog.critical_threads`).
+    Critical,
+    /// Any other thread of the foreground app.
+    Other,
+    /// A thread of a background app.
+    Background,
+}
+
+/// A process as uxsched tracks it: pid plus start time (see `identity`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub struct AppId {
+    pub pid: i32,
+    pub start: u64,
+}
+
+impl AppId {
+    /// The identity of a live process now.
+    pub fn of(pid: i32) -> std::io::Result<AppId> {
+        let id = identity::task_id(pid)?;
+        if id.pid != pid {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("{pid} is a thread of process {}, not a process", id.pid),
+            ));
+        }
+        Ok(AppId {
+            pid,
+            start: id.start,
+        })
+    }
+
+    pub fn alive(&self) -> bool {
+        identity::still_same(&TaskId {
+            tid: self.pid,
+            pid: self.pid,
+            start: self.start,
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ThreadInfo {
+    pub task: TaskId,
+    pub comm: String,
+    pub role: Role,
+    /// CPU the thread last ran on.
+    pub cpu: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct App {
+    pub id: AppId,
+    pub threads: Vec<ThreadInfo>,
+}
+
+/// The daemon's picture of the device at one instant.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct State {
+    pub focus: Option<App>,
+    pub background: Vec<App>,
+    /// Milliseconds since the focus last changed (the start of the current interaction).
+    pub since_focus_ms: u64,
+    /// Runnable tasks system-wide (`procs_running` of /proc/stat).
+    pub runnable: u32,
+    /// Online CPUs.
+    pub cpus: u32,
+    /// f_max / f_cur of the CPUs the focused app's threads last ran on (1.0 without cpufreq).
+    pub freq_ratio: f64,
+}
+
+/// Classify a thread of an app.
+pub fn role_of(task: &TaskId, comm: &str, foreground: bool, cfg: &Config) -> Role {
+    if !foreground {
+        Role::Background
+    } else if task.tid == task.pid {
+        Role::Ui
+    } else if cfg.render_threads.iter().any(|n| n == comm) {
+        Role::Render
+    } else if cfg.shuffledog.critical_threads.iter().any(|n| n == comm) {
+        Role::Critical
+    } else {
+        Role::Other
+    }
+}
+
+/// Scan an app's threads now; `None` once the process is gone or its pid was recycled.
+pub fn scan_app(id: AppId, foreground: bool, cfg: &Config) -> Option<App> {
+    if !id.alive() {
+        return None;
+    }
+    let threads = identity::threads(id.pid)
+        .into_iter()
+        .filter_map(|tid| {
+            let st = identity::stat(tid).ok()?;
+            let task = TaskId {
+                tid,
+                pid: id.pid,
+                start: st.start,
+            };
+            Some(ThreadInfo {
+                role: role_of(&task, &st.comm, foreground, cfg),
+                comm: st.comm,
+                cpu: st.processor,
+                task,
+            })
+        })
+        .collect();
+    Some(App { id, threads })
+}
+
+/// Runnable tasks now, from `/proc/stat`'s `procs_running` (includes the reader itself).
+pub fn runnable_now() -> u32 {
+    std::fs::read_to_string("/proc/stat")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("procs_running "))
+                .and_then(|v| v.trim().parse().ok())
+        })
+        .unwrap_or(1)
+}
+
+/// Online CPUs.
+pub fn cpus_now() -> u32 {
+    std::thread::available_parallelism().map_or(1, |n| n.get() as u32)
+}
+
+/// Apps the user had in front before, most recent first, bounded by [`MAX_BACKGROUND_APPS`].
+#[derive(Debug, Default)]
+pub struct History {
+    apps: VecDeque<AppId>,
+}
+
+impl History {
+    /// Remember `app` as having left the front.
+    pub fn push(&mut self, app: AppId) {
+        self.apps.retain(|a| *a != app);
+        self.apps.push_front(app);
+        self.apps.truncate(MAX_BACKGROUND_APPS);
+    }
+
+    /// Forget `app` (it is in front again) and every app that has exited.
+    pub fn refresh(&mut self, focus: Option<AppId>) {
+        self.apps.retain(|a| Some(*a) != focus && a.alive());
+    }
+
+    pub fn clear(&mut self) {
+        self.apps.clear();
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &AppId> {
+        self.apps.iter()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roles_follow_tid_and_names() {
+        let cfg = Config::default();
+        let t = |tid| TaskId {
+            tid,
+            pid: 10,
+            start: 1,
+        };
+        assert_eq!(role_of(&t(10), "app", true, &cfg), Role::Ui);
+        assert_eq!(role_of(&t(11), "RenderThread", true, &cfg), Role::Render);
+        assert_eq!(role_of(&t(12), "worker", true, &cfg), Role::Other);
+        assert_eq!(role_of(&t(10), "app", false, &cfg), Role::Background);
+    }
+
+    #[test]
+    fn history_is_bounded_and_deduplicated() {
+        let me = AppId::of(std::process::id() as i32).unwrap();
+        let mut h = History::default();
+        for _ in 0..3 {
+            h.push(me);
+        }
+        assert_eq!(h.iter().count(), 1);
+        for i in 0..40 {
+            h.push(AppId {
+                pid: 1_000_000 + i,
+                start: 1,
+            });
+        }
+        assert_eq!(h.iter().count(), MAX_BACKGROUND_APPS);
+        h.refresh(None);
+        assert_eq!(h.iter().count(), 0, "dead apps are forgotten");
+    }
+
+    #[test]
+    fn scanning_this_process_finds_its_ui_thread() {
+        let me = AppId::of(std::process::id() as i32).unwrap();
+        let app = scan_app(me, true, &Config::default()).unwrap();
+        let ui = app.threads.iter().find(|t| t.task.tid == me.pid).unwrap();
+        assert_eq!(ui.role, Role::Ui);
+        assert!(runnable_now() >= 1);
+    }
+}

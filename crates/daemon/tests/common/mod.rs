@@ -1,0 +1,350 @@
+//! Helpers for the real-kernel tests: a daemon child process, test "app" processes, polling.
+//!
+//! The children are this same test binary re-executed with `UXSCHED_TEST_ROLE` set (see
+//! `child_entry` in each test file), so the tests need nothing but themselves. Every child is
+//! killed by a Drop guard, and the daemon guard removes its cgroups if it could not — the
+//! machine is left as found even when an assertion fails.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+use uxsched_daemon::actuators::cgroup::Hierarchy;
+use uxsched_daemon::actuators::sched::{self, SchedAttr};
+use uxsched_daemon::api::{self, Request, Status};
+
+pub const ROLE_ENV: &str = "UXSCHED_TEST_ROLE";
+pub const CONFIG_ENV: &str = "UXSCHED_TEST_CONFIG";
+
+/// Tests measure and change scheduling of real processes on a 2-CPU machine: one at a time.
+pub fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+pub fn wait_until(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
+    let end = Instant::now() + timeout;
+    while !cond() {
+        assert!(Instant::now() < end, "timed out waiting for: {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn child(role: &str) -> Command {
+    let mut c = Command::new(std::env::current_exe().unwrap());
+    c.args(["--exact", "child_entry", "--nocapture", "--test-threads=1"])
+        .env(ROLE_ENV, role)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null());
+    c
+}
+
+/// A uxsched daemon child with its own socket, journal and cgroup name.
+pub struct Daemon {
+    pub dir: PathBuf,
+    pub config: PathBuf,
+    pub socket: PathBuf,
+    pub cgroup_name: String,
+    child: Option<Child>,
+    spawns: u32,
+}
+
+impl Daemon {
+    /// Write a config (`mode` plus `extra` TOML lines) in a fresh directory.
+    pub fn configure(mode: &str, extra: &str) -> Daemon {
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("uxsched-test-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let cgroup_name = format!("uxsched-test-{}-{n}", std::process::id());
+        let socket = dir.join("uxsched.sock");
+        let config = dir.join("uxsched.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "mode = \"{mode}\"\nsocket = \"{}\"\njournal = \"{}\"\ncgroup_name = \"{cgroup_name}\"\n\
+                 rescan_ms = 50\nmin_focus_interval_ms = 0\nlog_level = \"debug\"\n{extra}\n",
+                socket.display(),
+                dir.join("journal.sqlite").display()
+            ),
+        )
+        .unwrap();
+        Daemon {
+            dir,
+            config,
+            socket,
+            cgroup_name,
+            child: None,
+            spawns: 0,
+        }
+    }
+
+    pub fn start(mode: &str, extra: &str) -> Daemon {
+        let mut d = Daemon::configure(mode, extra);
+        d.spawn();
+        d
+    }
+
+    /// (Re)start the daemon process with this config and wait until it answers.
+    pub fn spawn(&mut self) {
+        self.spawns += 1;
+        let log =
+            std::fs::File::create(self.dir.join(format!("daemon-{}.log", self.spawns))).unwrap();
+        let child = child("daemon")
+            .env(CONFIG_ENV, &self.config)
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        self.child = Some(child);
+        let socket = self.socket.clone();
+        wait_until("daemon status", Duration::from_secs(20), || {
+            api::call(&socket, &Request::Status).is_ok()
+        });
+    }
+
+    pub fn status(&self) -> Status {
+        api::call(&self.socket, &Request::Status)
+            .unwrap()
+            .status
+            .unwrap()
+    }
+
+    pub fn send(&self, req: Request) -> Result<api::Response, api::ClientError> {
+        api::call(&self.socket, &req)
+    }
+
+    pub fn focus(&self, pid: Option<i32>) {
+        self.send(Request::Focus { pid }).unwrap();
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.as_ref().unwrap().id() as i32
+    }
+
+    /// Stop with a signal; `SIGTERM` must restore everything, `SIGKILL` restores nothing.
+    pub fn stop(&mut self, signal: i32) {
+        if let Some(mut c) = self.child.take() {
+            // SAFETY: signalling our own child process.
+            unsafe { libc::kill(c.id() as i32, signal) };
+            let status = c.wait().unwrap();
+            if signal == libc::SIGTERM {
+                assert!(status.success(), "daemon exited with {status}");
+            }
+        }
+    }
+
+    /// `fg` or `bg` group directory.
+    pub fn group_dir(&self, group: &str) -> PathBuf {
+        Hierarchy::detect()
+            .unwrap()
+            .mount()
+            .join(format!("{}-{group}", self.cgroup_name))
+    }
+
+    /// A group's path as /proc/<tid>/cgroup shows it.
+    pub fn group_rel(&self, group: &str) -> String {
+        format!("/{}-{group}", self.cgroup_name)
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        self.stop(libc::SIGTERM);
+        if std::thread::panicking() {
+            for i in 1..=self.spawns {
+                let log = std::fs::read_to_string(self.dir.join(format!("daemon-{i}.log")));
+                eprintln!("--- daemon log {i} ---\n{}", log.unwrap_or_default());
+            }
+        }
+        // Safety net: if a failing test left the groups, empty and remove them.
+        let h = Hierarchy::detect().unwrap();
+        for g in ["fg", "bg"] {
+            let dir = self.group_dir(g);
+            if let Ok(t) = std::fs::read_to_string(dir.join("tasks")) {
+                for tid in t.lines().filter_map(|l| l.parse().ok()) {
+                    let _ = h.move_to(tid, "/");
+                }
+            }
+            let _ = std::fs::remove_dir(&dir);
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A test "app": a child process whose threads are named by `spec` (comma-separated names;
+/// `spin` threads busy-loop, others sleep; `late:NAME` starts 300 ms later).
+pub struct App {
+    child: Child,
+}
+
+impl App {
+    pub fn spawn(spec: &str) -> App {
+        App::spawn_with(spec, |_| {})
+    }
+
+    pub fn spawn_with(spec: &str, adjust: impl FnOnce(&mut Command)) -> App {
+        let mut c = child(&format!("app:{spec}"));
+        c.stderr(Stdio::null());
+        adjust(&mut c);
+        let app = App {
+            child: c.spawn().unwrap(),
+        };
+        let want = spec
+            .split(',')
+            .filter(|s| !s.is_empty() && !s.starts_with("late:") && !s.starts_with("reader="))
+            .count()
+            + 1;
+        let pid = app.pid();
+        wait_until("app threads", Duration::from_secs(5), || {
+            tids(pid).len() >= want
+        });
+        app
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    pub fn tids(&self) -> Vec<i32> {
+        tids(self.pid())
+    }
+
+    /// The tid of the thread named `name`.
+    pub fn tid(&self, name: &str) -> i32 {
+        let pid = self.pid();
+        let mut found = None;
+        wait_until(&format!("thread {name}"), Duration::from_secs(5), || {
+            found = tids(pid).into_iter().find(|&t| comm(t) == name);
+            found.is_some()
+        });
+        found.unwrap()
+    }
+
+    pub fn kill(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for App {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn tids(pid: i32) -> Vec<i32> {
+    uxsched_daemon::identity::threads(pid)
+}
+
+pub fn comm(tid: i32) -> String {
+    uxsched_daemon::identity::stat(tid)
+        .map(|s| s.comm)
+        .unwrap_or_default()
+}
+
+pub fn attr(tid: i32) -> SchedAttr {
+    sched::get(tid).unwrap()
+}
+
+pub fn nice(tid: i32) -> i32 {
+    attr(tid).nice
+}
+
+pub fn cgroup(tid: i32) -> String {
+    Hierarchy::detect().unwrap().current(tid).unwrap()
+}
+
+/// The child side: run as the daemon or as a test app, depending on `UXSCHED_TEST_ROLE`.
+/// Returns false when this process is the test runner itself (nothing to do).
+pub fn run_child_role() -> bool {
+    let Ok(role) = std::env::var(ROLE_ENV) else {
+        return false;
+    };
+    if role == "daemon" {
+        let path = PathBuf::from(std::env::var(CONFIG_ENV).unwrap());
+        run_daemon(&path);
+    } else if let Some(spec) = role.strip_prefix("app:") {
+        run_app(spec);
+    }
+    std::process::exit(0);
+}
+
+fn run_daemon(config: &Path) {
+    let cfg = uxsched_daemon::Config::load(Some(config)).unwrap();
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(&cfg.log_level))
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .init();
+    if let Err(e) = uxsched_daemon::daemon::run(cfg) {
+        eprintln!("daemon failed: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn run_app(spec: &str) {
+    if let Some(path) = spec.strip_prefix("reader=") {
+        read_slowly(Path::new(path));
+    }
+    for entry in spec.split(',').filter(|s| !s.is_empty()) {
+        let (late, name) = match entry.strip_prefix("late:") {
+            Some(n) => (true, n.to_owned()),
+            None => (false, entry.to_owned()),
+        };
+        let start = move || {
+            let body: fn() -> ! = match name.as_str() {
+                n if n.starts_with("spin") => spin_forever,
+                "churn" => churn_forever,
+                _ => sleep_forever,
+            };
+            std::thread::Builder::new()
+                .name(name)
+                .spawn(move || body())
+                .unwrap();
+        };
+        if late {
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(300));
+                start();
+                sleep_forever()
+            });
+        } else {
+            start();
+        }
+    }
+    sleep_forever()
+}
+
+/// A sequential reader: 64 KiB every 20 ms from the start of `path`.
+fn read_slowly(path: &Path) -> ! {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path).unwrap();
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        let _ = f.read(&mut buf).unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Threads that live ~1 ms each: they exit while the daemon is changing them.
+fn churn_forever() -> ! {
+    loop {
+        let _ = std::thread::spawn(|| std::thread::sleep(Duration::from_millis(1))).join();
+    }
+}
+
+fn sleep_forever() -> ! {
+    loop {
+        std::thread::sleep(Duration::from_secs(3600));
+    }
+}
+
+fn spin_forever() -> ! {
+    let mut x = 0u64;
+    loop {
+        x = std::hint::black_box(x.wrapping_add(1));
+    }
+}

@@ -1,0 +1,148 @@
+//! The daemon face through the real `uxsched` binary, exactly as the harness drives it:
+//! config file with `socket`/`journal`, `uxsched daemon --config F --mode M` as a child, poll
+//! `status --json` until it answers, `focus <pid>`, SIGTERM, everything restored. Plus exit
+//! codes and messages of the client and config commands.
+
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn uxsched() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_uxsched"))
+}
+
+fn run(args: &[&str]) -> Output {
+    uxsched().args(args).output().unwrap()
+}
+
+fn nice_of(tid: u32) -> i32 {
+    let s = std::fs::read_to_string(format!("/proc/{tid}/stat")).unwrap();
+    let rest: Vec<&str> = s[s.rfind(')').unwrap() + 2..].split(' ').collect();
+    rest[16].parse().unwrap() // field 19: nice
+}
+
+/// Kills its child on drop (daemon or test app), so a failed assertion leaves nothing behind.
+struct Guard(Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        // SAFETY: signalling our own child; SIGTERM lets a daemon restore before exiting.
+        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn config_errors_name_key_and_line_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("bad.toml");
+    std::fs::write(&f, "mode = \"eimos\"\n\n[vtcfs]\nslice_us = 7\n").unwrap();
+    let out = run(&["config", "check", f.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("line 4") && err.contains("slice_us"), "{err}");
+
+    std::fs::write(&f, "sockett = \"/x\"\n").unwrap();
+    let out = run(&["config", "check", f.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(err.contains("line 1") && err.contains("sockett"), "{err}");
+
+    let out = run(&["daemon", "--config", f.to_str().unwrap()]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "the daemon refuses a bad config too"
+    );
+}
+
+#[test]
+fn default_config_is_printed_and_valid() {
+    let out = run(&["config", "default"]);
+    assert!(out.status.success());
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("default.toml");
+    std::fs::write(&f, &out.stdout).unwrap();
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../packaging/uxsched.toml");
+    assert_eq!(std::fs::read(shipped).unwrap(), out.stdout);
+    assert!(run(&["config", "check", f.to_str().unwrap()])
+        .status
+        .success());
+}
+
+#[test]
+fn clients_without_a_daemon_fail_with_a_hint_and_bad_modes_exit_2() {
+    let out = run(&["status", "--socket", "/nonexistent/uxsched.sock"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is `uxsched daemon` running"));
+    let out = run(&["mode", "turbo", "--socket", "/nonexistent/uxsched.sock"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("eimos"));
+}
+
+#[test]
+fn harness_contract_focus_status_sigterm_restores() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("uxsched.sock");
+    let cfg = dir.path().join("c.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "socket = \"{}\"\njournal = \"{}\"\ncgroup_name = \"uxsched-cli-test-{}\"\n",
+            sock.display(),
+            dir.path().join("journal.sqlite").display(),
+            std::process::id()
+        ),
+    )
+    .unwrap();
+    let mut daemon = Guard(
+        uxsched()
+            .args([
+                "daemon",
+                "--config",
+                cfg.to_str().unwrap(),
+                "--mode",
+                "eimos",
+            ])
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let app = Guard(Command::new("sleep").arg("30").spawn().unwrap());
+    let pid = app.0.id();
+    let s = sock.to_str().unwrap();
+    let end = Instant::now() + Duration::from_secs(20);
+    while !run(&["status", "--json", "--socket", s]).status.success() {
+        assert!(Instant::now() < end, "daemon never answered");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(run(&["focus", &pid.to_string(), "--socket", s])
+        .status
+        .success());
+    let end = Instant::now() + Duration::from_secs(5);
+    while nice_of(pid) != -19 {
+        assert!(Instant::now() < end, "never boosted");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = run(&["status", "--json", "--socket", s]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["mode"], "eimos");
+    assert_eq!(v["focus"], pid);
+    assert_eq!(v["boosted"][0]["pid"], pid);
+    assert_eq!(v["boosted"][0]["original"]["nice"], 0);
+    assert_eq!(v["boosted"][0]["current"]["nice"], -19);
+    assert!(v["features"].is_object());
+    let text = run(&["status", "--socket", s]);
+    assert!(String::from_utf8_lossy(&text.stdout).contains("0→-19"));
+
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(daemon.0.id() as i32, libc::SIGTERM) };
+    assert!(daemon.0.wait().unwrap().success());
+    assert_eq!(nice_of(pid), 0, "SIGTERM restored the nice value");
+    assert!(!sock.exists(), "socket removed");
+}
