@@ -195,10 +195,17 @@ fn warnings(report: &Report) -> Vec<String> {
     if !report.modes.iter().any(|r| r.mode == ModeName::Idle) {
         w.push("no `idle` mode in this run: ratios to idle are not available".into());
     }
-    for r in &report.modes {
-        if r.summary.n < 100 {
-            w.push(format!("mode {} has only {} samples: its p99 is close to its max; use a longer --duration or more --reps", r.mode.name(), r.summary.n));
-        }
+    let few: Vec<String> = report
+        .modes
+        .iter()
+        .filter(|r| r.summary.n < 100)
+        .map(|r| format!("{} ({})", r.mode.name(), r.summary.n))
+        .collect();
+    if !few.is_empty() {
+        w.push(format!(
+            "fewer than 100 samples for {}: p99 is close to the max; use a longer --duration or more --reps",
+            few.join(", ")
+        ));
     }
     let mut loaded: Vec<&ModeRow> = report
         .modes
