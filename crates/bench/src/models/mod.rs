@@ -155,7 +155,7 @@ fn own_context_switches() -> u64 {
 }
 
 /// Read the `ready` line a model prints on stdout.
-pub(crate) fn expect_ready(stdout: &mut impl BufRead) -> Result<()> {
+pub fn expect_ready(stdout: &mut impl BufRead) -> Result<()> {
     let mut line = String::new();
     stdout.read_line(&mut line)?;
     if line.trim() != "ready" {
