@@ -236,7 +236,7 @@ fn demo(args: DemoArgs) -> Result<ExitCode> {
         .collect();
     let mut run = args.run;
     if run.plots.is_none() {
-        run.plots = Some(PathBuf::from("bench-results/demo"));
+        run.plots = Some(PathBuf::from("out/demo"));
     }
     let result = measure_and_print(&plans, &run, &scratch);
     let _ = std::fs::remove_dir_all(&scratch);
