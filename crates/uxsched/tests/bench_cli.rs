@@ -124,8 +124,9 @@ fn interrupt_restores_and_kills_the_load() {
     assert!(err.contains("interrupted"), "{err}");
 }
 
-/// The daemon driver end to end: start `uxsched daemon --mode M`, wait for `status`, focus the
-/// app, stop the daemon — and the report has samples for the mode (no claim on who wins).
+/// The daemon driver end to end, every daemon mode: start `uxsched daemon --mode M`, wait for
+/// `status`, focus the app, stop the daemon — and the report has samples and a background
+/// throughput for each mode (no claim on who wins).
 #[test]
 fn daemon_modes_run_through_the_harness() {
     // SAFETY: geteuid cannot fail.
@@ -138,7 +139,7 @@ fn daemon_modes_run_through_the_harness() {
             "bench",
             "alarm",
             "--modes",
-            "uxsched,vtcfs",
+            "eimos,vtcfs,mcfs,facfs,shuffledog,uxsched",
             "--reps",
             "1",
             "--duration",
@@ -152,9 +153,22 @@ fn daemon_modes_run_through_the_harness() {
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let modes = report["modes"].as_array().unwrap();
     let names: Vec<&str> = modes.iter().map(|m| m["mode"].as_str().unwrap()).collect();
-    assert_eq!(names, ["idle", "uxsched", "vtcfs"]);
+    assert_eq!(
+        names,
+        [
+            "idle",
+            "eimos",
+            "vtcfs",
+            "mcfs",
+            "facfs",
+            "shuffledog",
+            "uxsched"
+        ]
+    );
     for m in modes {
         assert!(m["summary"]["n"].as_u64().unwrap() >= 5, "{m}");
     }
-    assert!(modes[1]["background"].as_f64().unwrap() > 0.0);
+    for m in &modes[1..] {
+        assert!(m["background"].as_f64().unwrap() > 0.0, "{m}");
+    }
 }
