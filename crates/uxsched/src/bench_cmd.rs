@@ -198,7 +198,7 @@ fn bench(args: BenchArgs) -> Result<ExitCode> {
         seed: args.run.seed,
         compute_ms: args.compute_ms,
     };
-    let result = measure_and_print(&[plan], &args.run, &scratch);
+    let result = measure_and_print(&[plan], &args.run, &scratch, false);
     let _ = std::fs::remove_dir_all(&scratch);
     result
 }
@@ -235,15 +235,23 @@ fn demo(args: DemoArgs) -> Result<ExitCode> {
         })
         .collect();
     let mut run = args.run;
-    if run.plots.is_none() {
+    // The demo's default plots must not cost the user the tables (e.g. no font installed);
+    // plots asked for with --plots are required.
+    let plots_optional = run.plots.is_none();
+    if plots_optional {
         run.plots = Some(PathBuf::from("out/demo"));
     }
-    let result = measure_and_print(&plans, &run, &scratch);
+    let result = measure_and_print(&plans, &run, &scratch, plots_optional);
     let _ = std::fs::remove_dir_all(&scratch);
     result
 }
 
-fn measure_and_print(plans: &[Plan], run: &RunArgs, scratch: &Path) -> Result<ExitCode> {
+fn measure_and_print(
+    plans: &[Plan],
+    run: &RunArgs,
+    scratch: &Path,
+    plots_optional: bool,
+) -> Result<ExitCode> {
     let env = env(scratch, !run.json)?;
     let mut reports: Vec<Report> = Vec::new();
     for plan in plans {
@@ -252,8 +260,15 @@ fn measure_and_print(plans: &[Plan], run: &RunArgs, scratch: &Path) -> Result<Ex
             println!("{}", report.table());
         }
         if let Some(dir) = &run.plots {
-            let files = uxsched_bench::plots::write_all(&report, dir)?;
-            if !run.json {
+            let files = match uxsched_bench::plots::write_all(&report, dir) {
+                Ok(files) => files,
+                Err(e) if plots_optional => {
+                    eprintln!("uxsched: warning: plots not written: {e:#}");
+                    Vec::new()
+                }
+                Err(e) => return Err(e),
+            };
+            if !run.json && !files.is_empty() {
                 println!(
                     "plots: {}\n",
                     files
