@@ -199,8 +199,7 @@ fn bench(args: BenchArgs) -> Result<ExitCode> {
         compute_ms: args.compute_ms,
     };
     let result = measure_and_print(&[plan], &args.run, &scratch, false);
-    let _ = std::fs::remove_dir_all(&scratch);
-    result
+    finish(result, &scratch)
 }
 
 fn demo(args: DemoArgs) -> Result<ExitCode> {
@@ -242,8 +241,24 @@ fn demo(args: DemoArgs) -> Result<ExitCode> {
         run.plots = Some(PathBuf::from("out/demo"));
     }
     let result = measure_and_print(&plans, &run, &scratch, plots_optional);
-    let _ = std::fs::remove_dir_all(&scratch);
-    result
+    finish(result, &scratch)
+}
+
+/// Remove the scratch directory; after a failure keep the per-run logs (load and daemon
+/// output the error points to) and say where they are.
+fn finish(result: Result<ExitCode>, scratch: &Path) -> Result<ExitCode> {
+    let keep_logs = result.is_err() && scratch.join("runs").is_dir();
+    uxsched_bench::cleanup_scratch(scratch, keep_logs);
+    if keep_logs {
+        result.with_context(|| {
+            format!(
+                "the runs' logs are kept in {}",
+                scratch.join("runs").display()
+            )
+        })
+    } else {
+        result
+    }
 }
 
 fn measure_and_print(
