@@ -54,6 +54,7 @@ fn start_sources(cfg: &Config, tx: &mpsc::Sender<Event>) -> BTreeMap<SourceName,
             SourceName::Mutter => {
                 crate::sources::mutter::spawn(cfg.mutter.cgroup_root.clone(), tx.clone())
             }
+            SourceName::X11 => crate::sources::x11::spawn(cfg.x11.display.clone(), tx.clone()),
         };
         if let Err(e) = &started {
             warn!(?source, "source could not start: {e}");
