@@ -211,11 +211,17 @@ impl Daemon {
         if !self.cfg.sources.contains(&source) {
             return Err(format!("source {source:?} is not enabled in `sources`"));
         }
+        let before = self.focus;
         match app {
             Some(a) => self.focus_by_source.insert(source, a),
             None => self.focus_by_source.remove(&source),
         };
         self.update_focus();
+        if app.is_some() && before == app && self.focus == app {
+            // The app in front was named again: a new interaction (restarts vtcfs's budget).
+            self.focus_since = Instant::now();
+            self.dirty = true;
+        }
         Ok(())
     }
 

@@ -84,7 +84,17 @@ fn free_display() -> u32 {
 
 fn xvfb(display: &str) -> Option<Kill> {
     let child = Command::new("Xvfb")
-        .args([display, "-nolisten", "tcp", "-screen", "0", "320x240x24"])
+        // -noreset: without it the server resets (dropping windows and root properties) each
+        // time its last client disconnects, e.g. the probe connection below.
+        .args([
+            display,
+            "-noreset",
+            "-nolisten",
+            "tcp",
+            "-screen",
+            "0",
+            "320x240x24",
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -143,14 +153,13 @@ fn activate(display: &str, win: u32) {
         .atom;
     conn.change_property32(PropMode::REPLACE, root, active, AtomEnum::WINDOW, &[win])
         .unwrap();
-    conn.flush().unwrap();
+    // A round trip, so the change is processed before this connection closes.
+    conn.get_input_focus().unwrap().reply().unwrap();
 }
 
-fn next_focus(rx: &mpsc::Receiver<Event>) -> Option<i32> {
-    match rx
-        .recv_timeout(Duration::from_secs(15))
-        .expect("no focus event")
-    {
+fn next_focus(rx: &mpsc::Receiver<Event>, step: &str) -> Option<i32> {
+    let ev = rx.recv_timeout(Duration::from_secs(15));
+    match ev.unwrap_or_else(|e| panic!("no focus event after {step}: {e}")) {
         Event::Focus { source, pid } => {
             assert_eq!(source, SourceName::X11);
             pid
@@ -173,19 +182,22 @@ fn follows_the_active_window_and_survives_the_display_going_away() {
     std::thread::sleep(Duration::from_millis(300)); // connected, no active window yet
 
     activate(&display, win_a);
-    assert_eq!(next_focus(&rx), Some(pid_a as i32));
+    assert_eq!(next_focus(&rx, "activating A"), Some(pid_a as i32));
     activate(&display, win_b);
-    assert_eq!(next_focus(&rx), Some(pid_b as i32));
+    assert_eq!(next_focus(&rx, "activating B"), Some(pid_b as i32));
     activate(&display, 0); // the desktop: nothing focused
-    assert_eq!(next_focus(&rx), None);
+    assert_eq!(next_focus(&rx, "activating the desktop"), None);
     activate(&display, win_a);
-    assert_eq!(next_focus(&rx), Some(pid_a as i32));
+    assert_eq!(next_focus(&rx, "activating A again"), Some(pid_a as i32));
 
     // The X server dies: focus cleared; it comes back: the source reconnects by itself.
     drop(server);
-    assert_eq!(next_focus(&rx), None);
+    assert_eq!(next_focus(&rx, "killing the server"), None);
     let _server = xvfb(&display).unwrap();
     let (_c, pid_c, win_c) = client(&display);
     activate(&display, win_c);
-    assert_eq!(next_focus(&rx), Some(pid_c as i32));
+    assert_eq!(
+        next_focus(&rx, "activating C on the new server"),
+        Some(pid_c as i32)
+    );
 }
