@@ -10,7 +10,7 @@ use crate::actuators::{ioprio, sched};
 use crate::api::{Boosted, Request, Response, Settings, SourceStatus, Status};
 use crate::config::{Config, Mode, SourceName};
 use crate::features::Features;
-use crate::journal::{Journal, Value};
+use crate::journal::{Journal, JournalLock, Value};
 use crate::policy::{self, Desired};
 use crate::reconcile::Reconciler;
 use crate::server::Server;
@@ -68,7 +68,11 @@ fn start_sources(cfg: &Config, tx: &mpsc::Sender<Event>) -> BTreeMap<SourceName,
 pub fn run(cfg: Config) -> anyhow::Result<()> {
     let features = Features::detect(&cfg.facfs.sysfs_root);
     features.log();
+    let _lock = JournalLock::acquire(&cfg.journal)?;
     let journal = Journal::open(&cfg.journal)?;
+    // The socket first: it refuses to start next to a live daemon before anything is touched.
+    let (tx, rx) = mpsc::channel();
+    let server = Server::start(&cfg.socket, cfg.control_uids.clone(), tx.clone())?;
     let groups = Hierarchy::detect().and_then(|h| {
         let where_ = h.describe();
         Groups::create(h, &cfg.cgroup_name, cfg.fg_shares, cfg.bg_shares)
@@ -86,9 +90,6 @@ pub fn run(cfg: Config) -> anyhow::Result<()> {
         );
     }
     rec.reconcile(&Desired::nothing(&cfg))?;
-
-    let (tx, rx) = mpsc::channel();
-    let server = Server::start(&cfg.socket, cfg.control_uids.clone(), tx.clone())?;
     let sources_alive = start_sources(&cfg, &tx);
     let mut signals = signal_hook::iterator::Signals::new([
         signal_hook::consts::SIGTERM,

@@ -270,3 +270,20 @@ fn without_writable_cgroups_the_reconciler_degrades_to_sched_only() {
     rec.reconcile(&Desired::nothing(&cfg)).unwrap();
     assert_eq!(nice(app.pid()), 0);
 }
+
+#[test]
+fn a_second_daemon_on_the_same_journal_refuses_to_start_and_touches_nothing() {
+    if !is_root() {
+        return;
+    }
+    let _s = serial();
+    let d = Daemon::start("eimos", "");
+    let app = App::spawn("");
+    d.focus(Some(app.pid()));
+    wait_until("boosted", T, || nice(app.pid()) == -19);
+    let (status, stderr) = d.run_second();
+    assert!(!status.success());
+    assert!(stderr.contains("another uxsched daemon"), "{stderr}");
+    assert_eq!(nice(app.pid()), -19, "the second daemon restored nothing");
+    assert_eq!(d.status().focus, Some(app.pid()), "the first still serves");
+}

@@ -105,6 +105,19 @@ impl Daemon {
         });
     }
 
+    /// Run a second daemon with the same config to completion (it must refuse to start).
+    pub fn run_second(&self) -> (std::process::ExitStatus, String) {
+        let out = child("daemon")
+            .env(CONFIG_ENV, &self.config)
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        (
+            out.status,
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
     pub fn status(&self) -> Status {
         api::call(&self.socket, &Request::Status)
             .unwrap()
