@@ -244,10 +244,11 @@ fn demo(args: DemoArgs) -> Result<ExitCode> {
     finish(result, &scratch)
 }
 
-/// Remove the scratch directory; after a failure keep the per-run logs (load and daemon
-/// output the error points to) and say where they are.
+/// Remove the scratch directory; after a failure (not a Ctrl-C) keep the per-run logs (load
+/// and daemon output the error points to) and say where they are.
 fn finish(result: Result<ExitCode>, scratch: &Path) -> Result<ExitCode> {
-    let keep_logs = result.is_err() && scratch.join("runs").is_dir();
+    let keep_logs =
+        result.is_err() && !uxsched_bench::cancel::cancelled() && scratch.join("runs").is_dir();
     uxsched_bench::cleanup_scratch(scratch, keep_logs);
     if keep_logs {
         result.with_context(|| {

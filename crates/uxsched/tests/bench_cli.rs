@@ -113,6 +113,10 @@ fn interrupt_restores_and_kills_the_load() {
                 .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&scratch))
         });
     assert!(!load_left, "a load process of {scratch} survived");
+    assert!(
+        !std::path::Path::new(&scratch).exists(),
+        "{scratch} left behind"
+    );
     let after = std::fs::read_to_string("/proc/sys/kernel/sched_autogroup_enabled").unwrap();
     assert!(
         saw_s76 || before.trim() == "0",
