@@ -54,6 +54,20 @@ pub fn scratch_dir() -> std::path::PathBuf {
     Path::new("/var/tmp").join(format!("uxsched-bench-{}", std::process::id()))
 }
 
+/// Remove a scratch directory; with `keep_logs`, remove only the data files next to `runs/`
+/// (they can be hundreds of MiB) and keep the per-run logs for diagnosis.
+pub fn cleanup_scratch(dir: &Path, keep_logs: bool) {
+    if !keep_logs {
+        let _ = std::fs::remove_dir_all(dir);
+        return;
+    }
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        if entry.path().is_file() {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
 /// Run a plan and build its report.
 pub fn bench(plan: &runner::Plan, env: &runner::Env) -> Result<report::Report> {
     let records = runner::run(plan, env)?;

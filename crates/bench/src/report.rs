@@ -177,10 +177,51 @@ impl Report {
                 r.context_switches_per_s, extras.join(" ")
             );
         }
+        if let Some(h) = self.headline() {
+            let _ = writeln!(s, "{h}");
+        }
         for w in &self.warnings {
             let _ = writeln!(s, "warning: {w}");
         }
         s
+    }
+}
+
+impl Report {
+    /// The README's line: ratio to idle of `stock`, of the best baseline other than `fifo`
+    /// (by p95), and of `uxsched`, against the goal p95 ≤ 1.10, p99 ≤ 1.5, cost ≤ 5 %.
+    pub fn headline(&self) -> Option<String> {
+        let get = |m: ModeName| self.modes.iter().find(|r| r.mode == m);
+        let pair = |r: &ModeRow| {
+            let (p95, p99) = (r.p95_ratio?.value, r.p99_ratio?.value);
+            Some(format!("{} p95 {p95:.2} p99 {p99:.2}", r.mode.name()))
+        };
+        let mut parts = vec![pair(get(ModeName::Stock)?)?];
+        let best = self
+            .modes
+            .iter()
+            .filter(|r| {
+                matches!(r.mode, ModeName::Android | ModeName::S76) && r.p95_ratio.is_some()
+            })
+            .min_by(|a, b| {
+                a.p95_ratio
+                    .unwrap()
+                    .value
+                    .total_cmp(&b.p95_ratio.unwrap().value)
+            });
+        if let Some(b) = best.and_then(pair) {
+            parts.push(format!("best baseline {b}"));
+        }
+        if let Some(u) = get(ModeName::Uxsched) {
+            let cost = u
+                .background_vs_stock
+                .map_or(String::new(), |c| format!(", background {c:.2}× stock"));
+            parts.push(format!("{}{cost}", pair(u)?));
+        }
+        Some(format!(
+            "ratio to idle: {} (goal: p95 ≤ 1.10, p99 ≤ 1.5, background ≥ 0.95× stock)",
+            parts.join("; ")
+        ))
     }
 }
 
@@ -195,10 +236,17 @@ fn warnings(report: &Report) -> Vec<String> {
     if !report.modes.iter().any(|r| r.mode == ModeName::Idle) {
         w.push("no `idle` mode in this run: ratios to idle are not available".into());
     }
-    for r in &report.modes {
-        if r.summary.n < 100 {
-            w.push(format!("mode {} has only {} samples: its p99 is close to its max; use a longer --duration or more --reps", r.mode.name(), r.summary.n));
-        }
+    let few: Vec<String> = report
+        .modes
+        .iter()
+        .filter(|r| r.summary.n < 100)
+        .map(|r| format!("{} ({})", r.mode.name(), r.summary.n))
+        .collect();
+    if !few.is_empty() {
+        w.push(format!(
+            "fewer than 100 samples for {}: p99 is close to the max; use a longer --duration or more --reps",
+            few.join(", ")
+        ));
     }
     let mut loaded: Vec<&ModeRow> = report
         .modes

@@ -4,10 +4,10 @@
 //! until the model ends → stop the load and read its throughput → restore the mode.
 //! Guards kill the model and the load and restore the mode on every exit path, Ctrl-C included.
 
+use crate::cancel;
 use crate::loads::{self, LoadSpec, RunningLoad, Throughput};
 use crate::models::{self, ModelKind, ModelOutput};
 use crate::modes::{self, Mode, ModeEnv, ModeName, Targets};
-use crate::{cancel, sys};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -339,9 +339,4 @@ fn spawn_role(
             env.launcher.program.display()
         )
     })
-}
-
-/// Session of the caller, for docs and tests: loads must never share it.
-pub fn own_session() -> i32 {
-    sys::session_of(std::process::id() as i32).unwrap_or(0)
 }

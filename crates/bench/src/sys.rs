@@ -125,19 +125,14 @@ pub fn set_policy(tid: i32, policy: i32, rt_priority: i32) -> Result<()> {
     })
 }
 
-/// Read and set a process's RLIMIT_RTTIME (µs of RT CPU time without blocking before SIGKILL).
-pub fn swap_rttime_limit(pid: i32, new_us: Option<u64>) -> Result<(u64, u64)> {
+/// A process's RLIMIT_RTTIME as (soft, hard), in µs of RT CPU time without blocking.
+pub fn rttime_limit(pid: i32) -> Result<(u64, u64)> {
     let mut old = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
     };
-    let new = new_us.map(|us| libc::rlimit {
-        rlim_cur: us,
-        rlim_max: us,
-    });
-    let new_ptr = new.as_ref().map_or(std::ptr::null(), |n| n as *const _);
-    // SAFETY: both pointers are valid for the duration of the call (or null for "no change").
-    let r = unsafe { libc::prlimit(pid, libc::RLIMIT_RTTIME, new_ptr, &mut old) };
+    // SAFETY: `old` is a valid out-pointer; a null new value means "read only".
+    let r = unsafe { libc::prlimit(pid, libc::RLIMIT_RTTIME, std::ptr::null(), &mut old) };
     check(r as libc::c_long, || {
         format!("prlimit(pid {pid}, RLIMIT_RTTIME)")
     })?;
@@ -203,21 +198,6 @@ pub fn autogroup() -> Option<bool> {
 pub fn set_autogroup(on: bool) -> Result<()> {
     fs::write(AUTOGROUP_SYSCTL, if on { "1" } else { "0" })
         .with_context(|| format!("writing {AUTOGROUP_SYSCTL} (needs root)"))
-}
-
-/// Voluntary plus involuntary context switches of every thread of a process so far.
-pub fn context_switches(pid: i32) -> u64 {
-    let read = |name: &str| -> u64 {
-        fs::read_to_string(format!("/proc/{pid}/status"))
-            .ok()
-            .and_then(|s| {
-                s.lines()
-                    .find(|l| l.starts_with(name))
-                    .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-            })
-            .unwrap_or(0)
-    };
-    read("voluntary_ctxt_switches:") + read("nonvoluntary_ctxt_switches:")
 }
 
 pub fn cpu_count() -> usize {

@@ -70,6 +70,7 @@ pub enum SourceName {
     Explicit,
     Android,
     Mutter,
+    X11,
 }
 
 /// Declares a deserializer that rejects values outside `lo..=hi` with the key's name, so toml
@@ -161,6 +162,14 @@ pub struct Config {
     pub uxsched: Uxsched,
     pub android: Android,
     pub mutter: Mutter,
+    pub x11: X11,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct X11 {
+    /// X display to follow (e.g. ":0"); unset = $DISPLAY.
+    pub display: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -282,6 +291,7 @@ impl Default for Config {
             uxsched: Uxsched::default(),
             android: Android::default(),
             mutter: Mutter::default(),
+            x11: X11::default(),
         }
     }
 }

@@ -10,7 +10,7 @@ use crate::actuators::{ioprio, sched};
 use crate::api::{Boosted, Request, Response, Settings, SourceStatus, Status};
 use crate::config::{Config, Mode, SourceName};
 use crate::features::Features;
-use crate::journal::{Journal, Value};
+use crate::journal::{Journal, JournalLock, Value};
 use crate::policy::{self, Desired};
 use crate::reconcile::Reconciler;
 use crate::server::Server;
@@ -54,6 +54,7 @@ fn start_sources(cfg: &Config, tx: &mpsc::Sender<Event>) -> BTreeMap<SourceName,
             SourceName::Mutter => {
                 crate::sources::mutter::spawn(cfg.mutter.cgroup_root.clone(), tx.clone())
             }
+            SourceName::X11 => crate::sources::x11::spawn(cfg.x11.display.clone(), tx.clone()),
         };
         if let Err(e) = &started {
             warn!(?source, "source could not start: {e}");
@@ -67,7 +68,11 @@ fn start_sources(cfg: &Config, tx: &mpsc::Sender<Event>) -> BTreeMap<SourceName,
 pub fn run(cfg: Config) -> anyhow::Result<()> {
     let features = Features::detect(&cfg.facfs.sysfs_root);
     features.log();
+    let _lock = JournalLock::acquire(&cfg.journal)?;
     let journal = Journal::open(&cfg.journal)?;
+    // The socket first: it refuses to start next to a live daemon before anything is touched.
+    let (tx, rx) = mpsc::channel();
+    let server = Server::start(&cfg.socket, cfg.control_uids.clone(), tx.clone())?;
     let groups = Hierarchy::detect().and_then(|h| {
         let where_ = h.describe();
         Groups::create(h, &cfg.cgroup_name, cfg.fg_shares, cfg.bg_shares)
@@ -85,9 +90,6 @@ pub fn run(cfg: Config) -> anyhow::Result<()> {
         );
     }
     rec.reconcile(&Desired::nothing(&cfg))?;
-
-    let (tx, rx) = mpsc::channel();
-    let server = Server::start(&cfg.socket, cfg.control_uids.clone(), tx.clone())?;
     let sources_alive = start_sources(&cfg, &tx);
     let mut signals = signal_hook::iterator::Signals::new([
         signal_hook::consts::SIGTERM,
@@ -210,11 +212,17 @@ impl Daemon {
         if !self.cfg.sources.contains(&source) {
             return Err(format!("source {source:?} is not enabled in `sources`"));
         }
+        let before = self.focus;
         match app {
             Some(a) => self.focus_by_source.insert(source, a),
             None => self.focus_by_source.remove(&source),
         };
         self.update_focus();
+        if app.is_some() && before == app && self.focus == app {
+            // The app in front was named again: a new interaction (restarts vtcfs's budget).
+            self.focus_since = Instant::now();
+            self.dirty = true;
+        }
         Ok(())
     }
 

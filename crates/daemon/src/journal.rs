@@ -82,6 +82,38 @@ pub enum JournalError {
     Value(#[from] serde_json::Error),
 }
 
+/// An exclusive claim on a journal, held by the daemon for its lifetime: two daemons acting on
+/// one journal would restore each other's changes. Released when dropped (or the process dies).
+pub struct JournalLock {
+    _file: std::fs::File,
+}
+
+impl JournalLock {
+    /// Take `<journal>.lock` with `flock(LOCK_EX | LOCK_NB)`.
+    pub fn acquire(journal: &Path) -> std::io::Result<JournalLock> {
+        use std::os::fd::AsRawFd;
+        let mut name = journal.as_os_str().to_owned();
+        name.push(".lock");
+        if let Some(dir) = journal.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)?;
+        }
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&name)?;
+        // SAFETY: flock on a descriptor we own.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            return Err(std::io::Error::other(format!(
+                "another uxsched daemon is using the journal {} (lock {})",
+                journal.display(),
+                std::path::Path::new(&name).display()
+            )));
+        }
+        Ok(JournalLock { _file: file })
+    }
+}
+
 impl Journal {
     /// Open (creating the file and its directory if needed).
     pub fn open(path: &Path) -> Result<Journal, JournalError> {
@@ -180,6 +212,17 @@ fn raw_to_entry((tid, pid, start, original, applied): Raw) -> Result<Entry, Jour
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_journal_has_one_owner_at_a_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.sqlite");
+        let lock = JournalLock::acquire(&path).unwrap();
+        let e = JournalLock::acquire(&path).err().unwrap();
+        assert!(e.to_string().contains("another uxsched daemon"), "{e}");
+        drop(lock);
+        assert!(JournalLock::acquire(&path).is_ok());
+    }
 
     #[test]
     fn entries_survive_reopening_and_are_forgotten_once() {

@@ -1,4 +1,4 @@
-//! The daemon on the real kernel, as root, with spawned test apps: each mode's effects, exact
+//! The daemon on the real kernel, as root, with spawned test apps: exact
 //! restore on unfocus / SIGTERM, crash recovery after SIGKILL, pid reuse, coexistence, threads
 //! exiting mid-change. Every test app and daemon is a child killed by a Drop guard.
 
@@ -7,8 +7,6 @@ mod common;
 use common::*;
 use std::time::Duration;
 use uxsched_daemon::actuators::sched::SCHED_FLAG_RESET_ON_FORK;
-use uxsched_daemon::actuators::{ioprio, sched};
-use uxsched_daemon::api::Request;
 use uxsched_daemon::journal::Journal;
 
 const T: Duration = Duration::from_secs(5);
@@ -18,38 +16,6 @@ const T: Duration = Duration::from_secs(5);
 #[test]
 fn child_entry() {
     run_child_role();
-}
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    if !root {
-        eprintln!("skipped: needs root");
-    }
-    root
-}
-
-/// Everything that must come back exactly: sched attributes, cgroup, ioprio of each thread.
-fn snapshot(tids: &[i32]) -> Vec<(i32, sched::SchedAttr, String, u16)> {
-    tids.iter()
-        .map(|&t| (t, attr(t), cgroup(t), ioprio::get(t).unwrap()))
-        .collect()
-}
-
-fn all_restored(before: &[(i32, sched::SchedAttr, String, u16)]) -> bool {
-    snapshot(&before.iter().map(|b| b.0).collect::<Vec<_>>()) == before
-}
-
-/// Wait until every thread is back to `before`; on timeout show what differs.
-fn assert_restored(what: &str, before: &[(i32, sched::SchedAttr, String, u16)]) {
-    let end = std::time::Instant::now() + T;
-    while !all_restored(before) {
-        if std::time::Instant::now() > end {
-            let now = snapshot(&before.iter().map(|b| b.0).collect::<Vec<_>>());
-            panic!("{what}: not restored\n before {before:?}\n now    {now:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 #[test]
@@ -170,13 +136,6 @@ fn sigkill_mid_boost_then_restart_restores_exactly_once() {
     assert_eq!(nice(worker), 4);
 }
 
-fn set_nice(tid: i32, nice: i32) {
-    let mut a = attr(tid);
-    a.nice = nice;
-    a.runtime = 0;
-    sched::set(tid, &a).unwrap();
-}
-
 #[test]
 fn someone_elses_change_is_neither_overwritten_nor_restored_over() {
     if !is_root() {
@@ -276,278 +235,55 @@ fn threads_exiting_mid_change_are_harmless() {
 }
 
 #[test]
-fn vtcfs_boosts_the_ui_thread_per_eq6_and_the_boost_lapses() {
+fn without_writable_cgroups_the_reconciler_degrades_to_sched_only() {
+    use uxsched_daemon::actuators::cgroup::{Group, Groups, Hierarchy};
+    use uxsched_daemon::policy::{Desired, Target};
+    use uxsched_daemon::reconcile::Reconciler;
     if !is_root() {
         return;
     }
     let _s = serial();
-    let d = Daemon::start("vtcfs", "[vtcfs]\nbudget_ms = 400\nslice_us = 200");
-    let app = App::spawn("worker");
-    let (ui, worker) = (app.pid(), app.tid("worker"));
-    d.focus(Some(ui));
-    wait_until("ui boosted", T, || {
-        attr(ui).runtime == 200_000 && nice(ui) < 0
-    });
-    assert_eq!(nice(worker), 0, "only the interactive thread");
-    wait_until("budget lapsed", T, || {
-        nice(ui) == 0 && attr(ui).runtime != 200_000
-    });
-}
+    // A read-only "cgroupfs": creating the groups fails with an error, not a panic.
+    let ro = Hierarchy::V1 {
+        mount: "/proc/sys".into(),
+    };
+    assert!(Groups::create(ro, "uxsched-test-ro", 1024, 128).is_err());
 
-#[test]
-fn mcfs_lifts_the_foreground_by_log_1_25_of_the_cut_rate() {
-    if !is_root() {
-        return;
-    }
-    let _s = serial();
-    let d = Daemon::start("mcfs", "[mcfs]\ncut_rate = 16");
-    let app = App::spawn("worker");
-    d.focus(Some(app.pid()));
-    let worker = app.tid("worker");
-    wait_until("12 levels", T, || {
-        nice(worker) == -12 && nice(app.pid()) == -12
-    });
-}
-
-#[test]
-fn facfs_scales_the_group_weight_by_the_fixture_frequency_ratio() {
-    if !is_root() {
-        return;
-    }
-    let _s = serial();
-    let sysfs = tempfile::tempdir().unwrap();
-    for cpu in 0..64 {
-        let dir = sysfs.path().join(format!("cpu{cpu}/cpufreq"));
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("cpuinfo_max_freq"), "2000000\n").unwrap();
-        std::fs::write(dir.join("scaling_cur_freq"), "500000\n").unwrap();
-    }
-    let d = Daemon::start(
-        "facfs",
-        &format!(
-            "fg_shares = 1024\n[facfs]\nsysfs_root = \"{}\"",
-            sysfs.path().display()
-        ),
+    let dir = tempfile::tempdir().unwrap();
+    let journal = Journal::open(&dir.path().join("j.sqlite")).unwrap();
+    let mut rec = Reconciler::new(journal, None, attr(0).runtime);
+    let app = App::spawn("");
+    let task = uxsched_daemon::identity::task_id(app.pid()).unwrap();
+    let cfg = uxsched_daemon::Config::default();
+    let mut desired = Desired::nothing(&cfg);
+    desired.threads.insert(
+        task,
+        Target {
+            nice: Some(-5),
+            group: Some(Group::Fg),
+            ..Target::default()
+        },
     );
+    rec.reconcile(&desired).unwrap();
+    assert_eq!(nice(app.pid()), -5);
+    assert_eq!(cgroup(app.pid()), "/", "no group placement without groups");
+    rec.reconcile(&Desired::nothing(&cfg)).unwrap();
+    assert_eq!(nice(app.pid()), 0);
+}
+
+#[test]
+fn a_second_daemon_on_the_same_journal_refuses_to_start_and_touches_nothing() {
+    if !is_root() {
+        return;
+    }
+    let _s = serial();
+    let d = Daemon::start("eimos", "");
     let app = App::spawn("");
     d.focus(Some(app.pid()));
-    let shares = d.group_dir("fg").join("cpu.shares");
-    wait_until("fg weight × 4", T, || {
-        std::fs::read_to_string(&shares).unwrap().trim() == "4096"
-    });
-    d.focus(None);
-    wait_until("weight back", T, || {
-        std::fs::read_to_string(&shares).unwrap().trim() == "1024"
-    });
-}
-
-#[test]
-fn shuffledog_puts_critical_threads_first_with_rt_io_and_demotes_background_apps() {
-    if !is_root() {
-        return;
-    }
-    let _s = serial();
-    let d = Daemon::start("shuffledog", "");
-    let old = App::spawn("bgworker");
-    let app = App::spawn("RenderThread,worker");
-    let before = snapshot(&[old.tids(), app.tids()].concat());
-    d.focus(Some(old.pid()));
-    wait_until("first app boosted", T, || nice(old.pid()) == -19);
-    d.focus(Some(app.pid())); // `old` becomes a background app
-    let render = app.tid("RenderThread");
-    let bg = d.group_rel("bg");
-    wait_until("shuffledog settings", T, || {
-        nice(app.pid()) == -19
-            && nice(render) == -18
-            && ioprio::get(render).unwrap() == ioprio::encode(ioprio::CLASS_RT, 4)
-            && old.tids().iter().all(|&t| {
-                cgroup(t) == bg && ioprio::get(t).unwrap() == ioprio::encode(ioprio::CLASS_BE, 7)
-            })
-    });
-    assert_eq!(nice(old.pid()), 0, "the old app's boost was restored");
-    assert_eq!(nice(app.tid("worker")), 0, "not delay-critical");
-    d.send(Request::Restore).unwrap();
-    assert_restored("restore", &before);
-}
-
-/// CPU time (utime + stime, clock ticks) of a process.
-fn cpu_ticks(pid: i32) -> u64 {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    let rest: Vec<&str> = s[s.rfind(')').unwrap() + 2..].split(' ').collect();
-    rest[11].parse::<u64>().unwrap() + rest[12].parse::<u64>().unwrap()
-}
-
-/// Share of one CPU the app got over `window`.
-fn cpu_share(pid: i32, window: Duration) -> f64 {
-    let hz = 100.0; // USER_HZ: /proc reports clock ticks of 10 ms
-    let a = cpu_ticks(pid);
-    std::thread::sleep(window);
-    (cpu_ticks(pid) - a) as f64 / hz / window.as_secs_f64()
-}
-
-fn pin_to_cpu0(c: &mut std::process::Command) {
-    use std::os::unix::process::CommandExt;
-    // SAFETY: only async-signal-safe calls between fork and exec.
-    unsafe {
-        c.pre_exec(|| {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            libc::CPU_SET(0, &mut set);
-            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-            Ok(())
-        });
-    }
-}
-
-#[test]
-fn autogroup_nice_alone_fails_across_sessions_the_foreground_group_works() {
-    if !is_root() {
-        return;
-    }
-    if std::fs::read_to_string("/proc/sys/kernel/sched_autogroup_enabled")
-        .is_ok_and(|s| s.trim() != "1")
-    {
-        eprintln!("autogroup is off here: nothing to prove");
-        return;
-    }
-    let _s = serial();
-    // Background: two busy threads on CPU 0, in their own session (setsid => own autogroup).
-    let hog = App::spawn_with("spin1,spin2", |c| {
-        use std::os::unix::process::CommandExt;
-        pin_to_cpu0(c);
-        // SAFETY: setsid is async-signal-safe.
-        unsafe {
-            c.pre_exec(|| {
-                libc::setsid();
-                Ok(())
-            });
-        }
-    });
-    let fg = App::spawn_with("spin", pin_to_cpu0);
-    let spin = fg.tid("spin");
-    let window = Duration::from_millis(800);
-
-    // Nice alone (what most tools do): the autogroups still split CPU 0 about half and half.
-    set_nice(spin, -19);
-    let nice_only = cpu_share(fg.pid(), window);
-    set_nice(spin, 0);
-
-    let d = Daemon::start("eimos", "");
-    d.focus(Some(fg.pid()));
-    wait_until("in the foreground group", T, || {
-        cgroup(spin) == d.group_rel("fg")
-    });
-    let with_group = cpu_share(fg.pid(), window);
-    eprintln!("foreground CPU share: nice -19 alone {nice_only:.2}, eimos {with_group:.2}");
-    assert!(
-        nice_only < 0.7,
-        "nice alone should not beat another autogroup: {nice_only}"
-    );
-    assert!(
-        with_group > 0.8,
-        "the foreground group must win: {with_group}"
-    );
-    drop(hog);
-}
-
-#[test]
-fn cgroup_v2_groups_move_whole_processes_and_back() {
-    use uxsched_daemon::actuators::cgroup::{find_mounts, Group, Groups, Hierarchy};
-    if !is_root() {
-        return;
-    }
-    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
-    let Some(mount) = find_mounts(&info).1 else {
-        eprintln!("no cgroup2 mount here");
-        return;
-    };
-    let _s = serial();
-    let cpu = std::fs::read_to_string(mount.join("cgroup.controllers"))
-        .is_ok_and(|c| c.split_whitespace().any(|x| x == "cpu"));
-    let h = Hierarchy::V2 { mount, cpu };
-    let name = format!("uxsched-test-v2-{}", std::process::id());
-    let groups = Groups::create(h.clone(), &name, 10240, 128).unwrap();
-    let app = App::spawn("worker");
-    let home = h.current(app.pid()).unwrap();
-    let result = std::panic::catch_unwind(|| {
-        h.move_to(app.tid("worker"), &groups.rel(Group::Fg))
-            .unwrap();
-        for t in app.tids() {
-            assert_eq!(
-                h.current(t).unwrap(),
-                groups.rel(Group::Fg),
-                "whole process moves"
-            );
-        }
-        assert!(groups.members(Group::Fg).contains(&app.pid()));
-        if cpu {
-            assert_eq!(groups.weight(Group::Fg), Some(391)); // shares 10240 -> weight
-        }
-    });
-    for t in app.tids() {
-        let _ = h.move_to(t, &home);
-    }
-    assert_eq!(h.current(app.pid()).unwrap(), home);
-    drop(app);
-    groups.remove().unwrap();
-    result.unwrap();
-}
-
-/// Whether the page at `offset` of `file` is in the page cache (mincore).
-fn cached(file: &std::fs::File, offset: u64) -> bool {
-    use std::os::fd::AsRawFd;
-    let page = 4096usize;
-    // SAFETY: a read-only shared mapping of one page of a file we hold open; unmapped below.
-    unsafe {
-        let p = libc::mmap(
-            std::ptr::null_mut(),
-            page,
-            libc::PROT_READ,
-            libc::MAP_SHARED,
-            file.as_raw_fd(),
-            offset as libc::off_t,
-        );
-        assert_ne!(p, libc::MAP_FAILED);
-        let mut v = 0u8;
-        assert_eq!(libc::mincore(p, page, &mut v), 0);
-        libc::munmap(p, page);
-        v & 1 == 1
-    }
-}
-
-#[test]
-fn eimos_prefetches_ahead_of_the_topmost_process_sequential_reads() {
-    if !is_root() {
-        return;
-    }
-    let _s = serial();
-    // A real block-device file (not tmpfs), its pages evicted (this file only).
-    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("prefetch.dat");
-    let len: u64 = 24 << 20;
-    std::fs::write(&path, vec![7u8; len as usize]).unwrap();
-    let file = std::fs::File::open(&path).unwrap();
-    file.sync_all().unwrap();
-    let evict = || {
-        use std::os::fd::AsRawFd;
-        // SAFETY: advisory call on a descriptor we own.
-        unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
-    };
-    evict();
-    let last = len - 4096;
-    let reader = App::spawn(&format!("reader={}", path.display()));
-    std::thread::sleep(Duration::from_millis(300));
-    let without = cached(&file, last);
-    drop(reader);
-    evict();
-    assert!(!cached(&file, last));
-
-    let d = Daemon::start("eimos", "[eimos]\nreadahead_factor = 8");
-    let reader = App::spawn(&format!("reader={}", path.display()));
-    d.focus(Some(reader.pid()));
-    wait_until("the file's tail prefetched", T, || cached(&file, last));
-    assert!(
-        !without,
-        "the kernel's own read-ahead already reached the tail: test proves nothing"
-    );
-    drop(reader);
-    let _ = std::fs::remove_file(&path);
+    wait_until("boosted", T, || nice(app.pid()) == -19);
+    let (status, stderr) = d.run_second();
+    assert!(!status.success());
+    assert!(stderr.contains("another uxsched daemon"), "{stderr}");
+    assert_eq!(nice(app.pid()), -19, "the second daemon restored nothing");
+    assert_eq!(d.status().focus, Some(app.pid()), "the first still serves");
 }

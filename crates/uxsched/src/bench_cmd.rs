@@ -198,9 +198,8 @@ fn bench(args: BenchArgs) -> Result<ExitCode> {
         seed: args.run.seed,
         compute_ms: args.compute_ms,
     };
-    let result = measure_and_print(&[plan], &args.run, &scratch);
-    let _ = std::fs::remove_dir_all(&scratch);
-    result
+    let result = measure_and_print(&[plan], &args.run, &scratch, false);
+    finish(result, &scratch)
 }
 
 fn demo(args: DemoArgs) -> Result<ExitCode> {
@@ -235,15 +234,40 @@ fn demo(args: DemoArgs) -> Result<ExitCode> {
         })
         .collect();
     let mut run = args.run;
-    if run.plots.is_none() {
-        run.plots = Some(PathBuf::from("bench-results/demo"));
+    // The demo's default plots must not cost the user the tables (e.g. no font installed);
+    // plots asked for with --plots are required.
+    let plots_optional = run.plots.is_none();
+    if plots_optional {
+        run.plots = Some(PathBuf::from("out/demo"));
     }
-    let result = measure_and_print(&plans, &run, &scratch);
-    let _ = std::fs::remove_dir_all(&scratch);
-    result
+    let result = measure_and_print(&plans, &run, &scratch, plots_optional);
+    finish(result, &scratch)
 }
 
-fn measure_and_print(plans: &[Plan], run: &RunArgs, scratch: &Path) -> Result<ExitCode> {
+/// Remove the scratch directory; after a failure (not a Ctrl-C) keep the per-run logs (load
+/// and daemon output the error points to) and say where they are.
+fn finish(result: Result<ExitCode>, scratch: &Path) -> Result<ExitCode> {
+    let keep_logs =
+        result.is_err() && !uxsched_bench::cancel::cancelled() && scratch.join("runs").is_dir();
+    uxsched_bench::cleanup_scratch(scratch, keep_logs);
+    if keep_logs {
+        result.with_context(|| {
+            format!(
+                "the runs' logs are kept in {}",
+                scratch.join("runs").display()
+            )
+        })
+    } else {
+        result
+    }
+}
+
+fn measure_and_print(
+    plans: &[Plan],
+    run: &RunArgs,
+    scratch: &Path,
+    plots_optional: bool,
+) -> Result<ExitCode> {
     let env = env(scratch, !run.json)?;
     let mut reports: Vec<Report> = Vec::new();
     for plan in plans {
@@ -252,8 +276,15 @@ fn measure_and_print(plans: &[Plan], run: &RunArgs, scratch: &Path) -> Result<Ex
             println!("{}", report.table());
         }
         if let Some(dir) = &run.plots {
-            let files = uxsched_bench::plots::write_all(&report, dir)?;
-            if !run.json {
+            let files = match uxsched_bench::plots::write_all(&report, dir) {
+                Ok(files) => files,
+                Err(e) if plots_optional => {
+                    eprintln!("uxsched: warning: plots not written: {e:#}");
+                    Vec::new()
+                }
+                Err(e) => return Err(e),
+            };
+            if !run.json && !files.is_empty() {
                 println!(
                     "plots: {}\n",
                     files

@@ -60,3 +60,119 @@ fn list_names_scenarios_and_modes() {
         assert!(text.contains(word), "{word} missing from:\n{text}");
     }
 }
+
+/// Ctrl-C in the middle of an `s76` run (autogroup switched off, load running) must put
+/// autogroup back, kill the load and exit with a runtime error.
+#[test]
+fn interrupt_restores_and_kills_the_load() {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipping: needs root");
+        return;
+    }
+    let before = std::fs::read_to_string("/proc/sys/kernel/sched_autogroup_enabled").unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_uxsched"))
+        .args([
+            "bench",
+            "alarm",
+            "--modes",
+            "s76",
+            "--reps",
+            "1",
+            "--duration",
+            "3s",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // idle runs first (3 s), so wait for the s76 run instead: poll for autogroup = 0.
+    let start = std::time::Instant::now();
+    let mut saw_s76 = false;
+    while start.elapsed() < std::time::Duration::from_secs(40) {
+        if std::fs::read_to_string("/proc/sys/kernel/sched_autogroup_enabled")
+            .unwrap()
+            .trim()
+            == "0"
+        {
+            saw_s76 = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let scratch = format!("/var/tmp/uxsched-bench-{}", child.id());
+    let out = child.wait_with_output().unwrap();
+    let load_left = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .any(|e| {
+            std::fs::read(e.path().join("cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&scratch))
+        });
+    assert!(!load_left, "a load process of {scratch} survived");
+    assert!(
+        !std::path::Path::new(&scratch).exists(),
+        "{scratch} left behind"
+    );
+    let after = std::fs::read_to_string("/proc/sys/kernel/sched_autogroup_enabled").unwrap();
+    assert!(
+        saw_s76 || before.trim() == "0",
+        "the s76 run never switched autogroup off"
+    );
+    assert_eq!(after, before, "autogroup not restored");
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("interrupted"), "{err}");
+}
+
+/// The daemon driver end to end, every daemon mode: start `uxsched daemon --mode M`, wait for
+/// `status`, focus the app, stop the daemon — and the report has samples and a background
+/// throughput for each mode (no claim on who wins).
+#[test]
+fn daemon_modes_run_through_the_harness() {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipping: needs root");
+        return;
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_uxsched"))
+        .args([
+            "bench",
+            "alarm",
+            "--modes",
+            "eimos,vtcfs,mcfs,facfs,shuffledog,uxsched",
+            "--reps",
+            "1",
+            "--duration",
+            "1s",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let modes = report["modes"].as_array().unwrap();
+    let names: Vec<&str> = modes.iter().map(|m| m["mode"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "idle",
+            "eimos",
+            "vtcfs",
+            "mcfs",
+            "facfs",
+            "shuffledog",
+            "uxsched"
+        ]
+    );
+    for m in modes {
+        assert!(m["summary"]["n"].as_u64().unwrap() >= 5, "{m}");
+    }
+    for m in &modes[1..] {
+        assert!(m["background"].as_f64().unwrap() > 0.0, "{m}");
+    }
+}

@@ -1,7 +1,7 @@
 //! `alarm` (seed 002, MCFS): a thread sleeping 100 ms in a loop; the metric is its wake-up
 //! delay, actual wake time − intended expiry (timer expiry → running, VISION's wake-up latency).
 
-use super::{ns_to_ms, ready_then_wait_for_go, ModelArgs, ModelOutput};
+use super::{ns_to_ms, ready_then_wait_for_go, spawn_named, ModelArgs, ModelOutput};
 use crate::sys;
 use anyhow::{Context, Result};
 
@@ -10,23 +10,20 @@ const PERIOD_NS: u64 = 100_000_000;
 pub fn app(args: &ModelArgs) -> Result<ModelOutput> {
     let duration_ns = args.duration_ms * 1_000_000;
     let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
-    let alarm = std::thread::Builder::new()
-        .name("alarm".into())
-        .spawn(move || {
-            sys::name_this_thread("alarm");
-            let mut samples = Vec::new();
-            if go_rx.recv().is_err() {
-                return samples;
-            }
-            let start = sys::now_ns();
-            let mut deadline = start + PERIOD_NS;
-            while deadline <= start + duration_ns {
-                sys::sleep_until_ns(deadline);
-                samples.push(ns_to_ms(sys::now_ns() as i128 - deadline as i128));
-                deadline += PERIOD_NS;
-            }
-            samples
-        })?;
+    let alarm = spawn_named("alarm", None, move || {
+        let mut samples = Vec::new();
+        if go_rx.recv().is_err() {
+            return samples;
+        }
+        let start = sys::now_ns();
+        let mut deadline = start + PERIOD_NS;
+        while deadline <= start + duration_ns {
+            sys::sleep_until_ns(deadline);
+            samples.push(ns_to_ms(sys::now_ns() as i128 - deadline as i128));
+            deadline += PERIOD_NS;
+        }
+        samples
+    })?;
     ready_then_wait_for_go()?;
     go_tx.send(())?;
     let samples = alarm.join().ok().context("alarm thread panicked")?;

@@ -3,7 +3,7 @@
 //! between consecutive frame completions); a frame is janky when completion − its intended
 //! vsync ≥ one interval (HWUI JankTracker's rule). A UI thread that misses vsyncs skips them.
 
-use super::{ns_to_ms, ready_then_wait_for_go, spin_cpu, ModelArgs, ModelOutput};
+use super::{ns_to_ms, ready_then_wait_for_go, spawn_named, spin_cpu, ModelArgs, ModelOutput};
 use crate::sys;
 use anyhow::{Context, Result};
 use std::sync::mpsc;
@@ -17,42 +17,36 @@ pub fn app(args: &ModelArgs) -> Result<ModelOutput> {
     let render_ms = args.compute_ms.unwrap_or(RENDER_MS);
     let duration_ns = args.duration_ms * 1_000_000;
     let (frame_tx, frame_rx) = mpsc::channel::<u64>();
-    let render = std::thread::Builder::new()
-        .name("render".into())
-        .spawn(move || {
-            sys::name_this_thread("render");
-            // (intended vsync, completion) per frame.
-            let mut done = Vec::new();
-            for vsync in frame_rx {
-                spin_cpu(render_ms);
-                done.push((vsync, sys::now_ns()));
-            }
-            done
-        })?;
+    let render = spawn_named("render", None, move || {
+        // (intended vsync, completion) per frame.
+        let mut done = Vec::new();
+        for vsync in frame_rx {
+            spin_cpu(render_ms);
+            done.push((vsync, sys::now_ns()));
+        }
+        done
+    })?;
     let (go_tx, go_rx) = mpsc::channel::<()>();
-    let ui = std::thread::Builder::new()
-        .name("ui".into())
-        .spawn(move || {
-            sys::name_this_thread("ui");
-            if go_rx.recv().is_err() {
+    let ui = spawn_named("ui", None, move || {
+        if go_rx.recv().is_err() {
+            return;
+        }
+        let start = sys::now_ns();
+        let mut vsync = start + VSYNC_NS;
+        while vsync <= start + duration_ns {
+            sys::sleep_until_ns(vsync);
+            spin_cpu(UI_MS);
+            if frame_tx.send(vsync).is_err() {
                 return;
             }
-            let start = sys::now_ns();
-            let mut vsync = start + VSYNC_NS;
-            while vsync <= start + duration_ns {
-                sys::sleep_until_ns(vsync);
-                spin_cpu(UI_MS);
-                if frame_tx.send(vsync).is_err() {
-                    return;
-                }
-                // The next vsync still ahead of us; the ones already passed are missed.
-                let now = sys::now_ns();
-                vsync += VSYNC_NS;
-                if vsync <= now {
-                    vsync += (now - vsync) / VSYNC_NS * VSYNC_NS + VSYNC_NS;
-                }
+            // The next vsync still ahead of us; the ones already passed are missed.
+            let now = sys::now_ns();
+            vsync += VSYNC_NS;
+            if vsync <= now {
+                vsync += (now - vsync) / VSYNC_NS * VSYNC_NS + VSYNC_NS;
             }
-        })?;
+        }
+    })?;
     ready_then_wait_for_go()?;
     go_tx.send(())?;
     ui.join().ok().context("ui thread panicked")?;

@@ -3,8 +3,8 @@
 //! Metric: flip → image ready.
 
 use super::{
-    drop_from_cache, gallery_file, ns_to_ms, ready_then_wait_for_go, spin_cpu, ModelArgs,
-    ModelOutput, GALLERY_IMAGES,
+    drop_from_cache, gallery_file, ns_to_ms, ready_then_wait_for_go, spawn_named, spin_cpu,
+    ModelArgs, ModelOutput, GALLERY_IMAGES,
 };
 use crate::sys;
 use anyhow::{Context, Result};
@@ -23,31 +23,28 @@ pub fn app(args: &ModelArgs) -> Result<ModelOutput> {
     let decode_ms = args.compute_ms.unwrap_or(DECODE_MS);
     let duration_ns = args.duration_ms * 1_000_000;
     let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
-    let ui = std::thread::Builder::new()
-        .name("ui".into())
-        .spawn(move || {
-            sys::name_this_thread("ui");
-            let mut samples = Vec::new();
-            if go_rx.recv().is_err() {
-                return samples;
+    let ui = spawn_named("ui", None, move || {
+        let mut samples = Vec::new();
+        if go_rx.recv().is_err() {
+            return samples;
+        }
+        let start = sys::now_ns();
+        let mut buf = Vec::new();
+        for (k, flip) in (0..).map(|k| (k, start + k * FLIP_NS)) {
+            if flip > start + duration_ns {
+                break;
             }
-            let start = sys::now_ns();
-            let mut buf = Vec::new();
-            for (k, flip) in (0..).map(|k| (k, start + k * FLIP_NS)) {
-                if flip > start + duration_ns {
-                    break;
-                }
-                sys::sleep_until_ns(flip);
-                let mut file = &files[k as usize % files.len()];
-                drop_from_cache(file);
-                buf.clear();
-                let _ = std::io::Seek::rewind(&mut file);
-                let _ = file.read_to_end(&mut buf);
-                spin_cpu(decode_ms);
-                samples.push(ns_to_ms((sys::now_ns() - flip) as i128));
-            }
-            samples
-        })?;
+            sys::sleep_until_ns(flip);
+            let mut file = &files[k as usize % files.len()];
+            drop_from_cache(file);
+            buf.clear();
+            let _ = std::io::Seek::rewind(&mut file);
+            let _ = file.read_to_end(&mut buf);
+            spin_cpu(decode_ms);
+            samples.push(ns_to_ms((sys::now_ns() - flip) as i128));
+        }
+        samples
+    })?;
     ready_then_wait_for_go()?;
     go_tx.send(())?;
     let samples = ui.join().ok().context("ui thread panicked")?;

@@ -135,6 +135,31 @@ pub(crate) fn inherited_socket() -> UnixStream {
     unsafe { UnixStream::from_raw_fd(3) }
 }
 
+/// Start a named thread and wait until it has named itself (and taken its nice value, best
+/// effort like Android's AsyncTask), so the runner, which applies a mode right after `ready`,
+/// sees every thread as it will stay.
+pub(crate) fn spawn_named<T: Send + 'static>(
+    name: &'static str,
+    nice: Option<i32>,
+    body: impl FnOnce() -> T + Send + 'static,
+) -> Result<std::thread::JoinHandle<T>> {
+    let (started_tx, started_rx) = std::sync::mpsc::channel();
+    let handle = std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            sys::name_this_thread(name);
+            if let Some(n) = nice {
+                let _ = sys::set_nice(sys::gettid(), n);
+            }
+            let _ = started_tx.send(());
+            body()
+        })?;
+    started_rx
+        .recv()
+        .with_context(|| format!("thread {name} died while starting"))?;
+    Ok(handle)
+}
+
 /// Burn `ms` of this thread's CPU time: "computes C ms" regardless of preemption.
 pub(crate) fn spin_cpu(ms: f64) {
     let until = sys::thread_cpu_ns() + (ms * 1e6) as u64;
@@ -155,7 +180,7 @@ fn own_context_switches() -> u64 {
 }
 
 /// Read the `ready` line a model prints on stdout.
-pub(crate) fn expect_ready(stdout: &mut impl BufRead) -> Result<()> {
+pub fn expect_ready(stdout: &mut impl BufRead) -> Result<()> {
     let mut line = String::new();
     stdout.read_line(&mut line)?;
     if line.trim() != "ready" {

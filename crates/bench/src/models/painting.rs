@@ -3,7 +3,10 @@
 //! event written → frame received, measured by the system process on one monotonic clock.
 //! `worker` reuses the same system process; only its app side differs.
 
-use super::{inherited_socket, ns_to_ms, ready_then_wait_for_go, spin_cpu, ModelArgs, ModelOutput};
+use super::{
+    inherited_socket, ns_to_ms, ready_then_wait_for_go, spawn_named, spin_cpu, ModelArgs,
+    ModelOutput,
+};
 use crate::sys;
 use anyhow::{Context, Result};
 use rand::{Rng, SeedableRng};
@@ -44,17 +47,14 @@ impl Message {
 pub fn app(args: &ModelArgs) -> Result<ModelOutput> {
     let compute = args.compute_ms.unwrap_or(DEFAULT_COMPUTE_MS);
     let mut sock = inherited_socket();
-    let ui = std::thread::Builder::new()
-        .name("ui".into())
-        .spawn(move || {
-            sys::name_this_thread("ui");
-            while let Some(event) = Message::read(&mut sock) {
-                spin_cpu(compute);
-                if event.write(&mut sock).is_err() {
-                    break;
-                }
+    let ui = spawn_named("ui", None, move || {
+        while let Some(event) = Message::read(&mut sock) {
+            spin_cpu(compute);
+            if event.write(&mut sock).is_err() {
+                break;
             }
-        })?;
+        }
+    })?;
     ready_then_wait_for_go()?;
     ui.join().ok().context("ui thread panicked")?;
     Ok(ModelOutput::default())

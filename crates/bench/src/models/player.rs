@@ -3,7 +3,7 @@
 //! period start). The buffer holds two blocks ahead, so a block finishing more than 40 ms after
 //! its period start arrives after playback needed it: an underrun.
 
-use super::{ns_to_ms, ready_then_wait_for_go, spin_cpu, ModelArgs, ModelOutput};
+use super::{ns_to_ms, ready_then_wait_for_go, spawn_named, spin_cpu, ModelArgs, ModelOutput};
 use crate::sys;
 use anyhow::{Context, Result};
 
@@ -15,24 +15,21 @@ pub fn app(args: &ModelArgs) -> Result<ModelOutput> {
     let decode_ms = args.compute_ms.unwrap_or(DECODE_MS);
     let duration_ns = args.duration_ms * 1_000_000;
     let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
-    let decoder = std::thread::Builder::new()
-        .name("decoder".into())
-        .spawn(move || {
-            sys::name_this_thread("decoder");
-            let mut delays = Vec::new();
-            if go_rx.recv().is_err() {
-                return delays;
-            }
-            let start = sys::now_ns();
-            let mut period = start;
-            while period + BLOCK_NS <= start + duration_ns {
-                sys::sleep_until_ns(period);
-                spin_cpu(decode_ms);
-                delays.push(sys::now_ns() - period);
-                period += BLOCK_NS;
-            }
-            delays
-        })?;
+    let decoder = spawn_named("decoder", None, move || {
+        let mut delays = Vec::new();
+        if go_rx.recv().is_err() {
+            return delays;
+        }
+        let start = sys::now_ns();
+        let mut period = start;
+        while period + BLOCK_NS <= start + duration_ns {
+            sys::sleep_until_ns(period);
+            spin_cpu(decode_ms);
+            delays.push(sys::now_ns() - period);
+            period += BLOCK_NS;
+        }
+        delays
+    })?;
     ready_then_wait_for_go()?;
     go_tx.send(())?;
     let delays = decoder.join().ok().context("decoder thread panicked")?;

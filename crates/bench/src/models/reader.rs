@@ -3,7 +3,8 @@
 //! read-ahead and I/O priority both show.
 
 use super::{
-    drop_from_cache, ns_to_ms, reader_file, ready_then_wait_for_go, ModelArgs, ModelOutput,
+    drop_from_cache, ns_to_ms, reader_file, ready_then_wait_for_go, spawn_named, ModelArgs,
+    ModelOutput,
 };
 use crate::sys;
 use anyhow::{Context, Result};
@@ -18,38 +19,35 @@ pub fn app(args: &ModelArgs) -> Result<ModelOutput> {
         .with_context(|| format!("opening {} (created by the runner)", path.display()))?;
     let duration_ns = args.duration_ms * 1_000_000;
     let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
-    let reader = std::thread::Builder::new()
-        .name("reader".into())
-        .spawn(move || {
-            sys::name_this_thread("reader");
-            let (mut samples, mut passes) = (Vec::new(), 0u32);
-            if go_rx.recv().is_err() {
-                return (samples, passes);
-            }
-            let start = sys::now_ns();
-            let mut buf = [0u8; READ_SIZE];
-            'run: while sys::now_ns() < start + duration_ns {
-                drop_from_cache(&file);
-                let _ = std::io::Seek::rewind(&mut file);
-                let (mut in_chunk, mut chunk_start) = (0u64, sys::now_ns());
-                loop {
-                    match file.read(&mut buf) {
-                        Ok(0) | Err(_) => break,
-                        Ok(n) => in_chunk += n as u64,
-                    }
-                    if in_chunk >= CHUNK {
-                        let now = sys::now_ns();
-                        samples.push(ns_to_ms((now - chunk_start) as i128));
-                        (in_chunk, chunk_start) = (0, now);
-                        if now >= start + duration_ns {
-                            break 'run;
-                        }
+    let reader = spawn_named("reader", None, move || {
+        let (mut samples, mut passes) = (Vec::new(), 0u32);
+        if go_rx.recv().is_err() {
+            return (samples, passes);
+        }
+        let start = sys::now_ns();
+        let mut buf = [0u8; READ_SIZE];
+        'run: while sys::now_ns() < start + duration_ns {
+            drop_from_cache(&file);
+            let _ = std::io::Seek::rewind(&mut file);
+            let (mut in_chunk, mut chunk_start) = (0u64, sys::now_ns());
+            loop {
+                match file.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => in_chunk += n as u64,
+                }
+                if in_chunk >= CHUNK {
+                    let now = sys::now_ns();
+                    samples.push(ns_to_ms((now - chunk_start) as i128));
+                    (in_chunk, chunk_start) = (0, now);
+                    if now >= start + duration_ns {
+                        break 'run;
                     }
                 }
-                passes += 1;
             }
-            (samples, passes)
-        })?;
+            passes += 1;
+        }
+        (samples, passes)
+    })?;
     ready_then_wait_for_go()?;
     go_tx.send(())?;
     let (samples, passes) = reader.join().ok().context("reader thread panicked")?;

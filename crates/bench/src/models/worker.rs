@@ -4,8 +4,9 @@
 //! (dispatcher + compositor) is `painting`'s.
 
 use super::painting::Message;
-use super::{inherited_socket, ready_then_wait_for_go, spin_cpu, ModelArgs, ModelOutput};
-use crate::sys;
+use super::{
+    inherited_socket, ready_then_wait_for_go, spawn_named, spin_cpu, ModelArgs, ModelOutput,
+};
 use anyhow::{Context, Result};
 use std::sync::mpsc;
 
@@ -19,36 +20,28 @@ pub fn app(args: &ModelArgs) -> Result<ModelOutput> {
     let compute = args.compute_ms.unwrap_or(WORKER_COMPUTE_MS);
     let (req_tx, req_rx) = mpsc::channel::<Message>();
     let (done_tx, done_rx) = mpsc::channel::<Message>();
-    let worker = std::thread::Builder::new()
-        .name("worker".into())
-        .spawn(move || {
-            sys::name_this_thread("worker");
-            // Best effort, like AsyncTask: a failure leaves the thread at the app's nice.
-            let _ = sys::set_nice(sys::gettid(), WORKER_NICE);
-            for req in req_rx {
-                spin_cpu(compute);
-                if done_tx.send(req).is_err() {
-                    break;
-                }
+    let worker = spawn_named("worker", Some(WORKER_NICE), move || {
+        for req in req_rx {
+            spin_cpu(compute);
+            if done_tx.send(req).is_err() {
+                break;
             }
-        })?;
+        }
+    })?;
     let mut sock = inherited_socket();
     let mut tx = sock.try_clone()?;
-    let ui = std::thread::Builder::new()
-        .name("ui".into())
-        .spawn(move || {
-            sys::name_this_thread("ui");
-            while let Some(event) = Message::read(&mut sock) {
-                if req_tx.send(event).is_err() {
-                    break;
-                }
-                let Ok(result) = done_rx.recv() else { break };
-                spin_cpu(UI_DRAW_MS);
-                if result.write(&mut tx).is_err() {
-                    break;
-                }
+    let ui = spawn_named("ui", None, move || {
+        while let Some(event) = Message::read(&mut sock) {
+            if req_tx.send(event).is_err() {
+                break;
             }
-        })?;
+            let Ok(result) = done_rx.recv() else { break };
+            spin_cpu(UI_DRAW_MS);
+            if result.write(&mut tx).is_err() {
+                break;
+            }
+        }
+    })?;
     ready_then_wait_for_go()?;
     ui.join().ok().context("ui thread panicked")?;
     worker.join().ok().context("worker thread panicked")?;

@@ -1,6 +1,6 @@
 //! `fifo`: every foreground thread at SCHED_FIFO priority 1 — the latency reference, and its
-//! cost. Bounded like rtkit: RLIMIT_RTTIME 200 ms on the app (the kernel kills a thread that
-//! runs that long without blocking), SCHED_RESET_ON_FORK, and restored on every exit path.
+//! cost. Bounded like rtkit: a soft RLIMIT_RTTIME of 200 ms on the app (SIGXCPU ends a process
+//! whose thread runs that long without blocking), SCHED_RESET_ON_FORK, and restored on every exit path.
 //! The background is left alone.
 
 use super::{app_threads, ignore_gone, Changes, Mode, Targets};

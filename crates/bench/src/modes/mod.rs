@@ -79,7 +79,7 @@ impl ModeName {
             ModeName::Stock => "under load, nothing done",
             ModeName::Android => "Android top app: ui/render threads nice -10; background nice 10 in a cpu.shares=52 group",
             ModeName::S76 => "system76-scheduler defaults: autogroup off; foreground nice 0 io BE0; background nice 6 io idle",
-            ModeName::Fifo => "foreground threads SCHED_FIFO 1 (RLIMIT_RTTIME 200 ms): the latency reference",
+            ModeName::Fifo => "foreground threads SCHED_FIFO 1 (soft RLIMIT_RTTIME 200 ms): the latency reference",
             ModeName::Eimos => "uxsched daemon --mode eimos (seed 001)",
             ModeName::Vtcfs => "uxsched daemon --mode vtcfs (seed 000)",
             ModeName::Mcfs => "uxsched daemon --mode mcfs (seed 002)",
@@ -230,11 +230,15 @@ impl Changes {
         Ok(())
     }
 
+    /// Lower the soft RLIMIT_RTTIME: past it the kernel sends SIGXCPU, whose default action
+    /// ends the process. The hard limit stays, because raising it back on restore needs
+    /// CAP_SYS_RESOURCE, which containers often drop.
     pub fn rttime_limit(&mut self, pid: i32, limit_us: u64) -> Result<()> {
         if !self.first_time("rtlimit", pid) {
             return Ok(());
         }
-        let old = sys::swap_rttime_limit(pid, Some(limit_us))?;
+        let old = sys::rttime_limit(pid)?;
+        sys::set_rttime_limit(pid, limit_us.min(old.1), old.1)?;
         self.log.push(Change::RtLimit { pid, old });
         Ok(())
     }

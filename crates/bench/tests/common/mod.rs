@@ -2,6 +2,9 @@
 //! CPUs and s76 flips a system-wide sysctl), a private scratch directory, and a check that the
 //! machine is left as found (autogroup, cgroups, no leftover load process).
 
+// Each test binary uses a subset of these helpers.
+#![allow(dead_code)]
+
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;

@@ -6,6 +6,7 @@ pub mod android;
 pub mod cpufreq;
 pub mod explicit;
 pub mod mutter;
+pub mod x11;
 
 use crate::api::{Request, Response};
 use crate::config::SourceName;

@@ -12,6 +12,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use uxsched_daemon::actuators::cgroup::Hierarchy;
+use uxsched_daemon::actuators::ioprio;
 use uxsched_daemon::actuators::sched::{self, SchedAttr};
 use uxsched_daemon::api::{self, Request, Status};
 
@@ -102,6 +103,19 @@ impl Daemon {
         wait_until("daemon status", Duration::from_secs(20), || {
             api::call(&socket, &Request::Status).is_ok()
         });
+    }
+
+    /// Run a second daemon with the same config to completion (it must refuse to start).
+    pub fn run_second(&self) -> (std::process::ExitStatus, String) {
+        let out = child("daemon")
+            .env(CONFIG_ENV, &self.config)
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        (
+            out.status,
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
     }
 
     pub fn status(&self) -> Status {
@@ -347,4 +361,43 @@ fn spin_forever() -> ! {
     loop {
         x = std::hint::black_box(x.wrapping_add(1));
     }
+}
+
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root {
+        eprintln!("skipped: needs root");
+    }
+    root
+}
+
+/// Everything that must come back exactly: sched attributes, cgroup, ioprio of each thread.
+pub fn snapshot(tids: &[i32]) -> Vec<(i32, sched::SchedAttr, String, u16)> {
+    tids.iter()
+        .map(|&t| (t, attr(t), cgroup(t), ioprio::get(t).unwrap()))
+        .collect()
+}
+
+pub fn all_restored(before: &[(i32, sched::SchedAttr, String, u16)]) -> bool {
+    snapshot(&before.iter().map(|b| b.0).collect::<Vec<_>>()) == before
+}
+
+/// Wait until every thread is back to `before`; on timeout show what differs.
+pub fn assert_restored(what: &str, before: &[(i32, sched::SchedAttr, String, u16)]) {
+    let end = Instant::now() + Duration::from_secs(5);
+    while !all_restored(before) {
+        if Instant::now() > end {
+            let now = snapshot(&before.iter().map(|b| b.0).collect::<Vec<_>>());
+            panic!("{what}: not restored\n before {before:?}\n now    {now:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+pub fn set_nice(tid: i32, nice: i32) {
+    let mut a = attr(tid);
+    a.nice = nice;
+    a.runtime = 0;
+    sched::set(tid, &a).unwrap();
 }

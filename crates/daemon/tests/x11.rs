@@ -1,0 +1,203 @@
+//! The X11 source against a real Xvfb server with real client windows (separate processes that
+//! set `_NET_WM_PID`). The test plays the window manager's part: it sets the root window's
+//! `_NET_ACTIVE_WINDOW`, as an EWMH window manager does when focus changes. Then the server goes
+//! away and comes back: the source clears the focus and reconnects.
+//!
+//! Needs the Debian package `xvfb` (scripts/setup.sh installs it).
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+use uxsched_daemon::config::SourceName;
+use uxsched_daemon::sources::{x11, Event};
+use x11rb::connection::Connection;
+use x11rb::protocol::xproto::{AtomEnum, ConnectionExt, CreateWindowAux, PropMode, WindowClass};
+use x11rb::wrapper::ConnectionExt as _;
+
+struct Kill(Child);
+
+impl Drop for Kill {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Not a test: the entry point of the client-window child processes.
+#[test]
+fn child_entry() {
+    if std::env::var("UXSCHED_TEST_ROLE").as_deref() == Ok("window") {
+        window_client();
+    }
+}
+
+/// A real X client: one mapped window with `_NET_WM_PID` = this process; prints the window id.
+fn window_client() -> ! {
+    let (conn, screen) = x11rb::connect(None).unwrap();
+    let s = &conn.setup().roots[screen];
+    let win = conn.generate_id().unwrap();
+    conn.create_window(
+        s.root_depth,
+        win,
+        s.root,
+        0,
+        0,
+        100,
+        100,
+        0,
+        WindowClass::INPUT_OUTPUT,
+        s.root_visual,
+        &CreateWindowAux::new(),
+    )
+    .unwrap();
+    let wm_pid = conn
+        .intern_atom(false, b"_NET_WM_PID")
+        .unwrap()
+        .reply()
+        .unwrap()
+        .atom;
+    conn.change_property32(
+        PropMode::REPLACE,
+        win,
+        wm_pid,
+        AtomEnum::CARDINAL,
+        &[std::process::id()],
+    )
+    .unwrap();
+    conn.map_window(win).unwrap();
+    conn.flush().unwrap();
+    println!("{win}");
+    loop {
+        std::thread::sleep(Duration::from_secs(3600));
+    }
+}
+
+fn free_display() -> u32 {
+    (90..200)
+        .find(|n| {
+            !std::path::Path::new(&format!("/tmp/.X11-unix/X{n}")).exists()
+                && !std::path::Path::new(&format!("/tmp/.X{n}-lock")).exists()
+        })
+        .expect("no free X display number")
+}
+
+fn xvfb(display: &str) -> Option<Kill> {
+    let child = Command::new("Xvfb")
+        // -noreset: without it the server resets (dropping windows and root properties) each
+        // time its last client disconnects, e.g. the probe connection below.
+        .args([
+            display,
+            "-noreset",
+            "-nolisten",
+            "tcp",
+            "-screen",
+            "0",
+            "320x240x24",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let guard = Kill(child);
+    let end = Instant::now() + Duration::from_secs(10);
+    while x11rb::connect(Some(display)).is_err() {
+        assert!(Instant::now() < end, "Xvfb {display} did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Some(guard)
+}
+
+/// A client-window process on `display`: (guard, pid, window id).
+fn client(display: &str) -> (Kill, u32, u32) {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "child_entry", "--nocapture", "--test-threads=1"])
+        .env("UXSCHED_TEST_ROLE", "window")
+        .env("DISPLAY", display)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = BufReader::new(child.stdout.take().unwrap());
+    let pid = child.id();
+    let guard = Kill(child);
+    // The libtest harness prints its own text first ("test child_entry ... " has no newline);
+    // the window id is the last word of the first line that ends in a number.
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in out.lines().map_while(Result::ok) {
+            if let Some(id) = line
+                .split_whitespace()
+                .last()
+                .and_then(|w| w.parse::<u32>().ok())
+            {
+                let _ = tx.send(id);
+                return;
+            }
+        }
+    });
+    let id = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the client window did not start");
+    (guard, pid, id)
+}
+
+/// Act as the window manager: make `win` the active window.
+fn activate(display: &str, win: u32) {
+    let (conn, screen) = x11rb::connect(Some(display)).unwrap();
+    let root = conn.setup().roots[screen].root;
+    let active = conn
+        .intern_atom(false, b"_NET_ACTIVE_WINDOW")
+        .unwrap()
+        .reply()
+        .unwrap()
+        .atom;
+    conn.change_property32(PropMode::REPLACE, root, active, AtomEnum::WINDOW, &[win])
+        .unwrap();
+    // A round trip, so the change is processed before this connection closes.
+    conn.get_input_focus().unwrap().reply().unwrap();
+}
+
+fn next_focus(rx: &mpsc::Receiver<Event>, step: &str) -> Option<i32> {
+    let ev = rx.recv_timeout(Duration::from_secs(15));
+    match ev.unwrap_or_else(|e| panic!("no focus event after {step}: {e}")) {
+        Event::Focus { source, pid } => {
+            assert_eq!(source, SourceName::X11);
+            pid
+        }
+        _ => panic!("unexpected event"),
+    }
+}
+
+#[test]
+fn follows_the_active_window_and_survives_the_display_going_away() {
+    let display = format!(":{}", free_display());
+    let Some(server) = xvfb(&display) else {
+        eprintln!("skipped: Xvfb is not installed (Debian package xvfb)");
+        return;
+    };
+    let (_a, pid_a, win_a) = client(&display);
+    let (_b, pid_b, win_b) = client(&display);
+    let (tx, rx) = mpsc::channel();
+    x11::spawn(Some(display.clone()), tx).unwrap();
+    std::thread::sleep(Duration::from_millis(300)); // connected, no active window yet
+
+    activate(&display, win_a);
+    assert_eq!(next_focus(&rx, "activating A"), Some(pid_a as i32));
+    activate(&display, win_b);
+    assert_eq!(next_focus(&rx, "activating B"), Some(pid_b as i32));
+    activate(&display, 0); // the desktop: nothing focused
+    assert_eq!(next_focus(&rx, "activating the desktop"), None);
+    activate(&display, win_a);
+    assert_eq!(next_focus(&rx, "activating A again"), Some(pid_a as i32));
+
+    // The X server dies: focus cleared; it comes back: the source reconnects by itself.
+    drop(server);
+    assert_eq!(next_focus(&rx, "killing the server"), None);
+    let _server = xvfb(&display).unwrap();
+    let (_c, pid_c, win_c) = client(&display);
+    activate(&display, win_c);
+    assert_eq!(
+        next_focus(&rx, "activating C on the new server"),
+        Some(pid_c as i32)
+    );
+}
