@@ -122,7 +122,10 @@ pub fn find(id: &str) -> Result<(&'static str, &'static str, Experiment), String
         .copied()
         .ok_or_else(|| {
             let ids: Vec<&str> = SEEDS.iter().map(|s| s.0).collect();
-            format!("no experiments for seed `{id}` (known: {}, or `all`)", ids.join(", "))
+            format!(
+                "no experiments for seed `{id}` (known: {}, or `all`)",
+                ids.join(", ")
+            )
         })
 }
 

@@ -39,7 +39,9 @@ pub fn markdown(results: &[SeedResult], fig_dir: &str, quick: bool) -> String {
          do not give) are stated in each seed's notes.\n\n",
     );
     if quick {
-        s.push_str("**This is a `--quick` run: shorter runs and fewer points; verdicts may differ.**\n\n");
+        s.push_str(
+            "**This is a `--quick` run: shorter runs and fewer points; verdicts may differ.**\n\n",
+        );
     }
     for r in results {
         let _ = writeln!(s, "## Seed {} — {}\n", r.id, r.title);
@@ -68,7 +70,11 @@ pub fn markdown(results: &[SeedResult], fig_dir: &str, quick: bool) -> String {
         for f in &r.outcome.figures {
             let _ = writeln!(s, "![{}]({fig_dir}/{}.svg)\n", f.title, f.file);
         }
-        let _ = writeln!(s, "_Experiments took {:.1} s of wall-clock time._\n", r.wall_s);
+        let _ = writeln!(
+            s,
+            "_Experiments took {:.1} s of wall-clock time._\n",
+            r.wall_s
+        );
     }
     s
 }

@@ -56,7 +56,11 @@ fn interactive(name: &str, work: Nanos) -> TaskSpec {
 
 /// Per response: (response time, L_S, L_P) — eq. 5 without L_I (no interrupt model).
 /// L_S = wake-up of the interactive task to its first run; L_P = the rest of the waiting.
-fn response_split(log: &crate::log::VecSink, who: &str, work: Nanos) -> Result<Vec<(f64, f64, f64)>, String> {
+fn response_split(
+    log: &crate::log::VecSink,
+    who: &str,
+    work: Nanos,
+) -> Result<Vec<(f64, f64, f64)>, String> {
     let id = task_id(log, who)?;
     let ls = wakeup_latencies(log, id);
     let rts = interactions(log);
@@ -90,7 +94,11 @@ fn examples(ctx: &Ctx, o: &mut Outcome) -> Result<(), String> {
     tasks.push(dispatcher(200 * MS, "app"));
     tasks.push(interactive("app", 3 * MS));
     let w = workload("example1", tasks);
-    let plain = split_means(&response_split(&simulate(&w, &paper_cfs("cfs"))?, "app", 3 * MS)?);
+    let plain = split_means(&response_split(
+        &simulate(&w, &paper_cfs("cfs"))?,
+        "app",
+        3 * MS,
+    )?);
     let boosted = split_means(&response_split(
         &simulate(&w, &paper_cfs("cfs").mech("boost").param("boost.c=100ms"))?,
         "app",
@@ -111,7 +119,11 @@ fn examples(ctx: &Ctx, o: &mut Outcome) -> Result<(), String> {
         "boost to ω−20 (C = 100 ms) gives a 9.86 ms slice, so no preemption latency",
         "0 ms (theory)".into(),
         format!("{:.1} ms", boosted.2),
-        if boosted.2 < 1.0 { Verdict::Reproduced } else { Verdict::Not },
+        if boosted.2 < 1.0 {
+            Verdict::Reproduced
+        } else {
+            Verdict::Not
+        },
         "eq. 6 caps at ω−20; the 3 ms request fits the 9.86 ms slice".into(),
     ));
     // Example 2: nine nice-0 hogs, one nice −12 hog, a short task woken every 37 ms. Run twice:
@@ -126,7 +138,11 @@ fn examples(ctx: &Ctx, o: &mut Outcome) -> Result<(), String> {
             })
             .collect();
         tasks.push(hog("heavy", nice(-12)));
-        tasks.push(task("woken", nice(0), vec![Event::Sleep(37 * MS), Event::Run(MS / 10)]));
+        tasks.push(task(
+            "woken",
+            nice(0),
+            vec![Event::Sleep(37 * MS), Event::Run(MS / 10)],
+        ));
         workload("example2", tasks)
     };
     let max_lat = |w: &crate::workload::Workload, spec: &RunSpec| -> Result<f64, String> {
@@ -143,7 +159,11 @@ fn examples(ctx: &Ctx, o: &mut Outcome) -> Result<(), String> {
         "behind a nice −12 hog's 6.18 ms slice a woken task waits more than 6 ms (paper CFS model)",
         "> 6 ms".into(),
         format!("max {cfs_max:.2} ms"),
-        if cfs_max > 6.0 { Verdict::Reproduced } else { Verdict::Not },
+        if cfs_max > 6.0 {
+            Verdict::Reproduced
+        } else {
+            Verdict::Not
+        },
         "the woken task is placed at min_vruntime (eq. 4) and waits out the slice".into(),
     ));
     let bound = 3.0 + 1.0;
@@ -201,13 +221,25 @@ fn painting(ctx: &Ctx, o: &mut Outcome) -> Result<(), String> {
         if let Some(c) = boost {
             spec = spec.mech("boost").param(c);
         }
-        rows.push((label, split_means(&response_split(&simulate(&w, &spec)?, "painter", work)?)));
+        rows.push((
+            label,
+            split_means(&response_split(&simulate(&w, &spec)?, "painter", work)?),
+        ));
     }
     let legacy = rows[0].1;
     let mut series = vec![
-        Series { name: "response time".into(), points: vec![] },
-        Series { name: "L_S (scheduling)".into(), points: vec![] },
-        Series { name: "L_P (preemption)".into(), points: vec![] },
+        Series {
+            name: "response time".into(),
+            points: vec![],
+        },
+        Series {
+            name: "L_S (scheduling)".into(),
+            points: vec![],
+        },
+        Series {
+            name: "L_P (preemption)".into(),
+            points: vec![],
+        },
     ];
     for (i, (_, (rt, ls, lp))) in rows.iter().enumerate() {
         series[0].points.push((i as f64, *rt));
@@ -332,7 +364,16 @@ fn interbench(ctx: &Ctx, o: &mut Outcome) -> Result<(), String> {
     let dur = if ctx.quick { SEC } else { 10 * SEC };
     let benches = ["X", "Audio", "Video", "Gaming"];
     let loads = ["None", "Video", "X", "Burn", "Memload"];
-    let mut avg = vec![Series { name: "cfs".into(), points: vec![] }, Series { name: "vtcfs T=3ms".into(), points: vec![] }];
+    let mut avg = vec![
+        Series {
+            name: "cfs".into(),
+            points: vec![],
+        },
+        Series {
+            name: "vtcfs T=3ms".into(),
+            points: vec![],
+        },
+    ];
     let mut max_series = avg.clone();
     let (mut sum_cfs, mut sum_vt, mut n) = (0.0, 0.0, 0.0);
     let (mut worst_vt, mut gaming_cfs, mut gaming_vt) = (0.0f64, 0.0f64, 0.0f64);
@@ -355,9 +396,19 @@ fn interbench(ctx: &Ctx, o: &mut Outcome) -> Result<(), String> {
                 avg[si].points.push((x, a));
                 max_series[si].points.push((x, m));
                 if *b == "Gaming" {
-                    if si == 0 { gaming_cfs = gaming_cfs.max(m) } else { gaming_vt = gaming_vt.max(m) }
+                    if si == 0 {
+                        gaming_cfs = gaming_cfs.max(m)
+                    } else {
+                        gaming_vt = gaming_vt.max(m)
+                    }
                 } else {
-                    if si == 0 { sum_cfs += a } else { sum_vt += a; n += 1.0; worst_vt = worst_vt.max(m) }
+                    if si == 0 {
+                        sum_cfs += a
+                    } else {
+                        sum_vt += a;
+                        n += 1.0;
+                        worst_vt = worst_vt.max(m)
+                    }
                 }
             }
         }
@@ -366,7 +417,10 @@ fn interbench(ctx: &Ctx, o: &mut Outcome) -> Result<(), String> {
         .iter()
         .flat_map(|b| loads.iter().map(move |l| format!("{b}/{l}")))
         .collect();
-    for (file, what, series) in [("seed000-fig7-avg", "average", avg), ("seed000-fig7-max", "maximum", max_series)] {
+    for (file, what, series) in [
+        ("seed000-fig7-avg", "average", avg),
+        ("seed000-fig7-max", "maximum", max_series),
+    ] {
         o.figures.push(Figure {
             file: file.into(),
             title: format!("Seed 000 Fig. 7: {what} latency, interbench-like (task/load)"),
@@ -396,7 +450,11 @@ fn interbench(ctx: &Ctx, o: &mut Outcome) -> Result<(), String> {
         "VT-CFS bounds the maximum latency of the sleeping tasks near T (+ a tick)",
         "max 15.28 ms (RT system tasks add to T)".into(),
         format!("max {worst_vt:.2} ms"),
-        if worst_vt <= 3.0 + 1.0 + 0.5 { Verdict::Reproduced } else { Verdict::Partly },
+        if worst_vt <= 3.0 + 1.0 + 0.5 {
+            Verdict::Reproduced
+        } else {
+            Verdict::Partly
+        },
         "no RT system services in the model, so the bound T + tick holds exactly".into(),
     ));
     o.claims.push(claim(
@@ -424,17 +482,38 @@ fn interbench(ctx: &Ctx, o: &mut Outcome) -> Result<(), String> {
 fn hackbench(ctx: &Ctx, o: &mut Outcome) -> Result<(), String> {
     let msgs: u64 = if ctx.quick { 10 } else { 200 };
     let cost = 20 * 1000; // 20 µs per 100-byte pipe write or read (assumed)
-    let paper = [(100, 4.051, 4.084), (200, 5.390, 5.450), (400, 9.782, 9.886)];
+    let paper = [
+        (100, 4.051, 4.084),
+        (200, 5.390, 5.450),
+        (400, 9.782, 9.886),
+    ];
     let mut cells = Vec::new();
     let mut worst = 0.0f64;
-    let mut series = vec![Series { name: "cfs".into(), points: vec![] }, Series { name: "vtcfs T=5ms".into(), points: vec![] }];
+    let mut series = vec![
+        Series {
+            name: "cfs".into(),
+            points: vec![],
+        },
+        Series {
+            name: "vtcfs T=5ms".into(),
+            points: vec![],
+        },
+    ];
     for (pairs, pc, pv) in paper {
         let mut tasks = Vec::new();
         for p in 0..pairs {
             let ch = format!("pipe{p}");
-            let mut s = task(&format!("snd{p}"), nice(0), vec![Event::Run(cost), Event::Send(ch.clone())]);
+            let mut s = task(
+                &format!("snd{p}"),
+                nice(0),
+                vec![Event::Run(cost), Event::Send(ch.clone())],
+            );
             s.loops = Some(msgs);
-            let mut r = task(&format!("rcv{p}"), nice(0), vec![Event::Recv(ch), Event::Run(cost)]);
+            let mut r = task(
+                &format!("rcv{p}"),
+                nice(0),
+                vec![Event::Recv(ch), Event::Run(cost)],
+            );
             r.loops = Some(msgs);
             tasks.push(s);
             tasks.push(r);
@@ -478,7 +557,11 @@ fn hackbench(ctx: &Ctx, o: &mut Outcome) -> Result<(), String> {
         "VT-CFS (T = 5 ms) costs under 1 % of hackbench completion time",
         "+0.99 % (pipes), +0.46 % (sockets)".into(),
         cells.join("; "),
-        if worst < 2.0 { Verdict::Reproduced } else { Verdict::Partly },
+        if worst < 2.0 {
+            Verdict::Reproduced
+        } else {
+            Verdict::Partly
+        },
         "the simulator charges no context-switch cost, so the overhead is only the reordering of \
          work; the switch counts show the extra preemptions VT-CFS makes"
             .into(),

@@ -62,7 +62,12 @@ pub fn reproduce(a: ReproduceArgs) -> anyhow::Result<ExitCode> {
         let path = a.out.join("reproduction.md");
         uxsched_sim::export::write_atomically(&path, |w| w.write_all(md.as_bytes()))
             .with_context(|| format!("writing {}", path.display()))?;
-        eprintln!("wrote {} and {}/ in {:.1} s", path.display(), fig_dir.display(), total.elapsed().as_secs_f64());
+        eprintln!(
+            "wrote {} and {}/ in {:.1} s",
+            path.display(),
+            fig_dir.display(),
+            total.elapsed().as_secs_f64()
+        );
     } else {
         eprintln!("figures in {}/", fig_dir.display());
     }
