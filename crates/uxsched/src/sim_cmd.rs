@@ -27,7 +27,7 @@ use uxsched_sim::workload::{self, Workload};
 #[derive(clap::Subcommand)]
 pub enum SimCommand {
     /// Run a workload and print its metrics.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Measure the simulator's speed on the standard phone-like workload.
     Bench(BenchArgs),
     /// List the built-in workloads and fair policies.
@@ -115,7 +115,7 @@ pub struct BenchArgs {
 
 pub fn run(c: SimCommand) -> anyhow::Result<ExitCode> {
     match c {
-        SimCommand::Run(a) => run_workload(a),
+        SimCommand::Run(a) => run_workload(*a),
         SimCommand::Bench(a) => bench(a),
         SimCommand::Reproduce(a) => reproduce::reproduce(a),
         SimCommand::List => {

@@ -87,8 +87,8 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, String> {
         "4 %".into(),
         format!("{gain:.1} % ({:.2} → {:.2} s)", s / 1e3, e / 1e3),
         verdict_for_effect(4.0, gain),
-        "nothing else runs in the model, so a priority bonus cannot help; the paper's 4 % comes \
-         from the emulator's own Android processes, which the scenario does not contain"
+        "nothing else runs in the model, so a priority bonus cannot help; the paper's 4 % likely \
+         comes from the emulator's own Android processes, which the scenario does not contain"
             .into(),
     ));
     for (idx, where_) in [(1, "root group"), (2, "background cgroup (shares 52)")] {
@@ -107,8 +107,8 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, String> {
                     .into(),
                 _ if idx == 1 => "with the copies competing as equals the stock benchmark gets \
                                   1/11 of the CPU and the bonus gives it 71755/(71755+10×1024) = \
-                                  88 %, a far larger gain than the paper's; its copies were \
-                                  evidently not equal competitors"
+                                  88 %, a far larger gain than the paper's, so its copies \
+                                  cannot have competed as equals (see the next row)"
                     .into(),
                 _ => {
                     "direction matches; the size depends on how much CPU the background held".into()
