@@ -12,7 +12,7 @@ const HEIGHT: f64 = 380.0;
 const LEFT: f64 = 70.0;
 const RIGHT: f64 = 170.0;
 const TOP: f64 = 40.0;
-const BOTTOM: f64 = 60.0;
+const BOTTOM: f64 = 90.0;
 const COLORS: [&str; 8] = [
     "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
 ];
@@ -82,14 +82,30 @@ pub fn to_svg(f: &Figure) -> String {
             let group_w = plot_w / groups;
             let n = f.series.len().max(1) as f64;
             let bar_w = group_w * 0.8 / n;
+            // Labels wider than their slot (about 6 px a character) are slanted.
+            let widest = f
+                .categories
+                .iter()
+                .map(|c| c.chars().count())
+                .max()
+                .unwrap_or(0);
+            let slant = widest as f64 * 6.0 > group_w;
             for (g, cat) in f.categories.iter().enumerate() {
-                let _ = writeln!(
-                    s,
-                    r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
-                    LEFT + (g as f64 + 0.5) * group_w,
-                    TOP + plot_h + 16.0,
-                    xml(cat)
-                );
+                let (x, y) = (LEFT + (g as f64 + 0.5) * group_w, TOP + plot_h + 16.0);
+                if slant {
+                    let _ = writeln!(
+                        s,
+                        r#"<text transform="translate({x:.1},{:.1}) rotate(-35)" text-anchor="end" font-size="9">{}</text>"#,
+                        y - 6.0,
+                        xml(cat)
+                    );
+                } else {
+                    let _ = writeln!(
+                        s,
+                        r#"<text x="{x:.1}" y="{y:.1}" text-anchor="middle">{}</text>"#,
+                        xml(cat)
+                    );
+                }
             }
             for (i, ser) in f.series.iter().enumerate() {
                 let c = COLORS[i % COLORS.len()];

@@ -64,7 +64,7 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, String> {
 }
 
 fn alarm(ctx: &Ctx, o: &mut Outcome) -> Result<(), String> {
-    let dur = if ctx.quick { SEC / 2 } else { 5 * SEC };
+    let dur = if ctx.quick { SEC / 2 } else { 10 * SEC };
     let ns: Vec<usize> = if ctx.quick {
         vec![0, 2, 5]
     } else {
@@ -141,7 +141,7 @@ fn alarm(ctx: &Ctx, o: &mut Outcome) -> Result<(), String> {
 }
 
 fn cut_rates(ctx: &Ctx, o: &mut Outcome) -> Result<(), String> {
-    let dur = if ctx.quick { SEC / 2 } else { 3 * SEC };
+    let dur = if ctx.quick { SEC / 2 } else { 5 * SEC };
     let ns: Vec<usize> = if ctx.quick {
         vec![0, 5]
     } else {
@@ -306,7 +306,7 @@ fn read_between(log: &VecSink, from: Nanos, to: Nanos) -> usize {
 }
 
 fn music(ctx: &Ctx, o: &mut Outcome) -> Result<(), String> {
-    let blocks: u64 = if ctx.quick { 50 } else { 250 };
+    let blocks: u64 = if ctx.quick { 50 } else { 500 };
     let ns: Vec<usize> = if ctx.quick {
         vec![0, 3]
     } else {
