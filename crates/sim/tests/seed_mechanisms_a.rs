@@ -443,3 +443,51 @@ fn reproduce_000_quick_runs_and_renders() {
     std::fs::remove_dir_all(&dir).ok();
     assert!(reproduce::find("999").is_err());
 }
+
+#[test]
+fn boost_also_shortens_responses_under_vtcfs_and_eevdf() {
+    for sched in ["vtcfs", "eevdf"] {
+        let mean_response = |boost: bool| {
+            let mut tasks: Vec<_> = (0..10).map(|i| hog(&format!("hog{i}"), nice(0))).collect();
+            let mut d = task(
+                "dispatcher",
+                nice(0),
+                vec![
+                    Event::Sleep(200 * MS),
+                    Event::Begin("touch".into()),
+                    Event::Send("app".into()),
+                ],
+            );
+            d.labels = vec!["input".into()];
+            tasks.push(d);
+            tasks.push(task(
+                "app",
+                nice(0),
+                vec![
+                    Event::Recv("app".into()),
+                    Event::Run(12 * MS),
+                    Event::End("touch".into()),
+                ],
+            ));
+            let mut params = vec![];
+            if sched == "vtcfs" {
+                params.push("vtcfs.tick=3ms");
+            }
+            let mechs: &[&str] = if boost {
+                params.push("boost.c=100ms");
+                &["boost"]
+            } else {
+                &[]
+            };
+            let log = run_with(&workload(tasks), hz1000(sched, 1, 3 * SEC), mechs, &params);
+            let r = responses(&log);
+            assert!(r.len() >= 5, "{sched}: {} responses", r.len());
+            r.iter().map(|&x| ms(x)).sum::<f64>() / r.len() as f64
+        };
+        let (plain, boosted) = (mean_response(false), mean_response(true));
+        assert!(
+            boosted < plain * 0.8,
+            "{sched}: boosted {boosted} ms vs plain {plain} ms"
+        );
+    }
+}
