@@ -117,3 +117,42 @@ fn unknown_option_values_list_the_valid_ones() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("cfs") && err.contains("eevdf"), "{err}");
 }
+
+#[test]
+fn reproduce_writes_figures_and_refuses_unknown_seeds() {
+    let d = tmpdir("reproduce");
+    let out = uxsched(&[
+        "sim",
+        "reproduce",
+        "001",
+        "--quick",
+        "--out",
+        d.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let md = String::from_utf8_lossy(&out.stdout);
+    assert!(md.contains("| Fig. 5 (10 copies) |"), "{md}");
+    assert!(d.join("reproduction/seed001-fig5.svg").exists());
+    assert!(
+        !d.join("reproduction.md").exists(),
+        "only `all` writes the document"
+    );
+    let out = uxsched(&["sim", "reproduce", "999"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("known: 000"));
+    let out = uxsched(&[
+        "sim",
+        "run",
+        "example1",
+        "--mech",
+        "nope",
+        "--duration",
+        "10ms",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    std::fs::remove_dir_all(&d).ok();
+}

@@ -1,21 +1,29 @@
 //! The seed papers' mechanisms that are not fair-class policies, one file each, attached to a run
 //! with `--mech NAME` (see [`crate::engine::hooks`] for what a mechanism can see and do).
 
+pub mod boost;
+pub mod eimos;
+
 use crate::engine::Mechanism;
 use crate::policy::Params;
 
 /// Names accepted by [`by_name`].
-pub const MECHANISM_NAMES: &[&str] = &[];
+pub const MECHANISM_NAMES: &[&str] = &["boost", "eimos"];
 
-/// Build a mechanism by name; it takes its own `NAME.` tunables from `params`.
+/// Build a mechanism by name; it takes its own `NAME.` tunables from `params`, and any other
+/// `NAME.` key is an error naming it.
 pub fn by_name(name: &str, params: &mut Params) -> Result<Box<dyn Mechanism>, String> {
-    let _ = params;
-    Err(format!(
-        "unknown mechanism `{name}` (valid: {})",
-        if MECHANISM_NAMES.is_empty() {
-            "none yet".to_string()
-        } else {
-            MECHANISM_NAMES.join(", ")
+    let mut own = params.split_prefix(&format!("{name}."));
+    let m: Box<dyn Mechanism> = match name {
+        "boost" => Box::new(boost::Boost::from_params(&mut own)?),
+        "eimos" => Box::new(eimos::Eimos::from_params(&mut own)?),
+        _ => {
+            return Err(format!(
+                "unknown mechanism `{name}` (valid: {})",
+                MECHANISM_NAMES.join(", ")
+            ))
         }
-    ))
+    };
+    own.finish(name)?;
+    Ok(m)
 }
