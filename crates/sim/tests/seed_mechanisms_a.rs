@@ -434,7 +434,6 @@ fn reproduce_000_quick_runs_and_renders() {
             id: "000",
             title: "t",
             outcome: &o,
-            wall_s: 0.0,
         }],
         "reproduction",
         true,

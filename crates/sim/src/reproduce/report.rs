@@ -8,8 +8,6 @@ pub struct SeedResult<'a> {
     pub id: &'a str,
     pub title: &'a str,
     pub outcome: &'a Outcome,
-    /// Wall-clock seconds the experiments took.
-    pub wall_s: f64,
 }
 
 fn verdict(v: Verdict) -> &'static str {
@@ -25,7 +23,8 @@ fn cell(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
 }
 
-/// The markdown document. `fig_dir` is the figures' directory relative to the document.
+/// The markdown document — a pure function of the outcomes, so a rerun with the same seed
+/// regenerates it byte for byte (timings go to stderr, not here). `fig_dir` is the figures' directory relative to the document.
 pub fn markdown(results: &[SeedResult], fig_dir: &str, quick: bool) -> String {
     let mut s = String::new();
     s.push_str("# The seed papers' experiments, reproduced in the simulator\n\n");
@@ -70,11 +69,6 @@ pub fn markdown(results: &[SeedResult], fig_dir: &str, quick: bool) -> String {
         for f in &r.outcome.figures {
             let _ = writeln!(s, "![{}]({fig_dir}/{}.svg)\n", f.title, f.file);
         }
-        let _ = writeln!(
-            s,
-            "_Experiments took {:.1} s of wall-clock time._\n",
-            r.wall_s
-        );
     }
     s
 }
@@ -104,7 +98,6 @@ mod tests {
                 id: "000",
                 title: "t",
                 outcome: &o,
-                wall_s: 1.0,
             }],
             "reproduction",
             false,

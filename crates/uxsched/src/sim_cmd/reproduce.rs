@@ -21,7 +21,7 @@ pub fn reproduce(a: ReproduceArgs) -> anyhow::Result<ExitCode> {
         seed: 1,
         out_dir: fig_dir.clone(),
     };
-    let mut done: Vec<(&str, &str, Outcome, f64)> = Vec::new();
+    let mut done: Vec<(&str, &str, Outcome)> = Vec::new();
     let total = Instant::now();
     for (i, (id, title, exp)) in seeds.iter().enumerate() {
         eprintln!("[{}/{}] seed {id}: {title} …", i + 1, seeds.len());
@@ -37,22 +37,21 @@ pub fn reproduce(a: ReproduceArgs) -> anyhow::Result<ExitCode> {
             outcome.claims.len(),
             outcome.figures.len()
         );
-        done.push((id, title, outcome, wall));
+        done.push((id, title, outcome));
     }
     let results: Vec<SeedResult> = done
         .iter()
-        .map(|(id, title, o, wall)| SeedResult {
+        .map(|(id, title, o)| SeedResult {
             id,
             title,
             outcome: o,
-            wall_s: *wall,
         })
         .collect();
     let md = markdown(&results, "reproduction", a.quick);
     if a.json {
         let all: Vec<_> = done
             .iter()
-            .map(|(id, title, o, _)| serde_json::json!({"seed": id, "title": title, "outcome": o}))
+            .map(|(id, title, o)| serde_json::json!({"seed": id, "title": title, "outcome": o}))
             .collect();
         println!("{}", serde_json::to_string_pretty(&all)?);
     } else {
