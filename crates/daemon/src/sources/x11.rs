@@ -88,6 +88,7 @@ pub fn spawn(display: Option<String>, events: Sender<Event>) -> std::io::Result<
         .spawn(move || {
             let mut last = None;
             let mut backoff = Duration::from_millis(100);
+            let mut warned = false;
             loop {
                 let err = serve(display.as_deref(), &mut last, &events);
                 if last.is_some() {
@@ -102,6 +103,11 @@ pub fn spawn(display: Option<String>, events: Sender<Event>) -> std::io::Result<
                 }
                 match err {
                     Err(e) if e.is::<std::sync::mpsc::SendError<Event>>() => return,
+                    // Said once at info level, then quietly retried.
+                    Err(e) if !warned => {
+                        warned = true;
+                        tracing::info!("x11 source: {e}; retrying (up to every {MAX_BACKOFF:?})");
+                    }
                     Err(e) => tracing::debug!("x11 source: {e}; reconnecting in {backoff:?}"),
                     Ok(()) => {}
                 }
