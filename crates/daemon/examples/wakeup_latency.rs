@@ -128,10 +128,12 @@ impl Daemon {
             &cfg,
             format!(
                 "mode = \"{mode}\"\nsocket = \"{}\"\njournal = \"{}\"\ncgroup_name = \"uxsched-bench-{}\"\n\
-                 [vtcfs]\nbudget_ms = 600000\n",
+                 {}\n[vtcfs]\nbudget_ms = 600000\n",
                 socket.display(),
                 dir.join("j.sqlite").display(),
-                std::process::id()
+                std::process::id(),
+                // Top-level keys to try variants, e.g. UXSCHED_BENCH_EXTRA='fg_shares = 1024'.
+                std::env::var("UXSCHED_BENCH_EXTRA").unwrap_or_default()
             ),
         )
         .unwrap();
