@@ -278,6 +278,7 @@ impl Daemon {
             since_focus_ms: self.focus_since.elapsed().as_millis() as u64,
             runnable: state::runnable_now(),
             cpus: state::cpus_now(),
+            autogroup: crate::actuators::autogroup::enabled(),
         }
     }
 
@@ -382,6 +383,9 @@ impl Daemon {
                 period: 0,
             })),
             Value::Ioprio(_) => Value::Ioprio(ioprio::get(tid).unwrap_or(0)),
+            Value::Autogroup(_) => {
+                Value::Autogroup(crate::actuators::autogroup::get(tid).unwrap_or(0))
+            }
             Value::Cgroup(_) => Value::Cgroup(
                 self.rec
                     .groups
@@ -412,5 +416,6 @@ fn fill(s: &mut Settings, v: &Value) {
         }
         Value::Cgroup(p) => s.cgroup = Some(p.clone()),
         Value::Ioprio(v) => s.ioprio = Some(*v),
+        Value::Autogroup(n) => s.autogroup_nice = Some(*n),
     }
 }
