@@ -167,12 +167,19 @@ fn measure(config: &str, secs: u64) -> Vec<f64> {
     let daemon = (config != "idle" && config != "stock").then(|| Daemon::start(config));
     std::thread::sleep(Duration::from_millis(200)); // let the load spread
     let n = WARMUP_SAMPLES + (secs * 1_000_000_000 / PERIOD_NS as u64) as usize;
-    let mut task = Command::new(std::env::current_exe().unwrap())
-        .arg(n.to_string())
+    let mut task = Command::new(std::env::current_exe().unwrap());
+    task.arg(n.to_string())
         .env("UXSCHED_BENCH_ROLE", "periodic")
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .stdout(Stdio::piped());
+    // Its own session, as a launched app has (and what uxsched does to its autogroup stays there).
+    // SAFETY: setsid is async-signal-safe.
+    unsafe {
+        task.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    let mut task = task.spawn().unwrap();
     if let Some(d) = &daemon {
         api::call(
             &d.socket,
