@@ -65,6 +65,7 @@ fn serve(
     };
     let mask = ChangeWindowAttributesAux::new().event_mask(EventMask::PROPERTY_CHANGE);
     conn.change_window_attributes(root, &mask)?.check()?;
+    *connected = true;
     let shown = display.unwrap_or("$DISPLAY");
     tracing::info!(display = shown, "x11 source connected");
     loop {
