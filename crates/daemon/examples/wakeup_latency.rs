@@ -1,8 +1,9 @@
 //! Wake-up latency of a periodic foreground task under `stress-ng --cpu 6` running in another
 //! session, on the idle machine, under stock scheduling and under each daemon mode.
 //!
-//! Run as root: `cargo run --release -p uxsched-daemon --example wakeup_latency -- [ROUNDS] [SECS]`
-//! (default 2 rounds of 3 s per configuration, configurations interleaved A B C … A B C …).
+//! Run as root: `cargo run --release -p uxsched-daemon --example wakeup_latency -- [ROUNDS] [SECS]
+//! [CONFIG,…]` (default 2 rounds of 3 s per configuration, all configurations, interleaved
+//! A B C … A B C …).
 //!
 //! The task sleeps to absolute 10 ms deadlines (`clock_nanosleep(TIMER_ABSTIME)`) and records
 //! how late it runs after each expiry — wake-up latency as cyclictest measures it. Each mode
@@ -127,10 +128,12 @@ impl Daemon {
             &cfg,
             format!(
                 "mode = \"{mode}\"\nsocket = \"{}\"\njournal = \"{}\"\ncgroup_name = \"uxsched-bench-{}\"\n\
-                 [vtcfs]\nbudget_ms = 600000\n",
+                 {}\n[vtcfs]\nbudget_ms = 600000\n",
                 socket.display(),
                 dir.join("j.sqlite").display(),
-                std::process::id()
+                std::process::id(),
+                // Top-level keys to try variants, e.g. UXSCHED_BENCH_EXTRA='fg_shares = 1024'.
+                std::env::var("UXSCHED_BENCH_EXTRA").unwrap_or_default()
             ),
         )
         .unwrap();
@@ -164,12 +167,19 @@ fn measure(config: &str, secs: u64) -> Vec<f64> {
     let daemon = (config != "idle" && config != "stock").then(|| Daemon::start(config));
     std::thread::sleep(Duration::from_millis(200)); // let the load spread
     let n = WARMUP_SAMPLES + (secs * 1_000_000_000 / PERIOD_NS as u64) as usize;
-    let mut task = Command::new(std::env::current_exe().unwrap())
-        .arg(n.to_string())
+    let mut task = Command::new(std::env::current_exe().unwrap());
+    task.arg(n.to_string())
         .env("UXSCHED_BENCH_ROLE", "periodic")
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .stdout(Stdio::piped());
+    // Its own session, as a launched app has (and what uxsched does to its autogroup stays there).
+    // SAFETY: setsid is async-signal-safe.
+    unsafe {
+        task.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    let mut task = task.spawn().unwrap();
     if let Some(d) = &daemon {
         api::call(
             &d.socket,
@@ -198,15 +208,33 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 fn bench() {
     let rounds: usize = std::env::args().nth(1).map_or(2, |s| s.parse().unwrap());
     let secs: u64 = std::env::args().nth(2).map_or(3, |s| s.parse().unwrap());
-    let mut all: Vec<Vec<f64>> = vec![Vec::new(); CONFIGS.len()];
+    let configs: Vec<String> = std::env::args().nth(3).map_or_else(
+        || CONFIGS.map(String::from).to_vec(),
+        |s| s.split(',').map(String::from).collect(),
+    );
+    for c in &configs {
+        assert!(
+            CONFIGS.contains(&c.as_str()),
+            "unknown configuration {c}; one of {CONFIGS:?}"
+        );
+    }
+    let load_before = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let mut all: Vec<Vec<f64>> = vec![Vec::new(); configs.len()];
     for round in 0..rounds {
-        for (i, c) in CONFIGS.iter().enumerate() {
+        for (i, c) in configs.iter().enumerate() {
             eprintln!("round {}/{rounds}: {c}", round + 1);
             all[i].extend(measure(c, secs));
         }
     }
     println!("wake-up latency of a 10 ms periodic task (µs), stress-ng --cpu 6 in another session");
-    println!("{rounds} round(s) × {secs} s per configuration, interleaved\n");
+    println!("{rounds} round(s) × {secs} s per configuration, interleaved");
+    // Other work on the machine shows in every row (idle included): report it with the figures.
+    let load_after = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!(
+        "loadavg before: {}, after: {}\n",
+        load_before.trim(),
+        load_after.trim()
+    );
     println!(
         "| {:<10} | {:>7} | {:>9} | {:>9} | {:>9} | {:>9} |",
         "config", "samples", "p50", "p90", "p99", "max"
@@ -215,7 +243,7 @@ fn bench() {
         "|{:-<12}|{:->9}|{:->11}|{:->11}|{:->11}|{:->11}|",
         "", "", "", "", "", ""
     );
-    for (i, c) in CONFIGS.iter().enumerate() {
+    for (i, c) in configs.iter().enumerate() {
         let mut s = all[i].clone();
         s.sort_by(f64::total_cmp);
         if s.is_empty() {

@@ -76,6 +76,8 @@ pub struct Settings {
     pub cgroup: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ioprio: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autogroup_nice: Option<i32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -107,7 +107,6 @@ pub fn run(cfg: Config) -> anyhow::Result<()> {
 
     let mut d = Daemon {
         mode: cfg.mode,
-        cfg,
         features,
         rec,
         focus_by_source: BTreeMap::new(),
@@ -115,9 +114,13 @@ pub fn run(cfg: Config) -> anyhow::Result<()> {
         focus_since: Instant::now(),
         history: History::default(),
         dirty: false,
-        last_apply: Instant::now(),
+        // The first focus is applied at once (the rate limit is about changes in a row).
+        last_apply: Instant::now()
+            .checked_sub(Duration::from_millis(cfg.min_focus_interval_ms))
+            .unwrap_or_else(Instant::now),
         prefetcher: Prefetcher::default(),
         sources_alive,
+        cfg,
     };
     let result = d.serve(&rx);
     if let Err(e) = &result {
@@ -144,16 +147,16 @@ impl Daemon {
             } else {
                 next_scan
             };
+            // A change request is answered after it has been applied (unless rate-limited), so
+            // a client that focuses and then looks at the kernel sees the result.
+            let mut pending = None;
             match rx.recv_timeout(apply_at.saturating_duration_since(now)) {
                 Ok(Event::Shutdown) | Err(RecvTimeoutError::Disconnected) => return Ok(()),
                 Ok(Event::Client {
                     request,
                     uid,
                     reply,
-                }) => {
-                    let resp = self.handle(request, uid);
-                    let _ = reply.send(resp);
-                }
+                }) => pending = Some((reply, self.handle(request, uid))),
                 Ok(Event::Focus { source, pid }) => {
                     if let Err(e) = self.set_focus(source, pid.and_then(|p| AppId::of(p).ok())) {
                         warn!("{e}");
@@ -166,6 +169,9 @@ impl Daemon {
             if due {
                 self.apply()?;
                 next_scan = Instant::now() + rescan;
+            }
+            if let Some((reply, resp)) = pending {
+                let _ = reply.send(resp);
             }
         }
     }
@@ -272,6 +278,7 @@ impl Daemon {
             since_focus_ms: self.focus_since.elapsed().as_millis() as u64,
             runnable: state::runnable_now(),
             cpus: state::cpus_now(),
+            autogroup: crate::actuators::autogroup::enabled(),
         }
     }
 
@@ -376,6 +383,9 @@ impl Daemon {
                 period: 0,
             })),
             Value::Ioprio(_) => Value::Ioprio(ioprio::get(tid).unwrap_or(0)),
+            Value::Autogroup(_) => {
+                Value::Autogroup(crate::actuators::autogroup::get(tid).unwrap_or(0))
+            }
             Value::Cgroup(_) => Value::Cgroup(
                 self.rec
                     .groups
@@ -406,5 +416,6 @@ fn fill(s: &mut Settings, v: &Value) {
         }
         Value::Cgroup(p) => s.cgroup = Some(p.clone()),
         Value::Ioprio(v) => s.ioprio = Some(*v),
+        Value::Autogroup(n) => s.autogroup_nice = Some(*n),
     }
 }

@@ -20,6 +20,8 @@ pub enum Value {
     Cgroup(String),
     /// An encoded I/O priority.
     Ioprio(u16),
+    /// The nice value of the task's session autogroup.
+    Autogroup(i32),
 }
 
 /// The kinds of setting, the journal's second key.
@@ -29,6 +31,7 @@ pub enum Kind {
     Sched,
     Cgroup,
     Ioprio,
+    Autogroup,
 }
 
 impl Kind {
@@ -37,6 +40,7 @@ impl Kind {
             Kind::Sched => "sched",
             Kind::Cgroup => "cgroup",
             Kind::Ioprio => "ioprio",
+            Kind::Autogroup => "autogroup",
         }
     }
 }
@@ -47,6 +51,7 @@ impl Value {
             Value::Sched(_) => Kind::Sched,
             Value::Cgroup(_) => Kind::Cgroup,
             Value::Ioprio(_) => Kind::Ioprio,
+            Value::Autogroup(_) => Kind::Autogroup,
         }
     }
 }

@@ -17,7 +17,7 @@
 //!   — logged once per task and setting, never fatal.
 
 use crate::actuators::cgroup::{Group, Groups};
-use crate::actuators::{ioprio, sched};
+use crate::actuators::{autogroup, ioprio, sched};
 use crate::identity::{self, TaskId};
 use crate::journal::{Entry, Journal, JournalError, Kind, Value};
 use crate::policy::{Desired, Target};
@@ -84,7 +84,7 @@ impl Reconciler {
         }
         // 2. New changes.
         for (task, target) in &desired.threads {
-            for kind in [Kind::Sched, Kind::Cgroup, Kind::Ioprio] {
+            for kind in [Kind::Sched, Kind::Cgroup, Kind::Ioprio, Kind::Autogroup] {
                 let key = (*task, kind);
                 if handled.contains(&key) || self.yielded.contains(&key) {
                     continue;
@@ -140,6 +140,10 @@ impl Reconciler {
             (Kind::Ioprio, Value::Ioprio(orig)) => {
                 let v = target.ioprio?;
                 (v != *orig).then_some(Value::Ioprio(v))
+            }
+            (Kind::Autogroup, Value::Autogroup(orig)) => {
+                let n = target.autogroup_nice?.min(*orig); // only ever raise the session
+                (n != *orig).then_some(Value::Autogroup(n))
             }
             _ => None,
         }
@@ -243,6 +247,7 @@ impl Reconciler {
         Ok(match kind {
             Kind::Sched => Some(Value::Sched(sched::get(task.tid)?)),
             Kind::Ioprio => Some(Value::Ioprio(ioprio::get(task.tid)?)),
+            Kind::Autogroup => Some(Value::Autogroup(autogroup::get(task.tid)?)),
             Kind::Cgroup => {
                 let Some(g) = &self.groups else {
                     return Ok(None);
@@ -278,6 +283,7 @@ impl Reconciler {
         Ok(match applied {
             Value::Sched(a) => sched::holds(&sched::get(task.tid)?, a),
             Value::Ioprio(v) => ioprio::get(task.tid)? == *v,
+            Value::Autogroup(n) => autogroup::get(task.tid)? == *n,
             Value::Cgroup(p) => match &self.groups {
                 Some(g) => g.hierarchy.current(task.tid)? == *p,
                 None => false,
@@ -292,6 +298,7 @@ impl Reconciler {
         match value {
             Value::Sched(a) => sched::set(task.tid, a),
             Value::Ioprio(v) => ioprio::set(task.tid, *v),
+            Value::Autogroup(n) => autogroup::set(task.tid, *n),
             Value::Cgroup(p) => {
                 let g = self.groups.as_ref().ok_or(io::ErrorKind::Unsupported)?;
                 g.hierarchy.move_to(task.tid, p).or_else(|e| {

@@ -86,6 +86,8 @@ pub struct State {
     pub cpus: u32,
     /// f_max / f_cur of the CPUs the focused app's threads last ran on (1.0 without cpufreq).
     pub freq_ratio: f64,
+    /// Autogroup scheduling is on (`kernel.sched_autogroup_enabled`).
+    pub autogroup: bool,
 }
 
 /// Classify a thread of an app.

@@ -183,7 +183,19 @@ fn autogroup_nice_alone_fails_across_sessions_the_foreground_group_works() {
         cgroup(spin) == d.group_rel("fg")
     });
     let with_group = cpu_share(fg.pid(), window);
-    eprintln!("foreground CPU share: nice -19 alone {nice_only:.2}, eimos {with_group:.2}");
+    drop(d);
+    wait_until("out of the group", T, || cgroup(spin) == "/");
+
+    // uxsched mode: the app's own autogroup raised instead.
+    let d = Daemon::start("uxsched", "");
+    d.focus(Some(fg.pid()));
+    let ag = uxsched_daemon::actuators::autogroup::get;
+    wait_until("autogroup raised", T, || ag(fg.pid()).unwrap() == -19);
+    let with_autogroup = cpu_share(fg.pid(), window);
+    eprintln!(
+        "foreground CPU share: nice -19 alone {nice_only:.2}, eimos (fg cgroup) {with_group:.2}, \
+         uxsched (autogroup nice) {with_autogroup:.2}"
+    );
     assert!(
         nice_only < 0.7,
         "nice alone should not beat another autogroup: {nice_only}"
@@ -192,6 +204,12 @@ fn autogroup_nice_alone_fails_across_sessions_the_foreground_group_works() {
         with_group > 0.8,
         "the foreground group must win: {with_group}"
     );
+    assert!(
+        with_autogroup > 0.8,
+        "the raised autogroup must win: {with_autogroup}"
+    );
+    drop(d);
+    assert_eq!(ag(fg.pid()).unwrap(), 0, "autogroup nice restored");
     drop(hog);
 }
 

@@ -88,8 +88,22 @@ fn uxsched_mode_gives_ui_and_render_a_short_slice_and_sigterm_restores_all() {
         "workers keep the default slice"
     );
 
+    let autogroup = uxsched_daemon::actuators::autogroup::get;
+    if uxsched_daemon::actuators::autogroup::enabled() {
+        assert_eq!(
+            autogroup(ui).unwrap(),
+            -19,
+            "the app's session autogroup is raised"
+        );
+        assert_eq!(
+            cgroup(worker),
+            "/",
+            "no cgroup move while autogroup does the job"
+        );
+    }
     d.stop(libc::SIGTERM);
     assert!(all_restored(&before), "SIGTERM restores everything");
+    assert_eq!(autogroup(ui).unwrap(), 0);
     assert!(
         !d.group_dir("fg").exists() && !d.group_dir("bg").exists(),
         "groups removed"

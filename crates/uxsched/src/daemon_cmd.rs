@@ -140,32 +140,52 @@ fn status(socket: &Path, json: bool) -> anyhow::Result<ExitCode> {
     let s = resp
         .status
         .context("the daemon's status reply has no status")?;
-    if json {
-        println!("{}", serde_json::to_string_pretty(&s)?);
+    let text = if json {
+        serde_json::to_string_pretty(&s)? + "\n"
     } else {
-        print_status(&s);
+        render_status(&s)
+    };
+    // A closed pipe (`| head`) is the reader's choice, not an error.
+    match std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(ExitCode::SUCCESS),
     }
-    Ok(ExitCode::SUCCESS)
 }
 
-fn print_status(s: &Status) {
-    println!("mode:    {}", s.mode);
+/// Append one formatted line to a String (writing to a String cannot fail).
+macro_rules! push_line {
+    ($o:expr, $($arg:tt)*) => {{
+        $o.push_str(&format!($($arg)*));
+        $o.push('\n');
+    }};
+}
+
+fn render_status(s: &Status) -> String {
+    let mut o = String::new();
+    push_line!(o, "mode:    {}", s.mode);
     match (s.focus, &s.focus_comm) {
-        (Some(pid), Some(comm)) => println!("focus:   {pid} ({comm})"),
-        (Some(pid), None) => println!("focus:   {pid}"),
-        _ => println!("focus:   none"),
+        (Some(pid), Some(comm)) => push_line!(o, "focus:   {pid} ({comm})"),
+        (Some(pid), None) => push_line!(o, "focus:   {pid}"),
+        _ => push_line!(o, "focus:   none"),
     }
     let sources: Vec<String> = s
         .sources
         .iter()
         .map(|x| format!("{}{}", x.name, if x.alive { "" } else { " (down)" }))
         .collect();
-    println!("sources: {}", sources.join(", "));
-    println!("boosted: {} thread(s)", s.boosted.len());
+    push_line!(o, "sources: {}", sources.join(", "));
+    push_line!(o, "boosted: {} thread(s)", s.boosted.len());
     if !s.boosted.is_empty() {
-        println!(
+        push_line!(
+            o,
             "  {:>8} {:>8} {:<16} {:<10} {:>11} {:>17} {:<24}",
-            "TID", "PID", "COMM", "ROLE", "NICE", "SLICE us", "CGROUP"
+            "TID",
+            "PID",
+            "COMM",
+            "ROLE",
+            "NICE",
+            "SLICE us",
+            "CGROUP"
         );
     }
     for b in &s.boosted {
@@ -182,14 +202,22 @@ fn print_status(s: &Status) {
             b.current.slice_ns.map(|v| (v / 1000).to_string()),
         );
         let cg = pair(b.original.cgroup.clone(), b.current.cgroup.clone());
-        println!(
+        push_line!(
+            o,
             "  {:>8} {:>8} {:<16} {:<10} {:>11} {:>17} {:<24}",
-            b.tid, b.pid, b.comm, b.role, nice, slice, cg
+            b.tid,
+            b.pid,
+            b.comm,
+            b.role,
+            nice,
+            slice,
+            cg
         );
     }
     let f = &s.features;
     let get = |k: &str| f.get(k).map(|v| v.to_string()).unwrap_or_default();
-    println!(
+    push_line!(
+        o,
         "kernel:  {} (custom slice {}, autogroup {}, cpufreq {}, cgroup {})",
         get("kernel").trim_matches('"'),
         get("custom_slice"),
@@ -197,4 +225,5 @@ fn print_status(s: &Status) {
         get("cpufreq"),
         get("cgroup_used").trim_matches('"')
     );
+    o
 }

@@ -24,6 +24,8 @@ pub struct Target {
     pub group: Option<Group>,
     /// Encoded I/O priority (see `actuators::ioprio`).
     pub ioprio: Option<u16>,
+    /// Nice of the thread's session autogroup (see `actuators::autogroup`).
+    pub autogroup_nice: Option<i32>,
 }
 
 /// The settings a mode wants for the device. Threads absent from `threads` want nothing: the
@@ -51,6 +53,7 @@ impl Desired {
     pub fn bounded(mut self, cfg: &Config) -> Desired {
         for t in self.threads.values_mut() {
             t.nice = t.nice.map(|n| n.clamp(cfg.min_nice, 19));
+            t.autogroup_nice = t.autogroup_nice.map(|n| n.clamp(cfg.min_nice, 19));
             t.slice_ns = t.slice_ns.map(|s| s.clamp(100_000, 100_000_000));
         }
         self.fg_shares = self.fg_shares.clamp(2, 262_144);
@@ -117,6 +120,7 @@ pub(crate) mod test_state {
             }),
             runnable: 7,
             cpus: 2,
+            autogroup: true,
             freq_ratio: 1.0,
             ..State::default()
         }
@@ -151,6 +155,7 @@ mod tests {
             let d = for_mode(m).desired(&state, &cfg).bounded(&cfg);
             for t in d.threads.values() {
                 assert!(t.nice.is_none_or(|n| n >= -5), "{m}: {t:?}");
+                assert!(t.autogroup_nice.is_none_or(|n| n >= -5), "{m}: {t:?}");
             }
         }
     }

@@ -32,7 +32,7 @@ impl Policy for Shuffledog {
                     nice: Some(nice),
                     group: Some(Group::Fg),
                     ioprio: Some(critical_io),
-                    slice_ns: None,
+                    ..Target::default()
                 })
             });
         }

@@ -1,9 +1,10 @@
-//! `uxsched` (default): the combination the measurements justify (docs/mechanisms.md). The
-//! whole foreground app goes into the high-weight foreground group (the only knob that works
-//! across autogroups/sessions); inside it the UI and render threads get `min_nice` plus a short
-//! custom slice (EEVDF picks a woken short-slice task first: the wake-up latency knob, VT-CFS's
-//! idea on a stock kernel) and the other threads a mild bonus, so the UI still wins over the
-//! app's own workers.
+//! `uxsched` (default): the combination the measurements justify (docs/mechanisms.md). The UI
+//! and render threads get `min_nice` plus a short custom slice (EEVDF runs a woken short-slice
+//! task first: the wake-up latency knob, VT-CFS's idea on a stock kernel), the other threads a
+//! mild bonus so the UI still wins over the app's own workers. Across sessions: with autogroup
+//! on, the app's session autogroup gets `min_nice` (the app stays in its own task group, where
+//! the short slice keeps working — moving it into a cgroup lost that in our measurements);
+//! without autogroup, the foreground cgroup.
 
 use super::{Desired, Policy, Target};
 use crate::actuators::cgroup::Group;
@@ -25,8 +26,10 @@ impl Policy for Uxsched {
                         cfg.uxsched.others_nice
                     }),
                     slice_ns: critical.then_some(cfg.uxsched.slice_us * 1000),
-                    group: Some(Group::Fg),
+                    group: (!state.autogroup).then_some(Group::Fg),
                     ioprio: None,
+                    // One thread carries the process's session autogroup.
+                    autogroup_nice: (state.autogroup && t.role == Role::Ui).then_some(cfg.min_nice),
                 })
             });
         }
@@ -41,15 +44,20 @@ mod tests {
 
     #[test]
     fn ui_and_render_get_the_short_slice_others_a_mild_bonus() {
-        let d = Uxsched.desired(&fg_state(), &Config::default());
+        let mut s = fg_state();
+        let d = Uxsched.desired(&s, &Config::default());
         for t in [100, 101] {
             assert_eq!(tid(&d, t).unwrap().nice, Some(-19));
             assert_eq!(tid(&d, t).unwrap().slice_ns, Some(100_000));
         }
+        assert_eq!(tid(&d, 100).unwrap().autogroup_nice, Some(-19));
+        assert_eq!(tid(&d, 101).unwrap().autogroup_nice, None);
         let w = tid(&d, 102).unwrap();
-        assert_eq!(
-            (w.nice, w.slice_ns, w.group),
-            (Some(-5), None, Some(Group::Fg))
-        );
+        assert_eq!((w.nice, w.slice_ns, w.group), (Some(-5), None, None));
+        // Without autogroup, the foreground cgroup instead.
+        s.autogroup = false;
+        let d = Uxsched.desired(&s, &Config::default());
+        assert_eq!(tid(&d, 102).unwrap().group, Some(Group::Fg));
+        assert_eq!(tid(&d, 100).unwrap().autogroup_nice, None);
     }
 }

@@ -46,8 +46,14 @@ fn active_pid(conn: &impl Connection, root: Window, atoms: &Atoms) -> XResult<Op
         .filter(|&p| p > 0))
 }
 
-/// Serve one connection until it fails; sends every change of the active pid.
-fn serve(display: Option<&str>, last: &mut Option<i32>, events: &Sender<Event>) -> XResult<()> {
+/// Serve one connection until it fails; sends every change of the active pid. `connected` is
+/// set once the display answered (so the caller resets its back-off).
+fn serve(
+    display: Option<&str>,
+    last: &mut Option<i32>,
+    connected: &mut bool,
+    events: &Sender<Event>,
+) -> XResult<()> {
     let (conn, screen) = x11rb::connect(display)?;
     let root = conn.setup().roots[screen].root;
     let atoms = Atoms {
@@ -59,6 +65,7 @@ fn serve(display: Option<&str>, last: &mut Option<i32>, events: &Sender<Event>) 
     };
     let mask = ChangeWindowAttributesAux::new().event_mask(EventMask::PROPERTY_CHANGE);
     conn.change_window_attributes(root, &mask)?.check()?;
+    *connected = true;
     let shown = display.unwrap_or("$DISPLAY");
     tracing::info!(display = shown, "x11 source connected");
     loop {
@@ -88,8 +95,14 @@ pub fn spawn(display: Option<String>, events: Sender<Event>) -> std::io::Result<
         .spawn(move || {
             let mut last = None;
             let mut backoff = Duration::from_millis(100);
+            let mut warned = false;
             loop {
-                let err = serve(display.as_deref(), &mut last, &events);
+                let mut connected = false;
+                let err = serve(display.as_deref(), &mut last, &mut connected, &events);
+                if connected {
+                    backoff = Duration::from_millis(100);
+                    warned = false;
+                }
                 if last.is_some() {
                     last = None;
                     let ev = Event::Focus {
@@ -102,6 +115,11 @@ pub fn spawn(display: Option<String>, events: Sender<Event>) -> std::io::Result<
                 }
                 match err {
                     Err(e) if e.is::<std::sync::mpsc::SendError<Event>>() => return,
+                    // Said once at info level, then quietly retried.
+                    Err(e) if !warned => {
+                        warned = true;
+                        tracing::info!("x11 source: {e}; retrying (up to every {MAX_BACKOFF:?})");
+                    }
                     Err(e) => tracing::debug!("x11 source: {e}; reconnecting in {backoff:?}"),
                     Ok(()) => {}
                 }

@@ -201,6 +201,15 @@ impl App {
     pub fn spawn_with(spec: &str, adjust: impl FnOnce(&mut Command)) -> App {
         let mut c = child(&format!("app:{spec}"));
         c.stderr(Stdio::null());
+        // Each test app is its own session (own autogroup), like a launched app: what the
+        // daemon does to an app's autogroup never reaches the test runner's session.
+        // SAFETY: setsid is async-signal-safe.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut c, || {
+                libc::setsid();
+                Ok(())
+            });
+        }
         adjust(&mut c);
         let app = App {
             child: c.spawn().unwrap(),
