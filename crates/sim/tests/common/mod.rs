@@ -1,42 +1,17 @@
 //! Small builders for engine tests: workloads written in Rust, and facts read off the log.
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
-use uxsched_model::{Nanos, MS, SEC};
+use uxsched_model::Nanos;
 use uxsched_sim::engine::{Sim, SimConfig};
 use uxsched_sim::log::{Record, VecSink};
 use uxsched_sim::platform::PlatformSpec;
-use uxsched_sim::workload::{Event, Phase, SchedPolicy, TaskSpec, Workload};
+use uxsched_sim::workload::{TaskSpec, Workload};
 
-pub fn task(name: &str, policy: SchedPolicy, events: Vec<Event>) -> TaskSpec {
-    TaskSpec {
-        name: name.into(),
-        process: name.into(),
-        policy,
-        phases: vec![Phase {
-            name: "p".into(),
-            loops: 1,
-            events,
-            ..Default::default()
-        }],
-        ..Default::default()
-    }
-}
-
-pub fn nice(n: i32) -> SchedPolicy {
-    SchedPolicy::Normal { nice: n }
-}
-
-/// A CPU hog: runs forever.
-pub fn hog(name: &str, policy: SchedPolicy) -> TaskSpec {
-    task(name, policy, vec![Event::Run(SEC)])
-}
+// Workload builders and log queries shared with the reproductions.
+pub use uxsched_sim::reproduce::kit::{hog, ms, nice, task, wakeup_latencies};
 
 pub fn workload(tasks: Vec<TaskSpec>) -> Workload {
-    Workload {
-        name: "test".into(),
-        tasks,
-        ..Default::default()
-    }
+    uxsched_sim::reproduce::kit::workload("test", tasks)
 }
 
 pub fn config(sched: &str, cpus: usize, duration: Nanos) -> SimConfig {
@@ -53,11 +28,7 @@ pub fn run(w: &Workload, cfg: SimConfig) -> VecSink {
 }
 
 pub fn task_id(log: &VecSink, name: &str) -> u32 {
-    log.meta
-        .tasks
-        .iter()
-        .position(|t| t.name == name)
-        .expect("task exists") as u32
+    uxsched_sim::reproduce::kit::task_id(log, name).expect("task exists")
 }
 
 /// CPU time each task received, from the switch records.
@@ -89,26 +60,6 @@ pub fn cpu_time(log: &VecSink) -> Vec<Nanos> {
     time
 }
 
-/// Wake-up latencies of one task: each Wakeup to the Switch that runs it.
-pub fn wakeup_latencies(log: &VecSink, task: u32) -> Vec<Nanos> {
-    let mut out = Vec::new();
-    let mut woke = None;
-    for r in &log.records {
-        match *r {
-            Record::Wakeup { t, task: x, .. } if x == task => woke = Some(t),
-            Record::Switch {
-                t, next: Some(n), ..
-            } if n == task => {
-                if let Some(w) = woke.take() {
-                    out.push(t - w);
-                }
-            }
-            _ => {}
-        }
-    }
-    out
-}
-
 /// Response times of completed interactions.
 pub fn responses(log: &VecSink) -> Vec<Nanos> {
     let mut begin = std::collections::BTreeMap::new();
@@ -130,8 +81,4 @@ pub fn percentile(v: &[Nanos], p: f64) -> Nanos {
     s.sort_unstable();
     let rank = ((p / 100.0) * s.len() as f64).ceil().max(1.0) as usize;
     s[rank - 1]
-}
-
-pub fn ms(x: Nanos) -> f64 {
-    x as f64 / MS as f64
 }
