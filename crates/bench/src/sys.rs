@@ -34,17 +34,8 @@ fn stat_field(fields: &[String], n: usize) -> io::Result<i64> {
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, format!("stat field {n}")))
 }
 
-/// The threads of a process, or an empty list when it has exited.
-pub fn threads(pid: i32) -> Vec<i32> {
-    let Ok(dir) = fs::read_dir(format!("/proc/{pid}/task")) else {
-        return Vec::new();
-    };
-    let mut tids: Vec<i32> = dir
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-        .collect();
-    tids.sort_unstable();
-    tids
-}
+/// The threads of a process, or an empty list when it has exited (the daemon's reader).
+pub use uxsched_daemon::identity::threads;
 
 /// A thread's name (`comm`), as models set it with `PR_SET_NAME`.
 pub fn thread_name(pid: i32, tid: i32) -> Option<String> {
