@@ -7,6 +7,7 @@
 //! draws bare primitives and has no way to attach either. Output is deterministic: fixed
 //! number formatting, rows in task-id order, elements in log order.
 
+use super::xml;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::{self, Write};
@@ -405,13 +406,6 @@ fn ms_decimals(step: Nanos) -> usize {
     (0..6)
         .find(|&d| step.checked_rem(MS / 10u64.pow(d as u32)) == Some(0))
         .unwrap_or(6)
-}
-
-fn xml(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 #[cfg(test)]

@@ -93,3 +93,11 @@ pub fn write_atomically<T>(
 fn with_path(e: io::Error, what: &str, path: &Path) -> io::Error {
     io::Error::new(e.kind(), format!("cannot {what} {}: {e}", path.display()))
 }
+
+/// Escape text for SVG/XML attributes and content (the hand-written SVG writers share it).
+pub fn xml(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}

@@ -5,6 +5,7 @@
 //! repository and must be byte-identical from run to run on any machine.
 
 use super::{Figure, FigureKind};
+use crate::export::xml;
 use std::fmt::Write;
 
 const WIDTH: f64 = 640.0;
@@ -224,13 +225,6 @@ fn num(v: f64) -> String {
     } else {
         format!("{v:.2}")
     }
-}
-
-fn xml(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 #[cfg(test)]
