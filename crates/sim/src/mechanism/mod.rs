@@ -1,21 +1,38 @@
 //! The seed papers' mechanisms that are not fair-class policies, one file each, attached to a run
 //! with `--mech NAME` (see [`crate::engine::hooks`] for what a mechanism can see and do).
 
+pub mod facfs;
+pub mod governor;
+
 use crate::engine::Mechanism;
 use crate::policy::Params;
 
 /// Names accepted by [`by_name`].
-pub const MECHANISM_NAMES: &[&str] = &[];
+pub const MECHANISM_NAMES: &[&str] = &[
+    "facfs",
+    "performance",
+    "powersave",
+    "ondemand",
+    "conservative",
+    "interactive",
+    "schedutil",
+];
 
 /// Build a mechanism by name; it takes its own `NAME.` tunables from `params`.
 pub fn by_name(name: &str, params: &mut Params) -> Result<Box<dyn Mechanism>, String> {
-    let _ = params;
-    Err(format!(
-        "unknown mechanism `{name}` (valid: {})",
-        if MECHANISM_NAMES.is_empty() {
-            "none yet".to_string()
-        } else {
-            MECHANISM_NAMES.join(", ")
-        }
-    ))
+    let mut own = params.split_prefix(&format!("{name}."));
+    let built = match name {
+        "facfs" => facfs::FaCfs::from_params(&mut own).map(|m| Box::new(m) as Box<dyn Mechanism>),
+        _ => match governor::by_name(name, &mut own) {
+            Some(g) => g,
+            None => {
+                return Err(format!(
+                    "unknown mechanism `{name}` (valid: {})",
+                    MECHANISM_NAMES.join(", ")
+                ))
+            }
+        },
+    }?;
+    own.finish(name)?;
+    Ok(built)
 }
