@@ -25,8 +25,9 @@ pub struct FaCfs {
     base: Vec<u64>,
     /// Per task: the speed it is being compensated against, while compensated.
     reference: Vec<Option<u64>>,
-    /// Per task: the CPU it was last seen on (to see moves at wake-up).
-    cpu: Vec<usize>,
+    /// Per task: the CPU it was last seen on (to see moves at wake-up); `None` before its
+    /// first wake-up, whose placement is no move.
+    cpu: Vec<Option<usize>>,
     /// Per CPU: the task running there.
     curr: Vec<Option<u32>>,
     /// Per domain: its frequency as last seen.
@@ -73,7 +74,7 @@ impl Mechanism for FaCfs {
         let n = ctl.meta().tasks.len();
         self.base = (0..n as u32).map(|t| ctl.task_weight(t)).collect();
         self.reference = vec![None; n];
-        self.cpu = (0..n as u32).map(|t| ctl.task_cpu(t)).collect();
+        self.cpu = vec![None; n];
         self.curr = vec![None; ctl.ncpus()];
         self.khz = (0..ctl.domains()).map(|d| ctl.domain_khz(d)).collect();
     }
@@ -83,14 +84,14 @@ impl Mechanism for FaCfs {
             Record::Switch { cpu, next, .. } => self.curr[cpu as usize] = next,
             Record::Wakeup { task, cpu, .. } => {
                 let (from, to) = (self.cpu[task as usize], cpu as usize);
-                self.cpu[task as usize] = to;
-                if from != to {
+                self.cpu[task as usize] = Some(to);
+                if let Some(from) = from.filter(|&f| f != to) {
                     let (a, b) = (self.speed(ctl, from), self.speed(ctl, to));
                     self.moved(ctl, task, a, b);
                 }
             }
             Record::Migrate { task, from, to, .. } => {
-                self.cpu[task as usize] = to as usize;
+                self.cpu[task as usize] = Some(to as usize);
                 let (a, b) = (self.speed(ctl, from as usize), self.speed(ctl, to as usize));
                 self.moved(ctl, task, a, b);
             }
@@ -113,7 +114,8 @@ impl Mechanism for FaCfs {
                         // A rise undoes compensation for every task on this CPU.
                         let here: Vec<u32> = (0..self.cpu.len() as u32)
                             .filter(|&t| {
-                                self.cpu[t as usize] == cpu && self.reference[t as usize].is_some()
+                                self.cpu[t as usize] == Some(cpu)
+                                    && self.reference[t as usize].is_some()
                             })
                             .collect();
                         for t in here {
