@@ -5,6 +5,9 @@
 //! data of its [`Figure`]s. Rendering (SVG) and `docs/reproduction.md` are generated here from
 //! that data, so every paper's report looks the same.
 
+pub mod frames;
+pub mod seed004;
+
 use serde::Serialize;
 use std::path::PathBuf;
 
@@ -87,4 +90,8 @@ pub struct Ctx {
 pub type Experiment = fn(&Ctx) -> Result<Outcome, String>;
 
 /// Every seed with experiments, in order: (id, title, experiment).
-pub const SEEDS: &[(&str, &str, Experiment)] = &[];
+pub const SEEDS: &[(&str, &str, Experiment)] = &[(
+    "004",
+    "FA-CFS: frequency-aware CFS under cpufreq governors",
+    seed004::run,
+)];

@@ -21,9 +21,16 @@ pub struct Interactive {
     pub timer_rate: Nanos,
     pub above_hispeed_delay: Nanos,
     pub min_sample_time: Nanos,
-    /// Per domain: (when the frequency was last confirmed at or above hispeed, when the
-    /// current floor was set).
-    validate: Vec<(Nanos, Nanos)>,
+    validate: Vec<Validate>,
+}
+
+/// Per-domain hold-off state (the driver's `hispeed_validate_time`, `floor_freq`,
+/// `floor_validate_time`).
+#[derive(Debug, Clone, Copy, Default)]
+struct Validate {
+    hispeed_at: Nanos,
+    floor_khz: u32,
+    floor_at: Nanos,
 }
 
 impl Interactive {
@@ -57,14 +64,14 @@ impl Governor for Interactive {
     }
     fn sample(&mut self, s: &Sample) -> (u32, Option<Nanos>) {
         if self.validate.len() <= s.domain {
-            self.validate.resize(s.domain + 1, (0, 0));
+            self.validate.resize(s.domain + 1, Validate::default());
         }
         let hispeed = self.hispeed(s.opps);
         let cur = s.cur_khz;
         let load = s.load * 100.0;
         // choose_freq: lowest frequency that keeps the load at or under target_load.
         let fit = relation_l(s.opps, cur as f64 * load / self.target_load as f64);
-        let mut next = if load >= self.go_hispeed_load as f64 {
+        let next = if load >= self.go_hispeed_load as f64 {
             if cur < hispeed {
                 hispeed
             } else {
@@ -73,19 +80,17 @@ impl Governor for Interactive {
         } else {
             fit
         };
-        let (hispeed_at, floor_at) = self.validate[s.domain];
-        if cur >= hispeed && next > cur && s.now - hispeed_at < self.above_hispeed_delay {
-            next = cur; // above hispeed: wait above_hispeed_delay before going higher
+        // cpufreq_interactive_timer's two hold-offs, in its order.
+        let v = &mut self.validate[s.domain];
+        if cur >= hispeed && next > cur && s.now - v.hispeed_at < self.above_hispeed_delay {
+            return (cur, None); // above hispeed: wait above_hispeed_delay before going higher
         }
-        if next < cur && s.now - floor_at < self.min_sample_time {
-            next = cur; // hold each frequency at least min_sample_time
+        v.hispeed_at = s.now;
+        if next < v.floor_khz && s.now - v.floor_at < self.min_sample_time {
+            return (cur, None); // hold the floor at least min_sample_time
         }
-        if next >= cur {
-            self.validate[s.domain].1 = s.now;
-        }
-        if next >= hispeed && next != cur {
-            self.validate[s.domain].0 = s.now;
-        }
+        v.floor_khz = next;
+        v.floor_at = s.now;
         (next, None)
     }
 }
