@@ -46,7 +46,7 @@ impl Sink for FrameClock {
         self.vsync_task = meta
             .tasks
             .iter()
-            .position(|t| t.labels.iter().any(|l| *l == self.vsync_label))
+            .position(|t| t.labels.contains(&self.vsync_label))
             .map(|i| i as u32);
     }
 

@@ -380,7 +380,7 @@ fn claims(out: &mut Outcome, results: &Results) {
 /// Fig. 3–4: frames per 1-ms bin of frame time, CFS and FA-CFS under interactive.
 fn histogram(cfs: &[Nanos], fa: &[Nanos]) -> Figure {
     let bins = |f: &[Nanos]| {
-        let mut h = vec![0u32; 41];
+        let mut h = [0u32; 41];
         for &x in f {
             h[((x / MS) as usize).min(40)] += 1;
         }
