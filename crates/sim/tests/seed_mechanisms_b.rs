@@ -342,3 +342,21 @@ fn seed004_reports_every_governor_and_the_late_frame_count() {
     let frames: f64 = hist.series[0].points.iter().map(|p| p.1).sum();
     assert!(frames > 300.0, "{frames} frames in a 6 s session at 60 fps");
 }
+
+#[test]
+fn seed003_reports_its_claims() {
+    let ctx = uxsched_sim::reproduce::Ctx {
+        quick: std::env::var_os("UXSCHED_FULL").is_none(),
+        seed: 1,
+        out_dir: std::env::temp_dir(),
+    };
+    let out = uxsched_sim::reproduce::seed003::run(&ctx).expect("runs");
+    for c in &out.claims {
+        eprintln!(
+            "{} | {} | {} | {:?} | {}",
+            c.source, c.claim, c.ours, c.verdict, c.reason
+        );
+    }
+    assert_eq!(out.claims.len(), 5);
+    assert_eq!(out.figures.len(), 3);
+}

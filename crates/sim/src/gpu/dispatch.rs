@@ -19,10 +19,18 @@ pub trait Dispatcher {
     fn completed(&mut self, _batch: &Batch, _exec: Nanos) {}
 }
 
-/// Stock KGSL as the paper describes it: first in, first out over all contexts, up to
-/// `inflight` batches in the ring (default 15).
+/// Stock KGSL as the paper describes it (§5.3 "Inadequacies"): no priorities — each context's
+/// batches in submission order, contexts taken in turn — and up to `inflight` batches in the
+/// ring (KGSL's `_dispatcher_inflight`, 15).
 pub struct Fifo {
     pub inflight: usize,
+    next: usize,
+}
+
+impl Fifo {
+    pub fn new(inflight: usize) -> Self {
+        Fifo { inflight, next: 0 }
+    }
 }
 
 impl Dispatcher for Fifo {
@@ -33,14 +41,15 @@ impl Dispatcher for Fifo {
         capacity: usize,
     ) -> usize {
         let cap = self.inflight.min(capacity);
+        let n = queues.len();
         while ring.len() < cap {
-            // The oldest submission of any context (ties: lower context first).
-            let Some(i) = (0..queues.len())
-                .filter(|&i| !queues[i].is_empty())
-                .min_by_key(|&i| (queues[i][0].submitted, i))
+            let Some(i) = (0..n)
+                .map(|k| (self.next + k) % n)
+                .find(|&i| !queues[i].is_empty())
             else {
                 break;
             };
+            self.next = (i + 1) % n;
             ring.push_back(queues[i].pop_front().expect("non-empty"));
         }
         cap

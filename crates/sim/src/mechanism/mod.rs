@@ -3,6 +3,7 @@
 
 pub mod facfs;
 pub mod governor;
+pub mod shuffledog_cpu;
 
 use crate::engine::Mechanism;
 use crate::policy::Params;

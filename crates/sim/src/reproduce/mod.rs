@@ -6,6 +6,7 @@
 //! that data, so every paper's report looks the same.
 
 pub mod frames;
+pub mod seed003;
 pub mod seed004;
 
 use serde::Serialize;
@@ -90,8 +91,15 @@ pub struct Ctx {
 pub type Experiment = fn(&Ctx) -> Result<Outcome, String>;
 
 /// Every seed with experiments, in order: (id, title, experiment).
-pub const SEEDS: &[(&str, &str, Experiment)] = &[(
-    "004",
-    "FA-CFS: frequency-aware CFS under cpufreq governors",
-    seed004::run,
-)];
+pub const SEEDS: &[(&str, &str, Experiment)] = &[
+    (
+        "003",
+        "ShuffleDog: CPU and GPU scheduling for delay-critical threads",
+        seed003::run,
+    ),
+    (
+        "004",
+        "FA-CFS: frequency-aware CFS under cpufreq governors",
+        seed004::run,
+    ),
+];
