@@ -360,3 +360,130 @@ fn seed003_reports_its_claims() {
     assert_eq!(out.claims.len(), 5);
     assert_eq!(out.figures.len(), 3);
 }
+
+mod shuffledog {
+    use super::*;
+    use uxsched_model::formulas::adaptive_inflight;
+    use uxsched_sim::gpu::{self, Context, Fifo, GpuClass, GpuConfig, ShuffleDog, Source};
+    use uxsched_sim::mechanism::shuffledog_cpu::{self, BG_GROUP, BG_SHARES};
+    use uxsched_sim::workload::SchedPolicy;
+
+    fn cfg() -> GpuConfig {
+        GpuConfig {
+            ring_capacity: 15,
+            dispatch_delay: MS,
+            duration: 3 * SEC,
+        }
+    }
+
+    fn generator(exec: Nanos) -> Context {
+        Context {
+            class: GpuClass::BestEffort,
+            source: Source::Generator { exec, depth: 50 },
+        }
+    }
+
+    fn game() -> Context {
+        Context {
+            class: GpuClass::RealTime,
+            source: Source::Frames {
+                exec: 3 * MS,
+                vsync: 16_666_667,
+            },
+        }
+    }
+
+    #[test]
+    fn adaptive_inflight_never_admits_more_best_effort_batches_than_eq1() {
+        // Constant 7 ms batches: eq. 1 gives ⌊16.7 / 7⌋ = 2, and the ring never holds more.
+        let run = gpu::run(
+            &cfg(),
+            &[game(), generator(7 * MS)],
+            &mut ShuffleDog::default(),
+        );
+        let max_be = run.dispatches.iter().map(|d| d.be_after).max().unwrap();
+        assert_eq!(max_be, adaptive_inflight(7 * MS) as usize);
+        // Mixed 3 ms and 11 ms batches: the limit moves with the median of the last five, and a
+        // dispatch never adds a best-effort batch beyond it.
+        let run = gpu::run(
+            &cfg(),
+            &[game(), generator(3 * MS), generator(11 * MS)],
+            &mut ShuffleDog::default(),
+        );
+        let limits: std::collections::BTreeSet<usize> =
+            run.dispatches.iter().map(|d| d.limit).collect();
+        assert!(limits.len() > 1, "limit never moved: {limits:?}");
+        for d in &run.dispatches {
+            assert!(d.be_after <= d.be_before.max(d.limit), "{d:?}");
+        }
+        // The stock dispatcher fills the whole ring.
+        let run = gpu::run(&cfg(), &[game(), generator(7 * MS)], &mut Fifo::new(15));
+        assert_eq!(run.dispatches.iter().map(|d| d.be_after).max(), Some(15));
+    }
+
+    #[test]
+    fn real_time_batches_wait_only_for_the_ring_eq1_allows() {
+        let run = gpu::run(
+            &cfg(),
+            &[game(), generator(7 * MS)],
+            &mut ShuffleDog::default(),
+        );
+        // A frame batch waits at most: the driver reaction, then the best-effort batches already
+        // in the ring (≤ 2 × 7 ms), then starts.
+        for d in run.done.iter().filter(|d| d.batch.ctx == 0) {
+            let wait = d.started - d.batch.submitted;
+            assert!(
+                wait <= MS + 2 * 7 * MS,
+                "frame batch waited {} ms",
+                ms(wait)
+            );
+        }
+    }
+
+    fn app() -> Workload {
+        let mut ui = task("app.ui", nice(0), vec![Event::Run(SEC)]);
+        ui.labels = vec!["ui".into(), "delay-critical".into()];
+        let mut worker = task("app.asynctask", nice(10), vec![Event::Run(SEC)]);
+        worker.labels = vec!["delay-critical".into()];
+        let other = task("app.prefetch", nice(10), vec![Event::Run(SEC)]);
+        let mut w = workload(vec![ui, worker, other]);
+        for i in 0..3 {
+            w.tasks.push(hog(&format!("gen{i}"), nice(0)));
+        }
+        w
+    }
+
+    #[test]
+    fn cpu_manager_sets_android_and_shuffledog_priorities() {
+        let mut w = app();
+        shuffledog_cpu::android_default(&mut w);
+        let bg = w.groups.iter().find(|g| g.path == BG_GROUP).unwrap();
+        assert_eq!(bg.shares, BG_SHARES);
+        assert_eq!(w.tasks[1].group.as_deref(), Some(BG_GROUP));
+        assert_eq!(w.tasks[2].group.as_deref(), Some(BG_GROUP));
+        assert_eq!(w.tasks[0].group, None);
+
+        let mut s = app();
+        shuffledog_cpu::shuffledog(&mut s);
+        assert_eq!(s.tasks[0].policy, SchedPolicy::Normal { nice: 0 });
+        assert_eq!(s.tasks[1].policy, SchedPolicy::Normal { nice: 3 });
+        assert_eq!(s.tasks[1].group, None);
+        // Not delay-critical: stays a background thread.
+        assert_eq!(s.tasks[2].policy, SchedPolicy::Normal { nice: 10 });
+        assert_eq!(s.tasks[2].group.as_deref(), Some(BG_GROUP));
+
+        // On one CPU against a nice-0 hog, the AsyncTask goes from the 5 % group's share to a
+        // nice-3 share (423 / (1024 + 423 + …)).
+        let share = |w: &Workload| {
+            let mut one = w.clone();
+            one.tasks
+                .retain(|t| t.name != "app.ui" && t.name != "gen1" && t.name != "gen2");
+            let log = run(&one, config("cfs", 1, SEC));
+            let t = cpu_time(&log);
+            t[0] as f64 / t.iter().sum::<Nanos>() as f64
+        };
+        let (d, sd) = (share(&w), share(&s));
+        assert!(d < 0.06, "default share {d}");
+        assert!(sd > 0.25, "ShuffleDog share {sd}");
+    }
+}
