@@ -129,6 +129,8 @@ pub struct TaskMeta {
     /// `SCHED_OTHER nice 0`, `SCHED_FIFO 50`, … for tables.
     pub policy: String,
     pub labels: Vec<String>,
+    /// Android low-memory-killer class (seed 001 Table 1), if the workload gives one.
+    pub oom_adj: Option<i32>,
 }
 
 /// A consumer of the event log.

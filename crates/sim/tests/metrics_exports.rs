@@ -19,6 +19,7 @@ fn task(name: &str, process: &str, group: u32) -> TaskMeta {
         group,
         policy: "SCHED_OTHER nice 0".into(),
         labels: vec![],
+        oom_adj: None,
     }
 }
 

@@ -1,5 +1,7 @@
 //! `uxsched sim …`: run workloads in the simulator, check determinism, measure its speed.
 
+mod reproduce;
+
 use crate::exit::bad_input;
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -30,6 +32,24 @@ pub enum SimCommand {
     Bench(BenchArgs),
     /// List the built-in workloads and fair policies.
     List,
+    /// Run a seed paper's experiments (or `all`) and report the paper's numbers next to ours.
+    Reproduce(ReproduceArgs),
+}
+
+#[derive(clap::Args)]
+pub struct ReproduceArgs {
+    /// Seed id (`000`, `001`, …) or `all`.
+    pub id: String,
+    /// Documentation directory: figures go to `<out>/reproduction/`, and `all` writes
+    /// `<out>/reproduction.md`.
+    #[arg(long, default_value = "docs")]
+    pub out: PathBuf,
+    /// Shorter runs and fewer points (for tests; the verdicts may differ).
+    #[arg(long)]
+    pub quick: bool,
+    /// Print the claims and figure data as JSON instead of markdown.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(clap::Args)]
@@ -97,6 +117,7 @@ pub fn run(c: SimCommand) -> anyhow::Result<ExitCode> {
     match c {
         SimCommand::Run(a) => run_workload(a),
         SimCommand::Bench(a) => bench(a),
+        SimCommand::Reproduce(a) => reproduce::reproduce(a),
         SimCommand::List => {
             println!("built-in workloads (scenarios/):");
             for (name, _) in workload::BUILTINS {
@@ -106,6 +127,12 @@ pub fn run(c: SimCommand) -> anyhow::Result<ExitCode> {
                 "fair policies: {}",
                 uxsched_sim::policy::POLICY_NAMES.join(", ")
             );
+            println!(
+                "mechanisms (--mech): {}",
+                uxsched_sim::mechanism::MECHANISM_NAMES.join(", ")
+            );
+            let seeds: Vec<&str> = uxsched_sim::reproduce::SEEDS.iter().map(|s| s.0).collect();
+            println!("reproducible seeds: {}", seeds.join(", "));
             Ok(ExitCode::SUCCESS)
         }
     }

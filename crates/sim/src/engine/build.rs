@@ -215,6 +215,7 @@ impl Sim {
                 group: group as u32,
                 policy: policy_label(t.policy),
                 labels: t.labels.clone(),
+                oom_adj: t.oom_adj,
             });
             tasks.push(Task {
                 class,

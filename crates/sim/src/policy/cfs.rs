@@ -89,7 +89,8 @@ impl Cfs {
         )
     }
 
-    fn leftmost(rq: &FairRq, ents: &[Entity]) -> Option<EntityId> {
+    /// The queued entity with the smallest vruntime (the rb-tree's leftmost node).
+    pub fn leftmost(rq: &FairRq, ents: &[Entity]) -> Option<EntityId> {
         rq.queued
             .iter()
             .copied()

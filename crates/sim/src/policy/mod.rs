@@ -8,7 +8,9 @@
 
 pub mod cfs;
 pub mod eevdf;
+pub mod mcfs;
 pub mod params;
+pub mod vtcfs;
 
 use uxsched_model::Nanos;
 
@@ -151,7 +153,7 @@ pub fn update_min_vruntime(rq: &mut FairRq, ents: &[Entity]) {
 pub use params::Params;
 
 /// Names accepted by [`by_name`].
-pub const POLICY_NAMES: &[&str] = &["cfs", "eevdf"];
+pub const POLICY_NAMES: &[&str] = &["cfs", "eevdf", "vtcfs", "mcfs"];
 
 /// Build a fair policy by name; `params` (`--param key=value`) override its tunables and any key
 /// it does not know is an error naming it.
@@ -166,6 +168,18 @@ pub fn by_name(name: &str, env: PolicyEnv, params: &Params) -> Result<Box<dyn Fa
                 t.base_slice = s;
             }
             Box::new(eevdf::Eevdf::new(t))
+        }
+        "vtcfs" => {
+            let t = p
+                .take_duration("vtcfs.tick")?
+                .unwrap_or_else(|| vtcfs::VtCfs::default_tick(env.tick));
+            Box::new(vtcfs::VtCfs::new(t, env.tick)?)
+        }
+        "mcfs" => {
+            let c = p
+                .take_num("mcfs.cut_rate")?
+                .unwrap_or(mcfs::Mcfs::DEFAULT_CUT_RATE);
+            Box::new(mcfs::Mcfs::new(c)?)
         }
         _ => {
             return Err(format!(

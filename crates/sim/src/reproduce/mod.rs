@@ -6,11 +6,17 @@
 //! that data, so every paper's report looks the same.
 
 pub mod frames;
+pub mod kit;
+pub mod render;
+pub mod report;
+pub mod seed000;
+pub mod seed001;
+pub mod seed002;
 pub mod seed003;
 pub mod seed004;
 
 use serde::Serialize;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// How close the simulator came to a paper's claim.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -75,6 +81,8 @@ pub struct Figure {
 pub struct Outcome {
     pub claims: Vec<Claim>,
     pub figures: Vec<Figure>,
+    /// Scenario assumptions and measurement definitions (numbers the paper does not give).
+    pub notes: Vec<String>,
 }
 
 /// How to run the experiments.
@@ -93,6 +101,21 @@ pub type Experiment = fn(&Ctx) -> Result<Outcome, String>;
 /// Every seed with experiments, in order: (id, title, experiment).
 pub const SEEDS: &[(&str, &str, Experiment)] = &[
     (
+        "000",
+        "VT-CFS and framework-assisted task characterization (Huh et al.)",
+        seed000::run,
+    ),
+    (
+        "001",
+        "EIMOS: topmost-process priority bonus (Bae et al.)",
+        seed001::run,
+    ),
+    (
+        "002",
+        "MCFS and real-time support for JVM phones",
+        seed002::run,
+    ),
+    (
         "003",
         "ShuffleDog: CPU and GPU scheduling for delay-critical threads",
         seed003::run,
@@ -103,3 +126,30 @@ pub const SEEDS: &[(&str, &str, Experiment)] = &[
         seed004::run,
     ),
 ];
+
+/// The experiment registered under `id`.
+pub fn find(id: &str) -> Result<(&'static str, &'static str, Experiment), String> {
+    SEEDS
+        .iter()
+        .find(|(i, _, _)| *i == id)
+        .copied()
+        .ok_or_else(|| {
+            let ids: Vec<&str> = SEEDS.iter().map(|s| s.0).collect();
+            format!(
+                "no experiments for seed `{id}` (known: {}, or `all`)",
+                ids.join(", ")
+            )
+        })
+}
+
+/// Write every figure of `o` as `<dir>/<file>.svg`.
+pub fn write_figures(o: &Outcome, dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir).map_err(|e| {
+        std::io::Error::new(e.kind(), format!("cannot create {}: {e}", dir.display()))
+    })?;
+    for f in &o.figures {
+        let path = dir.join(format!("{}.svg", f.file));
+        crate::export::write_atomically(&path, |w| w.write_all(render::to_svg(f).as_bytes()))?;
+    }
+    Ok(())
+}
