@@ -165,6 +165,38 @@ fn interactive_goes_to_hispeed_first_then_higher_after_the_delay() {
 }
 
 #[test]
+fn interactive_holds_each_frequency_min_sample_time_before_going_down() {
+    // 1 ms of work every 20 ms from the top frequency: the load says "go down" at every sample,
+    // but the first decrease waits min_sample_time (80 ms) from the start, and each later one
+    // 80 ms from the previous.
+    let light = workload(vec![task(
+        "light",
+        nice(0),
+        vec![
+            Event::Run(MS),
+            Event::Timer {
+                name: "t".into(),
+                period: 20 * MS,
+                absolute: true,
+            },
+        ],
+    )]);
+    let log = run_with(
+        &light,
+        "cfs",
+        one_domain(1, 2_000_000),
+        SEC,
+        vec![governor("interactive", &[])],
+    );
+    let f = freqs(&log);
+    assert!(!f.is_empty() && f[0].0 >= 80 * MS, "{f:?}");
+    for w in f.windows(2) {
+        assert!(w[1].1 >= w[0].1 || w[1].0 - w[0].0 >= 80 * MS, "{f:?}");
+    }
+    assert_eq!(f.last().map(|x| x.1), Some(500_000), "{f:?}");
+}
+
+#[test]
 fn schedutil_asks_for_a_quarter_more_than_the_utilisation() {
     let w = workload(vec![hog("hog", nice(0))]);
     let log = run_with(

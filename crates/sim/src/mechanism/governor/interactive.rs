@@ -66,6 +66,16 @@ impl Governor for Interactive {
         if self.validate.len() <= s.domain {
             self.validate.resize(s.domain + 1, Validate::default());
         }
+        if self.validate[s.domain].floor_khz == 0 {
+            // The driver starts with the floor at the current frequency, validated when the
+            // governor started — one timer_rate before the first sample.
+            let started = s.now.saturating_sub(self.timer_rate);
+            self.validate[s.domain] = Validate {
+                hispeed_at: started,
+                floor_khz: s.cur_khz,
+                floor_at: started,
+            };
+        }
         let hispeed = self.hispeed(s.opps);
         let cur = s.cur_khz;
         let load = s.load * 100.0;
