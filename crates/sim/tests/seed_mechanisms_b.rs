@@ -389,7 +389,7 @@ fn seed003_reports_its_claims() {
             c.source, c.claim, c.ours, c.verdict, c.reason
         );
     }
-    assert_eq!(out.claims.len(), 5);
+    assert_eq!(out.claims.len(), 6);
     assert_eq!(out.figures.len(), 3);
 }
 

@@ -52,10 +52,11 @@ impl Sink for FrameClock {
 
     fn record(&mut self, rec: &Record) {
         match *rec {
-            // Logged when the UI thread reaches its timer: the next vsync is t + slack (in the
-            // past when the UI thread overran, and the frame is then due already).
+            // Logged when the UI thread reaches its timer: the next vsync is t + slack. After an
+            // overrun (slack < 0) the next frame starts at once, at t: its time is counted from
+            // there, so one late frame does not make every later one late too.
             Record::Period { t, task, slack } if Some(task) == self.vsync_task => {
-                self.last_vsync = (t as i64 + slack).max(0) as Nanos
+                self.last_vsync = t + slack.max(0) as Nanos
             }
             Record::InteractionBegin { id, name, .. } if Some(name) == self.kind => {
                 self.open.push((id, self.last_vsync))

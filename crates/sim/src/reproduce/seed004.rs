@@ -314,16 +314,22 @@ fn claims(out: &mut Outcome, results: &Results) {
         let (d95, d99) = (change(cfs, fa, 95.0), change(cfs, fa, 99.0));
         let dynamic = matches!(*gov, "interactive" | "ondemand");
         let (verdict, reason) = if dynamic {
+            let worse = d95 > 3.0 || d99 > 3.0;
             match (d95 < -3.0, d99 < -3.0) {
                 (true, true) => (
                     Verdict::Reproduced,
                     "FA-CFS lowers the tail under a dynamic governor".to_string(),
                 ),
-                (true, false) | (false, true) => (
+                (true, false) | (false, true) if !worse => (
                     Verdict::Partly,
                     "only one of p95 / p99 improves by more than 3 %".to_string(),
                 ),
-                _ if d95 <= 3.0 && d99 <= 3.0 => (
+                (true, false) | (false, true) => (
+                    Verdict::Not,
+                    "mixed: one percentile improves, the other worsens by more than 3 %"
+                        .to_string(),
+                ),
+                _ if !worse => (
                     Verdict::Not,
                     format!("no change beyond ±3 % averaged over {} sessions", cfs.len()),
                 ),
