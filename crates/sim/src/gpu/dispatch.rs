@@ -156,3 +156,64 @@ impl Dispatcher for ShuffleDog {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use uxsched_model::MS;
+
+    fn batch(ctx: usize, class: GpuClass) -> Batch {
+        Batch {
+            ctx,
+            class,
+            exec: 4 * MS,
+            submitted: 0,
+        }
+    }
+
+    /// Contexts 0..8 real-time with one batch each, context 8 best-effort with ten.
+    fn queues() -> Vec<VecDeque<Batch>> {
+        let mut q: Vec<VecDeque<Batch>> = (0..8)
+            .map(|i| VecDeque::from([batch(i, GpuClass::RealTime)]))
+            .collect();
+        q.push((0..10).map(|_| batch(8, GpuClass::BestEffort)).collect());
+        q
+    }
+
+    #[test]
+    fn shuffledog_dispatches_at_most_five_real_time_batches_and_best_effort_only_after() {
+        let mut d = ShuffleDog::default();
+        let mut q = queues();
+        let mut ring = VecDeque::new();
+        d.fill(&mut q, &mut ring, 15);
+        assert_eq!(ring.len(), 5);
+        assert!(ring.iter().all(|b| b.class == GpuClass::RealTime));
+        // Second dispatch: the last three real-time batches, then best-effort up to eq. 1's
+        // limit — one batch while no best-effort batch has completed yet.
+        d.fill(&mut q, &mut ring, 15);
+        assert_eq!(ring.len(), 9);
+        assert_eq!(ring.back().unwrap().class, GpuClass::BestEffort);
+        // Five 4 ms completions: inflight ⌊16.7 / 4⌋ = 4.
+        for _ in 0..5 {
+            d.completed(&batch(8, GpuClass::BestEffort), 4 * MS);
+        }
+        assert_eq!(d.be_inflight(), 4);
+        d.fill(&mut q, &mut ring, 15);
+        let be = ring
+            .iter()
+            .filter(|b| b.class == GpuClass::BestEffort)
+            .count();
+        assert_eq!(be, 4);
+    }
+
+    #[test]
+    fn fifo_ignores_classes_and_takes_contexts_in_turn() {
+        let mut q = queues();
+        let mut ring = VecDeque::new();
+        Fifo::new(15).fill(&mut q, &mut ring, 15);
+        assert_eq!(ring.len(), 15);
+        let order: Vec<usize> = ring.iter().map(|b| b.ctx).collect();
+        assert_eq!(&order[..9], &[0, 1, 2, 3, 4, 5, 6, 7, 8]);
+        assert!(order[9..].iter().all(|&c| c == 8));
+    }
+}
