@@ -12,6 +12,8 @@
 pub mod digest;
 pub mod engine;
 pub mod export;
+pub mod gpu;
+pub mod io;
 pub mod log;
 pub mod mechanism;
 pub mod metrics;

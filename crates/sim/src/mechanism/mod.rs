@@ -3,12 +3,25 @@
 
 pub mod boost;
 pub mod eimos;
+pub mod facfs;
+pub mod governor;
+pub mod shuffledog_cpu;
 
 use crate::engine::Mechanism;
 use crate::policy::Params;
 
 /// Names accepted by [`by_name`].
-pub const MECHANISM_NAMES: &[&str] = &["boost", "eimos"];
+pub const MECHANISM_NAMES: &[&str] = &[
+    "boost",
+    "eimos",
+    "facfs",
+    "performance",
+    "powersave",
+    "ondemand",
+    "conservative",
+    "interactive",
+    "schedutil",
+];
 
 /// Build a mechanism by name; it takes its own `NAME.` tunables from `params`, and any other
 /// `NAME.` key is an error naming it.
@@ -17,12 +30,16 @@ pub fn by_name(name: &str, params: &mut Params) -> Result<Box<dyn Mechanism>, St
     let m: Box<dyn Mechanism> = match name {
         "boost" => Box::new(boost::Boost::from_params(&mut own)?),
         "eimos" => Box::new(eimos::Eimos::from_params(&mut own)?),
-        _ => {
-            return Err(format!(
-                "unknown mechanism `{name}` (valid: {})",
-                MECHANISM_NAMES.join(", ")
-            ))
-        }
+        "facfs" => Box::new(facfs::FaCfs::from_params(&mut own)?),
+        _ => match governor::by_name(name, &mut own) {
+            Some(g) => g?,
+            None => {
+                return Err(format!(
+                    "unknown mechanism `{name}` (valid: {})",
+                    MECHANISM_NAMES.join(", ")
+                ))
+            }
+        },
     };
     own.finish(name)?;
     Ok(m)

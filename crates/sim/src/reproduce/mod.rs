@@ -5,12 +5,15 @@
 //! data of its [`Figure`]s. Rendering (SVG) and `docs/reproduction.md` are generated here from
 //! that data, so every paper's report looks the same.
 
+pub mod frames;
 pub mod kit;
 pub mod render;
 pub mod report;
 pub mod seed000;
 pub mod seed001;
 pub mod seed002;
+pub mod seed003;
+pub mod seed004;
 
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -111,6 +114,16 @@ pub const SEEDS: &[(&str, &str, Experiment)] = &[
         "002",
         "MCFS and real-time support for JVM phones",
         seed002::run,
+    ),
+    (
+        "003",
+        "ShuffleDog: CPU and GPU scheduling for delay-critical threads",
+        seed003::run,
+    ),
+    (
+        "004",
+        "FA-CFS: frequency-aware CFS under cpufreq governors",
+        seed004::run,
     ),
 ];
 
