@@ -10,7 +10,9 @@ use uxsched_bench::models::ModelKind;
 use uxsched_bench::modes::ModeName;
 use uxsched_bench::scenario;
 
-/// 15 ms of UI work per event: enough CPU that sharing a core with the hogs' group shows.
+/// 15 ms of UI work per event: enough CPU that sharing a core with the hogs' group shows. On
+/// EEVDF with autogroup the median barely moves (a woken group runs on its lag credit); the
+/// load shows in the tail, so the assertions compare p95 — the report's headline percentile.
 const HEAVY_UI_MS: f64 = 15.0;
 
 #[test]
@@ -43,16 +45,16 @@ fn load_hurts_painting_and_fifo_restores_it() {
         "a response includes the UI work itself"
     );
     assert!(
-        stock.summary.p50 > idle.summary.p50,
-        "stock p50 {} vs idle {}",
-        stock.summary.p50,
-        idle.summary.p50
+        stock.summary.p95 > idle.summary.p95,
+        "stock p95 {} vs idle {}",
+        stock.summary.p95,
+        idle.summary.p95
     );
     assert!(
-        fifo.summary.p50 < stock.summary.p50,
-        "fifo p50 {} vs stock {}",
-        fifo.summary.p50,
-        stock.summary.p50
+        fifo.summary.p95 < stock.summary.p95,
+        "fifo p95 {} vs stock {}",
+        fifo.summary.p95,
+        stock.summary.p95
     );
     assert!(stock.background.unwrap() > 0.0);
     assert!(idle.background.is_none(), "idle runs no load");
