@@ -65,7 +65,12 @@ pub fn mupdf(generator: bool) -> Workload {
             Event::Send("page".into()),
         ],
     );
-    let mut tasks = vec![ui, worker];
+    app_with_load("seed003-mupdf", vec![ui, worker], generator)
+}
+
+/// A 4-CPU phone running `tasks`, plus the paper's CPUGenerator (five float threads in the
+/// background) when `generator` is set.
+fn app_with_load(name: &str, mut tasks: Vec<TaskSpec>, generator: bool) -> Workload {
     if generator {
         for i in 0..5 {
             let mut t = task(
@@ -79,7 +84,7 @@ pub fn mupdf(generator: bool) -> Workload {
         }
     }
     Workload {
-        name: "seed003-mupdf".into(),
+        name: name.into(),
         duration: None,
         platform: Some(PlatformSpec::uniform(4)),
         groups: vec![],
@@ -115,25 +120,7 @@ pub fn game_cpu(generator: bool) -> Workload {
     for t in &mut tasks {
         t.loops = None;
     }
-    if generator {
-        for i in 0..5 {
-            let mut t = task(
-                &format!("cpugen.{i}"),
-                0,
-                &["background"],
-                vec![Event::Run(100 * SEC)],
-            );
-            t.process = "cpugenerator".into();
-            tasks.push(t);
-        }
-    }
-    Workload {
-        name: "seed003-game".into(),
-        duration: None,
-        platform: Some(PlatformSpec::uniform(4)),
-        groups: vec![],
-        tasks,
-    }
+    app_with_load("seed003-game", tasks, generator)
 }
 
 /// Frame times of the CPU game.
