@@ -68,8 +68,17 @@ pub fn cleanup_scratch(dir: &Path, keep_logs: bool) {
     }
 }
 
-/// Run a plan and build its report.
+/// Run a plan and build its report; modes dropped after a failed run are named in its warnings.
 pub fn bench(plan: &runner::Plan, env: &runner::Env) -> Result<report::Report> {
-    let records = runner::run(plan, env)?;
-    Ok(report::Report::build(plan, records))
+    let (records, dropped) = runner::run(plan, env)?;
+    let mut kept = plan.clone();
+    kept.modes.retain(|m| !dropped.iter().any(|(d, _)| d == m));
+    let mut report = report::Report::build(&kept, records);
+    for (mode, why) in dropped {
+        report.warnings.push(format!(
+            "mode {} was dropped after a failed run: {why}",
+            mode.name()
+        ));
+    }
+    Ok(report)
 }

@@ -65,7 +65,13 @@ pub struct RunRecord {
 }
 
 /// Run the whole plan; records come back in execution order.
-pub fn run(plan: &Plan, env: &Env) -> Result<Vec<RunRecord>> {
+/// The runs, and the modes dropped after a run under them failed (with the reason).
+pub type Runs = (Vec<RunRecord>, Vec<(ModeName, String)>);
+
+/// Run every mode `plan.reps` times, interleaved. A mode whose run fails (e.g. its model was
+/// killed by the mode's own limits) is dropped from the remaining repetitions and reported,
+/// unless it is `idle` (every ratio needs it) or the user interrupted the bench.
+pub fn run(plan: &Plan, env: &Env) -> Result<Runs> {
     cancel::install();
     std::fs::create_dir_all(&env.modes.scratch)?;
     models::prepare_files(plan.scenario, &env.modes.scratch, plan.seed)?;
@@ -86,8 +92,13 @@ pub fn run(plan: &Plan, env: &Env) -> Result<Vec<RunRecord>> {
     );
     bar.set_prefix(plan.scenario.name());
     let mut records = Vec::new();
+    let mut dropped: Vec<(ModeName, String)> = Vec::new();
     for rep in 0..plan.reps {
         for &mode in &plan.modes {
+            if dropped.iter().any(|(m, _)| *m == mode) {
+                bar.inc(1);
+                continue;
+            }
             bar.set_message(format!("{} (rep {}/{})", mode.name(), rep + 1, plan.reps));
             let record = run_one(plan, env, mode, rep).with_context(|| {
                 format!(
@@ -99,6 +110,11 @@ pub fn run(plan: &Plan, env: &Env) -> Result<Vec<RunRecord>> {
             });
             match record {
                 Ok(r) => records.push(r),
+                Err(e) if mode != ModeName::Idle && !cancel::cancelled() => {
+                    bar.println(format!("warning: dropping mode {}: {e:#}", mode.name()));
+                    records.retain(|r: &RunRecord| r.mode != mode);
+                    dropped.push((mode, format!("{e:#}")));
+                }
                 Err(e) => {
                     bar.abandon();
                     return Err(e);
@@ -108,7 +124,7 @@ pub fn run(plan: &Plan, env: &Env) -> Result<Vec<RunRecord>> {
         }
     }
     bar.finish_and_clear();
-    Ok(records)
+    Ok((records, dropped))
 }
 
 /// Restores the mode when dropped, if the normal path did not.

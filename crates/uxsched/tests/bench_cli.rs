@@ -176,3 +176,36 @@ fn daemon_modes_run_through_the_harness() {
         assert!(m["background"].as_f64().unwrap() > 0.0, "{m}");
     }
 }
+
+#[test]
+fn a_mode_whose_run_fails_is_dropped_not_fatal() {
+    // `reader` under `fifo` reads the page cache without blocking and is usually killed by the
+    // mode's own RLIMIT_RTTIME (SIGXCPU). Whether or not that happens, the bench must finish and
+    // report the other modes; a failed mode is named in a warning.
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipping: needs root");
+        return;
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_uxsched"))
+        .args([
+            "bench",
+            "reader",
+            "--modes",
+            "idle,fifo",
+            "--reps",
+            "1",
+            "--duration",
+            "2s",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("idle "), "{stdout}");
+    assert!(
+        stdout.contains("fifo ") || stdout.contains("mode fifo was dropped"),
+        "{stdout}"
+    );
+}
