@@ -27,7 +27,7 @@ impl Sim {
 
     pub(super) fn select_cpu(&mut self, tid: u32, initial: bool) -> usize {
         let t = &self.tasks[tid as usize];
-        let allowed: Vec<usize> = (0..self.ncpus()).filter(|&c| t.allows(c)).collect();
+        let allowed = (0..self.ncpus()).filter(|&c| t.allows(c));
         if let Class::Rt { prio, .. } = t.class {
             let prev = t.cpu;
             let score = |s: &Self, c: usize| match s.cpus[c].curr {
@@ -41,24 +41,28 @@ impl Sim {
                 return prev;
             }
             return allowed
-                .into_iter()
                 .min_by_key(|&c| (score(self, c), c))
                 .expect("non-empty affinity");
         }
         if initial {
             return allowed
-                .into_iter()
                 .min_by_key(|&c| (!self.cpu_idle(c), self.cpu_load(c), c))
                 .expect("non-empty affinity");
         }
-        let prev = if t.allows(t.cpu) { t.cpu } else { allowed[0] };
+        let prev = if t.allows(t.cpu) {
+            t.cpu
+        } else {
+            (0..self.ncpus())
+                .find(|&c| t.allows(c))
+                .expect("non-empty affinity")
+        };
         if self.cpu_idle(prev) {
             return prev;
         }
         let domain = self.cpus[prev].domain;
         allowed
-            .into_iter()
-            .find(|&c| self.cpus[c].domain == domain && self.cpu_idle(c))
+            .filter(|&c| self.cpus[c].domain == domain)
+            .find(|&c| self.cpu_idle(c))
             .unwrap_or(prev)
     }
 

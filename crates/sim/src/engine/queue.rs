@@ -63,12 +63,20 @@ impl Ev {
     }
 }
 
+/// (time, kind, sequence) packed into one integer so heap comparisons are a single compare:
+/// time in the high 64 bits, then 2 bits of kind, then 62 bits of insertion sequence.
+fn key(at: Nanos, kind: Kind, seq: u64) -> u128 {
+    (at as u128) << 64 | (kind as u128) << 62 | (seq as u128 & ((1 << 62) - 1))
+}
+
 #[derive(Default)]
 pub struct EventQueue {
-    heap: BinaryHeap<Reverse<(Nanos, Kind, u64, Ev)>>,
+    heap: BinaryHeap<Reverse<(u128, Ev)>>,
     seq: u64,
     /// Pending work completion of each CPU: (time, generation).
     run_done: Vec<Option<(Nanos, u64)>>,
+    /// The earliest pending completion, (time, CPU), kept up to date as slots change.
+    first_done: Option<(Nanos, usize)>,
 }
 
 impl EventQueue {
@@ -79,42 +87,58 @@ impl EventQueue {
                 self.run_done.resize(c + 1, None);
             }
             self.run_done[c] = Some((at, gen));
+            match self.first_done {
+                Some((_, fc)) if fc == c => self.refresh_first_done(),
+                Some(first) if first <= (at, c) => {}
+                _ => self.first_done = Some((at, c)),
+            }
             return;
         }
         self.seq += 1;
-        self.heap.push(Reverse((at, ev.kind(), self.seq, ev)));
+        self.heap.push(Reverse((key(at, ev.kind(), self.seq), ev)));
     }
 
     /// Forget CPU `cpu`'s pending work completion (its running work changed).
     pub fn cancel_run_done(&mut self, cpu: usize) {
         if let Some(slot) = self.run_done.get_mut(cpu) {
-            *slot = None;
+            if slot.take().is_some() && self.first_done.is_some_and(|(_, c)| c == cpu) {
+                self.refresh_first_done();
+            }
         }
     }
 
-    pub fn pop_until(&mut self, until: Nanos) -> Option<(Nanos, Ev)> {
-        let done = self
+    fn refresh_first_done(&mut self) {
+        self.first_done = self
             .run_done
             .iter()
             .enumerate()
-            .filter_map(|(c, s)| s.map(|(t, gen)| (t, c, gen)))
+            .filter_map(|(c, s)| s.map(|(t, _)| (t, c)))
             .min();
-        let heap_first = self.heap.peek().map(|Reverse((t, k, ..))| (*t, *k));
-        let take_done = match (done, heap_first) {
-            (Some((t, ..)), Some(h)) => (t, Kind::RunDone) < h,
+    }
+
+    pub fn pop_until(&mut self, until: Nanos) -> Option<(Nanos, Ev)> {
+        let heap_first = self.heap.peek().map(|Reverse((k, _))| *k);
+        let take_done = match (self.first_done, heap_first) {
+            (Some((t, _)), Some(k)) => key(t, Kind::RunDone, 0) < k,
             (Some(_), None) => true,
             (None, _) => false,
         };
         if take_done {
-            let (t, c, gen) = done.expect("checked");
+            let (t, c) = self.first_done.expect("checked");
             if t > until {
                 return None;
             }
-            self.run_done[c] = None;
+            let (_, gen) = self.run_done[c]
+                .take()
+                .expect("first_done names a pending slot");
+            self.refresh_first_done();
             return Some((t, Ev::RunDone { cpu: c as u16, gen }));
         }
         match heap_first {
-            Some((t, _)) if t <= until => self.heap.pop().map(|Reverse((t, _, _, ev))| (t, ev)),
+            Some(k) if (k >> 64) as Nanos <= until => self
+                .heap
+                .pop()
+                .map(|Reverse((k, ev))| ((k >> 64) as Nanos, ev)),
             _ => None,
         }
     }
