@@ -354,6 +354,18 @@ fn inconsistent_records_are_reported_not_ignored() {
     let r = report(&abc_meta(), &recs, 100);
     assert_eq!(r.anomalies.count, 2);
     assert!(r.anomalies.examples[0].contains("wake-up of task 0"));
+    let backwards = [wake(50, 0, 0), sw(40, 0, None, Blocked, Some(0))];
+    let r = report(&abc_meta(), &backwards, 100);
+    assert!(
+        r.anomalies.examples[0].contains("time went back"),
+        "{:?}",
+        r.anomalies
+    );
+    assert_eq!(
+        stats(&r.tasks[0].metrics.wakeup_latency).max,
+        0,
+        "no underflow"
+    );
 }
 
 #[test]
