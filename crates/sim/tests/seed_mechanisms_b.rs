@@ -353,20 +353,26 @@ fn facfs_compensates_a_move_to_a_slower_cpu() {
     assert!((fa - 2.0 / 3.0).abs() < 0.03, "facfs {fa}");
 }
 
-#[test]
-fn seed004_reports_every_governor_and_the_late_frame_count() {
+/// Run one seed's experiments (quick unless `UXSCHED_FULL` is set) and print its claims.
+fn reproduce(run: uxsched_sim::reproduce::Experiment) -> uxsched_sim::reproduce::Outcome {
     let ctx = uxsched_sim::reproduce::Ctx {
         quick: std::env::var_os("UXSCHED_FULL").is_none(),
         seed: 1,
         out_dir: std::env::temp_dir(),
     };
-    let out = uxsched_sim::reproduce::seed004::run(&ctx).expect("runs");
+    let out = run(&ctx).expect("runs");
     for c in &out.claims {
         eprintln!(
             "{} | {} | {} | {:?} | {}",
             c.source, c.claim, c.ours, c.verdict, c.reason
         );
     }
+    out
+}
+
+#[test]
+fn seed004_reports_every_governor_and_the_late_frame_count() {
+    let out = reproduce(uxsched_sim::reproduce::seed004::run);
     assert_eq!(out.claims.len(), 5);
     assert_eq!(out.figures.len(), 5);
     // Every frame of the interactive runs is counted in the histogram.
@@ -377,18 +383,7 @@ fn seed004_reports_every_governor_and_the_late_frame_count() {
 
 #[test]
 fn seed003_reports_its_claims() {
-    let ctx = uxsched_sim::reproduce::Ctx {
-        quick: std::env::var_os("UXSCHED_FULL").is_none(),
-        seed: 1,
-        out_dir: std::env::temp_dir(),
-    };
-    let out = uxsched_sim::reproduce::seed003::run(&ctx).expect("runs");
-    for c in &out.claims {
-        eprintln!(
-            "{} | {} | {} | {:?} | {}",
-            c.source, c.claim, c.ours, c.verdict, c.reason
-        );
-    }
+    let out = reproduce(uxsched_sim::reproduce::seed003::run);
     assert_eq!(out.claims.len(), 7);
     assert_eq!(out.figures.len(), 3);
 }

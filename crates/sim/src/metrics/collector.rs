@@ -52,6 +52,8 @@ pub struct MetricsCollector {
     /// Open interactions by id: (kind, begin time).
     open: BTreeMap<u64, (u32, Nanos)>,
     end: Nanos,
+    /// Time of the last record, to catch a log that goes back in time.
+    last_t: Nanos,
     anomalies: Anomalies,
 }
 
@@ -111,7 +113,7 @@ impl MetricsCollector {
             ));
             return;
         };
-        tr.tally.cpu_ns += t - since;
+        tr.tally.cpu_ns += t.saturating_sub(since);
         match reason {
             LeaveReason::Preempted => {
                 tr.tally.csw_involuntary += 1;
@@ -156,7 +158,7 @@ impl MetricsCollector {
             ));
             return;
         };
-        let waited = t - since;
+        let waited = t.saturating_sub(since);
         match tr.activation.as_mut() {
             Some(a) if woken && !a.dispatched => {
                 tr.tally.wakeup_latency.push(waited as i64);
@@ -242,6 +244,14 @@ impl Sink for MetricsCollector {
     }
 
     fn record(&mut self, rec: &Record) {
+        let t = rec.time();
+        if t < self.last_t {
+            let last = self.last_t;
+            self.anomalies.note(format!(
+                "t={t}: record after one at t={last} (time went back)"
+            ));
+        }
+        self.last_t = self.last_t.max(t);
         match *rec {
             Record::Switch {
                 t,
@@ -274,7 +284,10 @@ impl Sink for MetricsCollector {
                 }
             }
             Record::InteractionEnd { t, id, .. } => match self.open.remove(&id) {
-                Some((kind, begin)) => self.kind(kind).response.push((t - begin) as i64),
+                Some((kind, begin)) => self
+                    .kind(kind)
+                    .response
+                    .push(t.saturating_sub(begin) as i64),
                 None => self
                     .anomalies
                     .note(format!("t={t}: interaction {id} ended but never begun")),
