@@ -96,7 +96,7 @@ pub struct RunArgs {
     /// Only tasks whose name or a label starts with this in the table.
     #[arg(long)]
     pub filter: Option<String>,
-    /// Unlabelled tasks shown in the table, worst p99 wake-up latency first.
+    /// Tasks shown in the table, worst p99 wake-up latency first (the rest are summarised by label and family).
     #[arg(long, default_value_t = 10)]
     pub top: usize,
     /// Run twice and check the two event logs are identical (digest compared).
