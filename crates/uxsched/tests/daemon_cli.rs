@@ -142,3 +142,70 @@ fn harness_contract_focus_status_sigterm_restores() {
     assert_eq!(nice_of(pid), 0, "SIGTERM restored the nice value");
     assert!(!sock.exists(), "socket removed");
 }
+
+#[test]
+fn an_unauthorised_user_may_read_status_but_not_boost() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    const NOBODY: u32 = 65534;
+    let dir = tempfile::tempdir().unwrap();
+    // The socket itself is 0666; let `nobody` reach it through the directory.
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let sock = dir.path().join("uxsched.sock");
+    let cfg = dir.path().join("c.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "socket = \"{}\"\njournal = \"{}\"\ncgroup_name = \"uxsched-auth-test-{}\"\n",
+            sock.display(),
+            dir.path().join("journal.sqlite").display(),
+            std::process::id()
+        ),
+    )
+    .unwrap();
+    let _daemon = Guard(
+        uxsched()
+            .args([
+                "daemon",
+                "--config",
+                cfg.to_str().unwrap(),
+                "--mode",
+                "eimos",
+            ])
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let app = Guard(Command::new("sleep").arg("30").spawn().unwrap());
+    let pid = app.0.id();
+    let s = sock.to_str().unwrap();
+    let end = Instant::now() + Duration::from_secs(20);
+    while !run(&["status", "--json", "--socket", s]).status.success() {
+        assert!(Instant::now() < end, "daemon never answered");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let as_nobody = |args: &[&str]| {
+        uxsched()
+            .args(args)
+            .uid(NOBODY)
+            .gid(NOBODY)
+            .output()
+            .unwrap()
+    };
+    let status = as_nobody(&["status", "--json", "--socket", s]);
+    assert!(
+        status.status.success(),
+        "{}",
+        String::from_utf8_lossy(&status.stderr)
+    );
+    let focus = as_nobody(&["focus", &pid.to_string(), "--socket", s]);
+    assert!(!focus.status.success(), "nobody was allowed to focus");
+    let err = String::from_utf8_lossy(&focus.stderr);
+    assert!(err.contains("may not change anything"), "{err}");
+    assert_eq!(nice_of(pid), 0, "nothing was boosted");
+}
