@@ -18,7 +18,8 @@
 //!   reachable but never leads back, so it is not marked (the paper's T6).
 //! - Learning (§4, ⟨context, decision⟩ pairs): the context is the UI thread, the decision the set
 //!   of threads found for it; decisions are kept for the whole run and re-applied at the start of
-//!   each of U's episodes, so only the first interaction pays for the discovery.
+//!   each of U's episodes, so only the first interaction pays for the discovery;
+//!   [`Tracker::with_learned`] starts from a previous run's decisions (the paper's database).
 //!
 //! Acting (§5.1 "Our Approach"): a delay-critical thread other than a UI thread gets nice 3
 //! (`shuffledog-tracker.nice`) and, if it is in Android's background cgroup, is moved to the root group,
@@ -75,6 +76,16 @@ impl Tracker {
             ));
         }
         Ok(Self::new(nice))
+    }
+
+    /// A tracker that starts with the decisions of a previous launch of the same workload (§4:
+    /// "when the same app is launched again, the Thread Tracker loads … the previously-learned
+    /// delay-critical threads from the database"). Task ids are stable across runs of one
+    /// workload, so they stand in for the paper's call-stack contexts.
+    pub fn with_learned(nice: i32, learned: Findings) -> Self {
+        let t = Self::new(nice);
+        *t.findings.lock().expect("tracker findings lock") = learned;
+        t
     }
 
     /// A handle on what the tracker learns; read it after the run.
