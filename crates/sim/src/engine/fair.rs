@@ -6,7 +6,7 @@
 //! weight standing in for PELT's load average — see docs/mechanisms.md). Every policy hook is
 //! applied level by level, like `for_each_sched_entity`.
 
-use super::Sim;
+use super::{Class, Sim, State};
 use crate::policy::{Enqueue, EntityId};
 
 /// Smallest weight a group entity may have (`MIN_SHARES`).
@@ -281,5 +281,51 @@ impl Sim {
         self.fair_rebase(tid, from, to);
         self.tasks[tid as usize].cpu = to;
         self.fair_enqueue(tid, to, Enqueue::Migrated);
+    }
+
+    /// Move a fair task to cgroup `g` on its CPU, like `sched_move_task`: charge the running
+    /// task, take it off the old hierarchy (dequeue, then `put_prev` if it runs), carry its
+    /// virtual time from the old group's run-queue to the new one's, and put it back (enqueue,
+    /// then `set_next` if it runs). The CPU reschedules so the new weights decide at once.
+    pub(super) fn set_task_group(&mut self, tid: u32, g: usize) -> bool {
+        let t = tid as usize;
+        if self.tasks[t].class != Class::Fair
+            || self.tasks[t].state == State::Exited
+            || g >= self.groups.len()
+        {
+            return false;
+        }
+        let old = self.tasks[t].group;
+        if old == g {
+            return true;
+        }
+        let cpu = self.tasks[t].cpu;
+        let running = self.cpus[cpu].curr == Some(tid);
+        if running {
+            self.update_curr(cpu);
+        }
+        let queued = self.ents[t].on_rq;
+        if queued {
+            self.fair_dequeue(tid, cpu, false);
+        }
+        if running {
+            self.fair_put_prev(cpu, tid);
+        }
+        let (from, to) = (self.rq_index(old, cpu), self.rq_index(g, cpu));
+        self.policy
+            .rebase(&self.rqs[from], &self.rqs[to], &mut self.ents[t]);
+        self.ents[t].rq = to;
+        self.tasks[t].group = g;
+        if queued {
+            self.fair_enqueue(tid, cpu, Enqueue::Migrated);
+        }
+        if running {
+            let path = self.path_up(tid, cpu);
+            self.fair_set_next(cpu, path.as_slice());
+        }
+        if queued {
+            self.resched(cpu);
+        }
+        true
     }
 }

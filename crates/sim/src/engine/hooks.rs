@@ -82,6 +82,19 @@ impl Control<'_> {
         self.sim.set_task_weight(tid, weight.max(1))
     }
 
+    /// The cgroup (index into [`RunMeta::groups`]) a task is in now; mechanisms may move tasks,
+    /// so this can differ from `meta().tasks[tid].group`, which is where it started.
+    pub fn task_group(&self, tid: u32) -> usize {
+        self.sim.tasks[tid as usize].group
+    }
+
+    /// Move a fair task to cgroup `group` (index into [`RunMeta::groups`]) now, whether it is
+    /// running, runnable or blocked (`sched_move_task`). Returns false, changing nothing, for
+    /// RT tasks, exited tasks and unknown groups.
+    pub fn set_task_group(&mut self, tid: u32, group: usize) -> bool {
+        self.sim.set_task_group(tid, group)
+    }
+
     pub fn domains(&self) -> usize {
         self.sim.meta.domains.len()
     }

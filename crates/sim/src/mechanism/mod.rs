@@ -6,6 +6,7 @@ pub mod eimos;
 pub mod facfs;
 pub mod governor;
 pub mod shuffledog_cpu;
+pub mod tracker;
 
 use crate::engine::Mechanism;
 use crate::policy::Params;
@@ -21,6 +22,7 @@ pub const MECHANISM_NAMES: &[&str] = &[
     "conservative",
     "interactive",
     "schedutil",
+    "shuffledog-tracker",
 ];
 
 /// Build a mechanism by name; it takes its own `NAME.` tunables from `params`, and any other
@@ -31,6 +33,7 @@ pub fn by_name(name: &str, params: &mut Params) -> Result<Box<dyn Mechanism>, St
         "boost" => Box::new(boost::Boost::from_params(&mut own)?),
         "eimos" => Box::new(eimos::Eimos::from_params(&mut own)?),
         "facfs" => Box::new(facfs::FaCfs::from_params(&mut own)?),
+        "shuffledog-tracker" => Box::new(tracker::Tracker::from_params(&mut own)?),
         _ => match governor::by_name(name, &mut own) {
             Some(g) => g?,
             None => {
