@@ -21,7 +21,9 @@
 //! - Not modelled: DELAY_DEQUEUE (6.12 keeps an ineligible sleeper queued until its lag decays;
 //!   we dequeue at once and keep its negative lag, which the clamp bounds) — see docs/mechanisms.md.
 
-use super::{rq_entities, update_min_vruntime, Enqueue, Entity, EntityId, FairPolicy, FairRq};
+use super::{
+    rq_members, update_min_vruntime_members, Enqueue, Entity, EntityId, FairPolicy, FairRq,
+};
 use uxsched_model::formulas::vruntime_delta;
 use uxsched_model::{Nanos, MS, US};
 
@@ -70,7 +72,7 @@ impl Eevdf {
 fn avg_parts(rq: &FairRq, ents: &[Entity]) -> (i128, i128) {
     let mut sum = 0i128;
     let mut load = 0i128;
-    for e in rq_entities(rq) {
+    for e in rq_members(rq, ents) {
         let w = ents[e].weight as i128;
         sum += w * (ents[e].vruntime - rq.min_vruntime) as i128;
         load += w;
@@ -105,7 +107,7 @@ fn vslice(e: &Entity, slice: Nanos) -> i64 {
 impl Eevdf {
     /// `set_protect_slice`: protect the current entity until min(deadline, v + smallest slice).
     fn protect(&self, rq: &FairRq, ents: &mut [Entity], id: EntityId) {
-        let min_slice = rq_entities(rq)
+        let min_slice = rq_members(rq, ents)
             .chain(std::iter::once(id))
             .map(|e| ents[e].slice)
             .min()
@@ -205,7 +207,7 @@ impl FairPolicy for Eevdf {
             e.vprot = e.vruntime; // the new slice is not protected until picked again
             resched = rq.nr_running > 1;
         }
-        update_min_vruntime(rq, ents);
+        update_min_vruntime_members(rq, ents);
         // `did_preempt_short`: once its protection is over, an entity that is no longer eligible
         // gives way at the next accounting instead of running to its (possibly far) deadline.
         if !resched

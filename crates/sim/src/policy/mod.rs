@@ -136,18 +136,39 @@ pub trait FairPolicy {
     }
 }
 
-/// Every entity on `rq` (queued and current), in a fixed order.
+/// Every entity on `rq` (queued and current), in a fixed order. The current entity is included
+/// even after it was dequeued (it blocked and the CPU has not switched yet), as 2.6.32 does.
 pub fn rq_entities(rq: &FairRq) -> impl Iterator<Item = EntityId> + '_ {
     rq.curr.into_iter().chain(rq.queued.iter().copied())
 }
 
+/// The entities that count on `rq` in kernels ≥ 6.6: the current one only while it is still
+/// queued (`curr && curr->on_rq` in `avg_vruntime`, `update_min_vruntime`, `cfs_rq_min_slice`).
+pub fn rq_members<'a>(rq: &'a FairRq, ents: &'a [Entity]) -> impl Iterator<Item = EntityId> + 'a {
+    rq.curr
+        .filter(|&c| ents[c].on_rq)
+        .into_iter()
+        .chain(rq.queued.iter().copied())
+}
+
 /// Raise `rq.min_vruntime` to the smallest vruntime on the queue, never lowering it
-/// (`update_min_vruntime`).
-pub fn update_min_vruntime(rq: &mut FairRq, ents: &[Entity]) {
-    let smallest = rq_entities(rq).map(|e| ents[e].vruntime).min();
+/// (`update_min_vruntime`); `members` chooses which entities count (see [`rq_members`]).
+fn raise_min_vruntime(rq: &mut FairRq, smallest: Option<i64>) {
     if let Some(v) = smallest {
         rq.min_vruntime = rq.min_vruntime.max(v);
     }
+}
+
+/// 2.6.32's `update_min_vruntime`: the current entity counts even once dequeued.
+pub fn update_min_vruntime(rq: &mut FairRq, ents: &[Entity]) {
+    let smallest = rq_entities(rq).map(|e| ents[e].vruntime).min();
+    raise_min_vruntime(rq, smallest);
+}
+
+/// ≥ 6.6's `update_min_vruntime`: a dequeued current entity no longer counts.
+pub fn update_min_vruntime_members(rq: &mut FairRq, ents: &[Entity]) {
+    let smallest = rq_members(rq, ents).map(|e| ents[e].vruntime).min();
+    raise_min_vruntime(rq, smallest);
 }
 
 pub use params::Params;
