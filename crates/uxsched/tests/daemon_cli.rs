@@ -3,7 +3,7 @@
 //! `status --json` until it answers, `focus <pid>`, SIGTERM, everything restored. Plus exit
 //! codes and messages of the client and config commands.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -30,6 +30,43 @@ impl Drop for Guard {
         unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
         let _ = self.0.wait();
     }
+}
+
+/// Start `uxsched daemon --mode eimos` with its socket, journal and cgroups private to this test
+/// (under `dir`), and wait until it answers `status`.
+fn eimos_daemon(dir: &Path, tag: &str) -> (Guard, PathBuf) {
+    let sock = dir.join("uxsched.sock");
+    let cfg = dir.join("c.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "socket = \"{}\"\njournal = \"{}\"\ncgroup_name = \"uxsched-{tag}-test-{}\"\n",
+            sock.display(),
+            dir.join("journal.sqlite").display(),
+            std::process::id()
+        ),
+    )
+    .unwrap();
+    let daemon = Guard(
+        uxsched()
+            .args([
+                "daemon",
+                "--config",
+                cfg.to_str().unwrap(),
+                "--mode",
+                "eimos",
+            ])
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let s = sock.to_str().unwrap();
+    let end = Instant::now() + Duration::from_secs(20);
+    while !run(&["status", "--json", "--socket", s]).status.success() {
+        assert!(Instant::now() < end, "daemon never answered");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (daemon, sock)
 }
 
 #[test]
@@ -88,39 +125,10 @@ fn harness_contract_focus_status_sigterm_restores() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let sock = dir.path().join("uxsched.sock");
-    let cfg = dir.path().join("c.toml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "socket = \"{}\"\njournal = \"{}\"\ncgroup_name = \"uxsched-cli-test-{}\"\n",
-            sock.display(),
-            dir.path().join("journal.sqlite").display(),
-            std::process::id()
-        ),
-    )
-    .unwrap();
-    let mut daemon = Guard(
-        uxsched()
-            .args([
-                "daemon",
-                "--config",
-                cfg.to_str().unwrap(),
-                "--mode",
-                "eimos",
-            ])
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let (mut daemon, sock) = eimos_daemon(dir.path(), "cli");
     let app = Guard(Command::new("sleep").arg("30").spawn().unwrap());
     let pid = app.0.id();
     let s = sock.to_str().unwrap();
-    let end = Instant::now() + Duration::from_secs(20);
-    while !run(&["status", "--json", "--socket", s]).status.success() {
-        assert!(Instant::now() < end, "daemon never answered");
-        std::thread::sleep(Duration::from_millis(50));
-    }
     assert!(run(&["focus", &pid.to_string(), "--socket", s])
         .status
         .success());
@@ -156,39 +164,10 @@ fn an_unauthorised_user_may_read_status_but_not_boost() {
     let dir = tempfile::tempdir().unwrap();
     // The socket itself is 0666; let `nobody` reach it through the directory.
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let sock = dir.path().join("uxsched.sock");
-    let cfg = dir.path().join("c.toml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "socket = \"{}\"\njournal = \"{}\"\ncgroup_name = \"uxsched-auth-test-{}\"\n",
-            sock.display(),
-            dir.path().join("journal.sqlite").display(),
-            std::process::id()
-        ),
-    )
-    .unwrap();
-    let _daemon = Guard(
-        uxsched()
-            .args([
-                "daemon",
-                "--config",
-                cfg.to_str().unwrap(),
-                "--mode",
-                "eimos",
-            ])
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let (_daemon, sock) = eimos_daemon(dir.path(), "auth");
     let app = Guard(Command::new("sleep").arg("30").spawn().unwrap());
     let pid = app.0.id();
     let s = sock.to_str().unwrap();
-    let end = Instant::now() + Duration::from_secs(20);
-    while !run(&["status", "--json", "--socket", s]).status.success() {
-        assert!(Instant::now() < end, "daemon never answered");
-        std::thread::sleep(Duration::from_millis(50));
-    }
     let as_nobody = |args: &[&str]| {
         uxsched()
             .args(args)
