@@ -62,6 +62,22 @@ fn freqs(log: &VecSink) -> Vec<(Nanos, u32)> {
         .collect()
 }
 
+/// One task doing `work` every 20 ms (drift-free timer): a light load for the governors.
+fn light_periodic(work: u64) -> uxsched_sim::workload::Workload {
+    workload(vec![task(
+        "light",
+        nice(0),
+        vec![
+            Event::Run(work),
+            Event::Timer {
+                name: "t".into(),
+                period: 20 * MS,
+                absolute: true,
+            },
+        ],
+    )])
+}
+
 #[test]
 fn performance_and_powersave_pin_the_frequency() {
     let w = workload(vec![task(
@@ -96,18 +112,7 @@ fn ondemand_jumps_to_max_above_up_threshold_and_scales_down_below() {
     assert_eq!(freqs(&log), vec![(20 * MS, 2_000_000)]);
     // 2 ms of work every 20 ms at the top frequency is a 10 % load: min + 10 % × (max − min)
     // = 650 MHz, so the lowest operating point ≥ it, 1 GHz.
-    let light = workload(vec![task(
-        "light",
-        nice(0),
-        vec![
-            Event::Run(2 * MS),
-            Event::Timer {
-                name: "t".into(),
-                period: 20 * MS,
-                absolute: true,
-            },
-        ],
-    )]);
+    let light = light_periodic(2 * MS);
     let log = run_with(
         &light,
         "cfs",
@@ -169,18 +174,7 @@ fn interactive_holds_each_frequency_min_sample_time_before_going_down() {
     // 1 ms of work every 20 ms from the top frequency: the load says "go down" at every sample,
     // but the first decrease waits min_sample_time (80 ms) from the start, and each later one
     // 80 ms from the previous.
-    let light = workload(vec![task(
-        "light",
-        nice(0),
-        vec![
-            Event::Run(MS),
-            Event::Timer {
-                name: "t".into(),
-                period: 20 * MS,
-                absolute: true,
-            },
-        ],
-    )]);
+    let light = light_periodic(MS);
     let log = run_with(
         &light,
         "cfs",
