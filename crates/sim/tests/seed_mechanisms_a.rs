@@ -145,9 +145,9 @@ fn vtcfs_tick_must_be_a_multiple_of_the_scheduler_tick() {
     assert!(err.contains("multiple") && err.contains("--hz"), "{err}");
 }
 
-/// Ten nice-0 hogs on one CPU (n = 11, P = 11 ms) and an interactive task the `input` dispatcher
-/// hands a 12 ms request (longer than the capped 9.86 ms slice) every 200 ms. Returns (first uninterrupted run, mean preemption latency).
-fn boosted_request(c: Option<&str>) -> (Vec<Nanos>, f64) {
+/// Ten nice-0 hogs, an `input` dispatcher that hands the `app` task a `touch` every 200 ms, and
+/// the app, which needs 12 ms of CPU per touch.
+fn hogs_and_dispatched_app() -> Vec<uxsched_sim::workload::TaskSpec> {
     let mut tasks: Vec<_> = (0..10).map(|i| hog(&format!("hog{i}"), nice(0))).collect();
     let mut d = task(
         "dispatcher",
@@ -169,6 +169,13 @@ fn boosted_request(c: Option<&str>) -> (Vec<Nanos>, f64) {
             Event::End("touch".into()),
         ],
     ));
+    tasks
+}
+
+/// Ten nice-0 hogs on one CPU (n = 11, P = 11 ms) and an interactive task the `input` dispatcher
+/// hands a 12 ms request (longer than the capped 9.86 ms slice) every 200 ms. Returns (first uninterrupted run, mean preemption latency).
+fn boosted_request(c: Option<&str>) -> (Vec<Nanos>, f64) {
+    let tasks = hogs_and_dispatched_app();
     let mut cfg = hz1000("cfs", 1, 3 * SEC);
     cfg.cfs_tunables = Some(CfsTunables::paper());
     let log = match c {
@@ -447,27 +454,7 @@ fn reproduce_000_quick_runs_and_renders() {
 fn boost_also_shortens_responses_under_vtcfs_and_eevdf() {
     for sched in ["vtcfs", "eevdf"] {
         let mean_response = |boost: bool| {
-            let mut tasks: Vec<_> = (0..10).map(|i| hog(&format!("hog{i}"), nice(0))).collect();
-            let mut d = task(
-                "dispatcher",
-                nice(0),
-                vec![
-                    Event::Sleep(200 * MS),
-                    Event::Begin("touch".into()),
-                    Event::Send("app".into()),
-                ],
-            );
-            d.labels = vec!["input".into()];
-            tasks.push(d);
-            tasks.push(task(
-                "app",
-                nice(0),
-                vec![
-                    Event::Recv("app".into()),
-                    Event::Run(12 * MS),
-                    Event::End("touch".into()),
-                ],
-            ));
+            let tasks = hogs_and_dispatched_app();
             let mut params = vec![];
             if sched == "vtcfs" {
                 params.push("vtcfs.tick=3ms");
