@@ -8,6 +8,7 @@
 use crate::report::Report;
 use crate::stats;
 use anyhow::{bail, Context, Result};
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
@@ -157,22 +158,9 @@ fn cdf<DB: DrawingBackend>(report: &Report, root: DrawingArea<DB, Shift>) -> Res
             .iter()
             .enumerate()
             .map(|(k, &x)| (x, (k + 1) as f64 / n));
-        chart
-            .draw_series(LineSeries::new(points, color(i).stroke_width(2)))
-            .map_err(err)?
-            .label(row.mode.name())
-            .legend(move |(x, y)| {
-                PathElement::new([(x, y), (x + 20, y)], color(i).stroke_width(2))
-            });
+        mode_line(&mut chart, points, i, row.mode.name())?;
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .position(SeriesLabelPosition::LowerRight)
-        .draw()
-        .map_err(err)?;
-    root.present().map_err(err)
+    finish(chart, &root, SeriesLabelPosition::LowerRight)
 }
 
 fn ratios<DB: DrawingBackend>(report: &Report, root: DrawingArea<DB, Shift>) -> Result<()> {
@@ -285,19 +273,39 @@ fn percentile_curves<DB: DrawingBackend>(
             .iter()
             .map(|&p| (p, stats::percentile(&data, p)))
             .collect();
-        chart
-            .draw_series(LineSeries::new(points, color(i).stroke_width(2)))
-            .map_err(err)?
-            .label(row.mode.name())
-            .legend(move |(x, y)| {
-                PathElement::new([(x, y), (x + 20, y)], color(i).stroke_width(2))
-            });
+        mode_line(&mut chart, points, i, row.mode.name())?;
     }
+    finish(chart, &root, SeriesLabelPosition::UpperLeft)
+}
+
+type XyChart<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// One mode's line, in its colour, with a legend entry.
+fn mode_line<'a, DB: DrawingBackend + 'a>(
+    chart: &mut XyChart<'a, DB>,
+    points: impl IntoIterator<Item = (f64, f64)>,
+    i: usize,
+    name: &str,
+) -> Result<()> {
+    chart
+        .draw_series(LineSeries::new(points, color(i).stroke_width(2)))
+        .map_err(err)?
+        .label(name)
+        .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], color(i).stroke_width(2)));
+    Ok(())
+}
+
+/// Draw the legend at `pos` and write the picture out.
+fn finish<'a, DB: DrawingBackend + 'a>(
+    mut chart: XyChart<'a, DB>,
+    root: &DrawingArea<DB, Shift>,
+    pos: SeriesLabelPosition,
+) -> Result<()> {
     chart
         .configure_series_labels()
         .background_style(WHITE.mix(0.8))
         .border_style(BLACK)
-        .position(SeriesLabelPosition::UpperLeft)
+        .position(pos)
         .draw()
         .map_err(err)?;
     root.present().map_err(err)
