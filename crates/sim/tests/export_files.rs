@@ -20,17 +20,7 @@ fn perfetto_bytes(records: &[Record]) -> Vec<u8> {
         domain: 0,
         khz: 1_800_000,
     });
-    recs.push(Record::InteractionBegin {
-        t: 50,
-        id: 1,
-        name: 0,
-        task: 0,
-    });
-    recs.push(Record::InteractionEnd {
-        t: 4000,
-        id: 1,
-        task: 2,
-    });
+    recs.extend(tap(1, 50, 0, 4000, 2));
     recs.sort_by_key(Record::time);
     feed(&mut trace, &abc_meta(), &recs, 10_000);
     trace.finish().unwrap()
@@ -195,19 +185,7 @@ fn gantt_draws_only_what_is_inside_the_window() {
 
 #[test]
 fn gantt_marks_interactions_in_the_window() {
-    let recs = [
-        Record::InteractionBegin {
-            t: 1000,
-            id: 7,
-            name: 0,
-            task: 0,
-        },
-        Record::InteractionEnd {
-            t: 4500,
-            id: 7,
-            task: 1,
-        },
-    ];
+    let recs = tap(7, 1000, 0, 4500, 1);
     let mut g = GanttChart::new(0, 2000).unwrap();
     feed(&mut g, &abc_meta(), &recs, 10_000);
     let svg = g.to_svg();

@@ -143,25 +143,9 @@ fn exit_is_logged_before_the_switch_that_removes_the_task() {
 
 #[test]
 fn interaction_response_time_spans_tasks() {
-    let recs = [
-        Record::InteractionBegin {
-            t: 1000,
-            id: 7,
-            name: 0,
-            task: 0,
-        },
-        Record::InteractionEnd {
-            t: 4500,
-            id: 7,
-            task: 1,
-        },
-        Record::InteractionBegin {
-            t: 6000,
-            id: 8,
-            name: 0,
-            task: 0,
-        },
-    ];
+    let [begin, end] = tap(7, 1000, 0, 4500, 1);
+    let [unfinished, _] = tap(8, 6000, 0, 0, 0);
+    let recs = [begin, end, unfinished];
     let r = report(&abc_meta(), &recs, 10_000);
     let tap = &r.interactions[0];
     assert_eq!(

@@ -116,3 +116,20 @@ pub fn abc_meta() -> RunMeta {
 pub fn stats(s: &uxsched_sim::metrics::Summary) -> uxsched_sim::metrics::Stats {
     s.stats.expect("distribution has samples")
 }
+
+/// Interaction `id` (kind 0, "tap") begun on `from` at `begin` and ended on `to` at `end`.
+pub fn tap(id: u64, begin: u64, from: TaskId, end: u64, to: TaskId) -> [Record; 2] {
+    [
+        Record::InteractionBegin {
+            t: begin,
+            id,
+            name: 0,
+            task: from,
+        },
+        Record::InteractionEnd {
+            t: end,
+            id,
+            task: to,
+        },
+    ]
+}
