@@ -133,25 +133,18 @@ fn interrupt_restores_and_kills_the_load() {
 /// throughput for each mode (no claim on who wins).
 #[test]
 fn daemon_modes_run_through_the_harness() {
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipping: needs root");
+    let Some(out) = bench_as_root(&[
+        "alarm",
+        "--modes",
+        "eimos,vtcfs,mcfs,facfs,shuffledog,uxsched",
+        "--reps",
+        "1",
+        "--duration",
+        "1s",
+        "--json",
+    ]) else {
         return;
-    }
-    let out = Command::new(env!("CARGO_BIN_EXE_uxsched"))
-        .args([
-            "bench",
-            "alarm",
-            "--modes",
-            "eimos,vtcfs,mcfs,facfs,shuffledog,uxsched",
-            "--reps",
-            "1",
-            "--duration",
-            "1s",
-            "--json",
-        ])
-        .output()
-        .unwrap();
+    };
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -182,24 +175,17 @@ fn a_mode_whose_run_fails_is_dropped_not_fatal() {
     // `reader` under `fifo` reads the page cache without blocking and is usually killed by the
     // mode's own RLIMIT_RTTIME (SIGXCPU). Whether or not that happens, the bench must finish and
     // report the other modes; a failed mode is named in a warning.
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipping: needs root");
+    let Some(out) = bench_as_root(&[
+        "reader",
+        "--modes",
+        "idle,fifo",
+        "--reps",
+        "1",
+        "--duration",
+        "2s",
+    ]) else {
         return;
-    }
-    let out = Command::new(env!("CARGO_BIN_EXE_uxsched"))
-        .args([
-            "bench",
-            "reader",
-            "--modes",
-            "idle,fifo",
-            "--reps",
-            "1",
-            "--duration",
-            "2s",
-        ])
-        .output()
-        .unwrap();
+    };
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
@@ -208,4 +194,19 @@ fn a_mode_whose_run_fails_is_dropped_not_fatal() {
         stdout.contains("fifo ") || stdout.contains("mode fifo was dropped"),
         "{stdout}"
     );
+}
+
+/// `uxsched bench ARGS…` to completion, or `None` (with a notice) when not root.
+fn bench_as_root(args: &[&str]) -> Option<std::process::Output> {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipping: needs root");
+        return None;
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_uxsched"))
+        .arg("bench")
+        .args(args)
+        .output()
+        .unwrap();
+    Some(out)
 }
