@@ -88,7 +88,6 @@ impl Sim {
                     capacity: dom.capacity,
                     curr: None,
                     exec_start: 0,
-                    gen: 0,
                     tick_armed: false,
                     tick_phase: rng.gen_range(0..tick),
                     next_balance: 0,

@@ -40,15 +40,15 @@ impl Sim {
         match ev {
             Ev::RtPeriod => self.rt_period(),
             Ev::Bandwidth { group } => self.bandwidth_refresh(group as usize),
-            Ev::RunDone { cpu, gen } => {
+            Ev::RunDone { cpu } => {
+                // The queue holds at most one completion per CPU, replaced whenever the running
+                // work changes and cancelled at every switch, so it is always the current one.
                 let c = cpu as usize;
-                if self.cpus[c].gen == gen {
-                    self.update_curr(c);
-                    if let Some(t) = self.cpus[c].curr {
-                        self.tasks[t as usize].seg = Segment::None;
-                        self.tasks[t as usize].work_end = self.now;
-                        self.continue_curr(c);
-                    }
+                self.update_curr(c);
+                if let Some(t) = self.cpus[c].curr {
+                    self.tasks[t as usize].seg = Segment::None;
+                    self.tasks[t as usize].work_end = self.now;
+                    self.continue_curr(c);
                 }
             }
             Ev::Wake { task, gen } => {
@@ -139,7 +139,6 @@ impl Sim {
         });
         let c = &mut self.cpus[cpu];
         c.curr = next;
-        c.gen += 1;
         c.exec_start = now;
         self.queue.cancel_run_done(cpu);
         if let Some(t) = next {
@@ -228,15 +227,7 @@ impl Sim {
             Segment::Busy(d) => d,
             Segment::None => return,
         };
-        c.gen += 1;
-        let gen = c.gen;
-        self.queue.push(
-            self.now + dur.max(1),
-            Ev::RunDone {
-                cpu: cpu as u16,
-                gen,
-            },
-        );
+        self.queue.set_run_done(cpu, self.now + dur.max(1));
     }
 
     /// Account the running task's time since the last update (`update_curr`).

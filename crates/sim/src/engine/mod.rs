@@ -149,8 +149,6 @@ struct Cpu {
     curr: Option<u32>,
     /// Start of the current accounting interval of `curr`.
     exec_start: Nanos,
-    /// Bumped whenever the running segment changes, invalidating its RunDone event.
-    gen: u64,
     tick_armed: bool,
     /// Phase offset of this CPU's tick (seeded), so CPUs do not tick in lock-step.
     tick_phase: Nanos,

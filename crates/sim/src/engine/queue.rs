@@ -36,7 +36,6 @@ pub enum Ev {
     },
     RunDone {
         cpu: u16,
-        gen: u64,
     },
     Wake {
         task: u32,
@@ -73,29 +72,31 @@ fn key(at: Nanos, kind: Kind, seq: u64) -> u128 {
 pub struct EventQueue {
     heap: BinaryHeap<Reverse<(u128, Ev)>>,
     seq: u64,
-    /// Pending work completion of each CPU: (time, generation).
-    run_done: Vec<Option<(Nanos, u64)>>,
+    /// Pending work completion of each CPU.
+    run_done: Vec<Option<Nanos>>,
     /// The earliest pending completion, (time, CPU), kept up to date as slots change.
     first_done: Option<(Nanos, usize)>,
 }
 
 impl EventQueue {
+    /// Schedule an event; work completions go through [`EventQueue::set_run_done`] instead.
     pub fn push(&mut self, at: Nanos, ev: Ev) {
-        if let Ev::RunDone { cpu, gen } = ev {
-            let c = cpu as usize;
-            if self.run_done.len() <= c {
-                self.run_done.resize(c + 1, None);
-            }
-            self.run_done[c] = Some((at, gen));
-            match self.first_done {
-                Some((_, fc)) if fc == c => self.refresh_first_done(),
-                Some(first) if first <= (at, c) => {}
-                _ => self.first_done = Some((at, c)),
-            }
-            return;
-        }
+        debug_assert!(!matches!(ev, Ev::RunDone { .. }), "use set_run_done");
         self.seq += 1;
         self.heap.push(Reverse((key(at, ev.kind(), self.seq), ev)));
+    }
+
+    /// CPU `c`'s running work completes at `at` (replacing any pending completion of that CPU).
+    pub fn set_run_done(&mut self, c: usize, at: Nanos) {
+        if self.run_done.len() <= c {
+            self.run_done.resize(c + 1, None);
+        }
+        self.run_done[c] = Some(at);
+        match self.first_done {
+            Some((_, fc)) if fc == c => self.refresh_first_done(),
+            Some(first) if first <= (at, c) => {}
+            _ => self.first_done = Some((at, c)),
+        }
     }
 
     /// Forget CPU `cpu`'s pending work completion (its running work changed).
@@ -112,7 +113,7 @@ impl EventQueue {
             .run_done
             .iter()
             .enumerate()
-            .filter_map(|(c, s)| s.map(|(t, _)| (t, c)))
+            .filter_map(|(c, s)| s.map(|t| (t, c)))
             .min();
     }
 
@@ -128,11 +129,9 @@ impl EventQueue {
             if t > until {
                 return None;
             }
-            let (_, gen) = self.run_done[c]
-                .take()
-                .expect("first_done names a pending slot");
+            self.run_done[c] = None;
             self.refresh_first_done();
-            return Some((t, Ev::RunDone { cpu: c as u16, gen }));
+            return Some((t, Ev::RunDone { cpu: c as u16 }));
         }
         match heap_first {
             Some(k) if (k >> 64) as Nanos <= until => self
