@@ -205,15 +205,12 @@ fn simulate(
 fn run_workload(a: RunArgs) -> anyhow::Result<ExitCode> {
     let w = load_workload(&a.workload)?;
     let cfg = config_for(&w, &a)?;
-    if let Some((from, to)) = a.window {
-        if from >= cfg.duration {
-            return Err(bad_input(format!(
-                "--window starts at {} but the run lasts {}",
-                fmt_ns(from as f64),
-                fmt_ns(cfg.duration as f64)
-            )));
-        }
-        let _ = to;
+    if let Some((from, _)) = a.window.filter(|&(from, _)| from >= cfg.duration) {
+        return Err(bad_input(format!(
+            "--window starts at {} but the run lasts {}",
+            fmt_ns(from as f64),
+            fmt_ns(cfg.duration as f64)
+        )));
     }
     let mut metrics = MetricsCollector::new();
     let mut digest = Digest::new();

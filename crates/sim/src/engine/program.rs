@@ -401,8 +401,7 @@ impl Sim {
                 }
                 Op::End(name) => {
                     // Only the interaction of that kind ends; another carried one goes on.
-                    if let Some((id, kind)) = self.tasks[t].carry.filter(|&(_, k)| k == name) {
-                        let _ = kind;
+                    if let Some((id, _)) = self.tasks[t].carry.filter(|&(_, k)| k == name) {
                         self.tasks[t].carry = None;
                         let now = self.now;
                         self.emit(Record::InteractionEnd {
