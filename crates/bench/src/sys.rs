@@ -59,23 +59,70 @@ pub fn session_of(pid: i32) -> Option<i32> {
     stat_field(&f, 6).ok().map(|s| s as i32)
 }
 
-/// Every live process whose session id is `sid` (a background load started with `setsid`).
-pub fn session_members(sid: i32) -> Vec<i32> {
+fn live_pids() -> Vec<i32> {
     let Ok(dir) = fs::read_dir("/proc") else {
         return Vec::new();
     };
     dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .collect()
+}
+
+/// Every live process whose session id is `sid` (a background load started with `setsid`).
+pub fn session_members(sid: i32) -> Vec<i32> {
+    live_pids()
+        .into_iter()
         .filter(|&pid| session_of(pid) == Some(sid))
         .collect()
 }
 
-/// SIGKILL a whole session: its process group first, then any member that changed group.
+/// The parent of a process (`stat` field 4), `None` once it has exited.
+fn parent_of(pid: i32) -> Option<i32> {
+    let f = stat_fields(Path::new(&format!("/proc/{pid}/stat"))).ok()?;
+    stat_field(&f, 4).ok().map(|p| p as i32)
+}
+
+/// Every live descendant of `root`, found through parent links before anything is killed (a
+/// killed parent's children are re-parented to init and the link is lost).
+fn descendants(root: i32) -> Vec<i32> {
+    let parents: Vec<(i32, i32)> = live_pids()
+        .into_iter()
+        .filter_map(|pid| Some((pid, parent_of(pid)?)))
+        .collect();
+    let mut found = vec![root];
+    let mut i = 0;
+    while i < found.len() {
+        let p = found[i];
+        found.extend(parents.iter().filter(|&&(_, pp)| pp == p).map(|&(c, _)| c));
+        i += 1;
+    }
+    found.remove(0);
+    found
+}
+
+/// SIGKILL a whole load: its process group, every member of its session, and every descendant
+/// of its leader — some tools (fio's job processes) start sessions of their own.
 pub fn kill_session(sid: i32) {
+    let mut doomed = descendants(sid);
+    doomed.extend(session_members(sid));
     // SAFETY: plain syscalls on integers; errors (already gone) are expected and ignored.
     unsafe { libc::killpg(sid, libc::SIGKILL) };
-    for pid in session_members(sid) {
+    for &pid in &doomed {
         unsafe { libc::kill(pid, libc::SIGKILL) };
     }
+    // A process in uninterruptible I/O (fio) dies only when its I/O completes: wait, bounded, so
+    // the next run does not start beside the remains of this one.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while doomed.iter().any(|&pid| alive(pid)) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// The process exists and is not a zombie.
+fn alive(pid: i32) -> bool {
+    fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|t| t.rsplit_once(") ").map(|(_, rest)| !rest.starts_with('Z')))
+        .unwrap_or(false)
 }
 
 pub fn signal(pid: i32, sig: i32) {

@@ -175,6 +175,7 @@ fn a_mode_whose_run_fails_is_dropped_not_fatal() {
     // `reader` under `fifo` reads the page cache without blocking and is usually killed by the
     // mode's own RLIMIT_RTTIME (SIGXCPU). Whether or not that happens, the bench must finish and
     // report the other modes; a failed mode is named in a warning.
+    let fio_before = count_processes("fio");
     let Some(out) = bench_as_root(&[
         "reader",
         "--modes",
@@ -194,6 +195,13 @@ fn a_mode_whose_run_fails_is_dropped_not_fatal() {
         stdout.contains("fifo ") || stdout.contains("mode fifo was dropped"),
         "{stdout}"
     );
+    // The failed run's background load (fio, whose job processes start sessions of their own)
+    // is gone too.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(
+        count_processes("fio") <= fio_before,
+        "the failed run left fio behind"
+    );
 }
 
 /// `uxsched bench ARGS…` to completion, or `None` (with a notice) when not root.
@@ -209,4 +217,16 @@ fn bench_as_root(args: &[&str]) -> Option<std::process::Output> {
         .output()
         .unwrap();
     Some(out)
+}
+
+/// Live (not zombie) processes whose command name is `comm`.
+fn count_processes(comm: &str) -> usize {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| std::fs::read_to_string(e.ok()?.path().join("stat")).ok())
+        .filter(|stat| {
+            let (name, rest) = stat.rsplit_once(") ").unwrap_or(("", "Z"));
+            name.ends_with(&format!("({comm}")) && !rest.starts_with('Z')
+        })
+        .count()
 }
