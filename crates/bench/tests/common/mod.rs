@@ -138,5 +138,11 @@ pub fn row(report: &Report, mode: ModeName) -> &uxsched_bench::report::ModeRow {
         .modes
         .iter()
         .find(|r| r.mode == mode)
-        .expect("mode in report")
+        .unwrap_or_else(|| {
+            panic!(
+                "mode {} not in the report: {:?}",
+                mode.name(),
+                report.warnings
+            )
+        })
 }
