@@ -271,6 +271,9 @@ impl Daemon {
             .filter_map(|id| state::scan_app(*id, false, &self.cfg))
             .collect();
         let cpus_used = focus.iter().flat_map(|a| a.threads.iter().map(|t| t.cpu));
+        let autogroup = focus
+            .as_ref()
+            .is_some_and(|a| self.autogroup_applies(a.id.pid));
         State {
             freq_ratio: cpufreq::freq_ratio(&self.cfg.facfs.sysfs_root, cpus_used),
             focus,
@@ -278,8 +281,24 @@ impl Daemon {
             since_focus_ms: self.focus_since.elapsed().as_millis() as u64,
             runnable: state::runnable_now(),
             cpus: state::cpus_now(),
-            autogroup: crate::actuators::autogroup::enabled(),
+            autogroup,
         }
+    }
+
+    /// Whether the kernel schedules `pid` by its session autogroup: autogroup is on, the
+    /// process has an autogroup of its own (not the boot session's root group), and it sits in
+    /// the root CPU cgroup or in one of ours (which the autogroup policy leaves) — any other
+    /// cgroup overrides the autogroup (`task_wants_autogroup`).
+    fn autogroup_applies(&self, pid: i32) -> bool {
+        use crate::actuators::autogroup;
+        if !autogroup::enabled() || autogroup::get(pid).is_err() {
+            return false;
+        }
+        self.rec.groups.as_ref().is_none_or(|g| {
+            g.hierarchy
+                .current(pid)
+                .is_ok_and(|now| now == "/" || g.which(&now).is_some())
+        })
     }
 
     fn apply(&mut self) -> anyhow::Result<()> {

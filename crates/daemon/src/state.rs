@@ -86,7 +86,8 @@ pub struct State {
     pub cpus: u32,
     /// f_max / f_cur of the CPUs the focused app's threads last ran on (1.0 without cpufreq).
     pub freq_ratio: f64,
-    /// Autogroup scheduling is on (`kernel.sched_autogroup_enabled`).
+    /// The focused app is scheduled by its session autogroup (autogroup on, a session of its
+    /// own, no other CPU cgroup overriding it).
     pub autogroup: bool,
 }
 

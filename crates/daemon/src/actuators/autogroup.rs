@@ -23,9 +23,24 @@ pub fn parse(text: &str) -> Option<i32> {
 }
 
 /// The autogroup nice of `pid`'s session.
+///
+/// A process still in the boot session (never `setsid`, e.g. started by a PID 1 that is not
+/// an init) shares the root task group: the kernel prints an empty line and refuses a new nice
+/// with EINVAL. That case is `ErrorKind::NotFound`, so callers can fall back to a cgroup.
 pub fn get(pid: i32) -> io::Result<i32> {
     let text = std::fs::read_to_string(path(pid))?;
-    parse(&text).ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "bad autogroup line"))
+    if text.trim().is_empty() {
+        return Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("pid {pid} has no autogroup of its own (boot session)"),
+        ));
+    }
+    parse(&text).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("bad autogroup line for pid {pid}: {text:?}"),
+        )
+    })
 }
 
 /// Set the autogroup nice of `pid`'s session (−20..19; negative needs CAP_SYS_NICE).
@@ -48,6 +63,36 @@ mod tests {
         assert_eq!(parse("/autogroup-9 nice 0\n"), Some(0));
         assert_eq!(parse("/autogroup-12 nice -19\n"), Some(-19));
         assert_eq!(parse("garbage"), None);
-        assert!(get(std::process::id() as i32).is_ok());
+    }
+
+    #[test]
+    fn a_new_session_has_its_own_autogroup() {
+        use std::os::unix::process::CommandExt;
+        if !enabled() {
+            return;
+        }
+        let mut cmd = std::process::Command::new("sleep");
+        cmd.arg("5");
+        // SAFETY: setsid is async-signal-safe.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::setsid();
+                Ok(())
+            });
+        }
+        let mut child = cmd.spawn().unwrap();
+        let nice = get(child.id() as i32);
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert_eq!(
+            nice.unwrap(),
+            0,
+            "a fresh session starts at autogroup nice 0"
+        );
+        // Whatever session this test runs in, reading it never yields garbage.
+        match get(std::process::id() as i32) {
+            Ok(n) => assert!((-20..=19).contains(&n)),
+            Err(e) => assert_eq!(e.kind(), io::ErrorKind::NotFound, "{e}"),
+        }
     }
 }
