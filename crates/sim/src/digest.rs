@@ -153,6 +153,17 @@ impl Sink for Digest {
                 self.u64(t);
                 self.u64(u64::from(task));
             }
+            Record::Io {
+                t,
+                task,
+                wait,
+                service,
+            } => {
+                self.bytes(&[10]);
+                for v in [t, u64::from(task), wait, service] {
+                    self.u64(v);
+                }
+            }
             Record::Throttle { t, group, cpu, on } => {
                 self.bytes(&[9]);
                 for v in [t, u64::from(group), u64::from(cpu), u64::from(on)] {

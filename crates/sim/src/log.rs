@@ -67,6 +67,14 @@ pub enum Record {
     LoopDone { t: Nanos, task: TaskId },
     /// A task finished its last loop and exited.
     Exit { t: Nanos, task: TaskId },
+    /// A block-device read of `task` completed: it waited `wait` in the I/O scheduler's queue
+    /// (and behind other requests) before its `service` time on the device.
+    Io {
+        t: Nanos,
+        task: TaskId,
+        wait: Nanos,
+        service: Nanos,
+    },
     /// A cgroup (index into [`RunMeta::groups`]) or, with `group == u32::MAX`, the RT class is
     /// throttled (`on = true`) or unthrottled on `cpu`.
     Throttle {
@@ -89,6 +97,7 @@ impl Record {
             | Record::Period { t, .. }
             | Record::LoopDone { t, .. }
             | Record::Exit { t, .. }
+            | Record::Io { t, .. }
             | Record::Throttle { t, .. } => t,
         }
     }

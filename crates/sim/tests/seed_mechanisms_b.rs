@@ -378,7 +378,7 @@ fn seed004_reports_every_governor_and_the_late_frame_count() {
 #[test]
 fn seed003_reports_its_claims() {
     let out = reproduce(uxsched_sim::reproduce::seed003::run);
-    assert_eq!(out.claims.len(), 7);
+    assert_eq!(out.claims.len(), 8);
     assert_eq!(out.figures.len(), 3);
 }
 
@@ -506,86 +506,5 @@ mod shuffledog {
         let (d, sd) = (share(&w), share(&s));
         assert!(d < 0.06, "default share {d}");
         assert!(sd > 0.25, "ShuffleDog share {sd}");
-    }
-}
-
-mod io_sched {
-    use super::*;
-    use uxsched_sim::io::{self, Cfq, IoPrio, IoSource, IoStream, Noop};
-
-    const READS: u64 = 100;
-
-    fn reader(prio: IoPrio) -> IoStream {
-        IoStream {
-            prio,
-            source: IoSource::Serial {
-                n: READS,
-                service: MS,
-                think: 2 * MS,
-            },
-        }
-    }
-
-    fn fio() -> IoStream {
-        IoStream {
-            prio: IoPrio::BestEffort(4),
-            source: IoSource::Stream {
-                service: 4 * MS,
-                depth: 1,
-            },
-        }
-    }
-
-    /// Each read's wait: completion − (previous completion + think) − service.
-    fn waits(run: &io::IoRun) -> Vec<Nanos> {
-        let c = &run.completions[0];
-        let mut prev = None;
-        c.iter()
-            .map(|&t| {
-                let submit = prev.map_or(0, |p: Nanos| p + 2 * MS);
-                prev = Some(t);
-                t - submit - MS
-            })
-            .collect()
-    }
-
-    #[test]
-    fn cfq_serves_a_real_time_reader_first_and_idles_for_it() {
-        let run = io::run(
-            &[reader(IoPrio::RealTime(4)), fio(), fio()],
-            &mut Cfq::new(3),
-            10 * SEC,
-        );
-        let w = waits(&run);
-        assert_eq!(w.len() as u64, READS);
-        // Never behind more than the one best-effort read that may be on the device.
-        assert!(w.iter().all(|&x| x <= 4 * MS), "{w:?}");
-        // The idle window keeps the device for it between reads: almost no waits at all.
-        assert!(w.iter().filter(|&&x| x > 0).count() <= 3, "{w:?}");
-    }
-
-    #[test]
-    fn cfq_gives_best_effort_streams_turns_and_noop_interleaves() {
-        let cfq = io::run(
-            &[reader(IoPrio::BestEffort(4)), fio(), fio()],
-            &mut Cfq::new(3),
-            10 * SEC,
-        );
-        let w = waits(&cfq);
-        // Inside its slice the reader waits for nothing; between slices it waits for the two
-        // fio slices (≈ 2 × 100 ms).
-        let long: Vec<_> = w.iter().filter(|&&x| x > 50 * MS).collect();
-        assert!(
-            !long.is_empty() && w.iter().filter(|&&x| x == 0).count() > w.len() / 2,
-            "{w:?}"
-        );
-        let noop = io::run(
-            &[reader(IoPrio::BestEffort(4)), fio(), fio()],
-            &mut Noop::default(),
-            10 * SEC,
-        );
-        // FIFO: every read queues behind the fio reads submitted before it.
-        let w = waits(&noop);
-        assert!(w.iter().skip(1).all(|&x| x > 0 && x <= 8 * MS), "{w:?}");
     }
 }

@@ -63,7 +63,11 @@ pub struct RunArgs {
     /// model seed 000 reasons with (neither).
     #[arg(long, default_value = "kernel", value_parser = ["kernel", "paper"])]
     pub cfs_model: String,
-    /// Tunable of the policy or a mechanism, `key=value` (e.g. `eevdf.base_slice=1ms`); repeatable.
+    /// I/O scheduler of the block device that `io` events read from (tunables: `cfq.slice_sync`,
+    /// `cfq.slice_idle`).
+    #[arg(long, default_value = "cfq", value_parser = clap::builder::PossibleValuesParser::new(uxsched_sim::io::IO_SCHEDULER_NAMES))]
+    pub io_sched: String,
+    /// Tunable of the policy, a mechanism or the I/O scheduler, `key=value` (e.g. `eevdf.base_slice=1ms`); repeatable.
     #[arg(long = "param", value_name = "KEY=VALUE")]
     pub params: Vec<String>,
     /// Attach a seed mechanism (`uxsched sim list`); repeatable.
@@ -131,6 +135,10 @@ pub fn run(c: SimCommand) -> anyhow::Result<ExitCode> {
                 "mechanisms (--mech): {}",
                 uxsched_sim::mechanism::MECHANISM_NAMES.join(", ")
             );
+            println!(
+                "I/O schedulers (--io-sched): {}",
+                uxsched_sim::io::IO_SCHEDULER_NAMES.join(", ")
+            );
             let seeds: Vec<&str> = uxsched_sim::reproduce::SEEDS.iter().map(|s| s.0).collect();
             println!("reproducible seeds: {}", seeds.join(", "));
             Ok(ExitCode::SUCCESS)
@@ -160,6 +168,7 @@ fn config_for(w: &Workload, a: &RunArgs) -> anyhow::Result<SimConfig> {
     cfg.params = Params::parse(a.params.iter().map(String::as_str)).map_err(bad_input)?;
     cfg.hz = a.hz;
     cfg.seed = a.seed;
+    cfg.io_sched = a.io_sched.clone();
     cfg.duration = a.duration.or(w.duration).unwrap_or(10 * SEC);
     if a.sched == "cfs" && a.cfs_model == "paper" {
         cfg.cfs_tunables = Some(CfsTunables::paper());

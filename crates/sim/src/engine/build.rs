@@ -53,7 +53,12 @@ impl Sim {
         let ncpus = cfg.platform.cpu_count();
         let tick = cfg.tick();
         let env = PolicyEnv { ncpus, tick };
-        let mut fair = policy::by_name(&cfg.sched, env, &cfg.params).map_err(BuildError)?;
+        // The I/O scheduler takes its own `NAME.` tunables; the fair policy gets the rest.
+        let mut params = cfg.params.clone();
+        let io_params = params.split_prefix(&format!("{}.", cfg.io_sched));
+        let io_sched = crate::io::scheduler_by_name(&cfg.io_sched, w.tasks.len(), io_params)
+            .map_err(BuildError)?;
+        let mut fair = policy::by_name(&cfg.sched, env, &params).map_err(BuildError)?;
         if let Some(t) = cfg.cfs_tunables {
             if cfg.sched != "cfs" {
                 return Err(BuildError(
@@ -239,6 +244,9 @@ impl Sim {
                 rr_left: cfg.rr_quantum,
                 yielded: false,
                 work_end: 0,
+                ioprio: t
+                    .ioprio
+                    .unwrap_or_else(|| crate::io::IoPrio::of_policy(t.policy)),
             });
         }
         sync.finish_barriers();
@@ -272,6 +280,7 @@ impl Sim {
             groups,
             group_ents,
             sync,
+            blockdev: super::blockdev::BlockDev::new(io_sched),
             queue: Default::default(),
             domain_khz,
             meta,

@@ -63,6 +63,8 @@ impl Sim {
                 }
             }
             Ev::Tick { cpu } => self.tick(cpu as usize),
+            Ev::IoDone => self.io_done(),
+            Ev::IoIdle => self.io_idle_over(),
             Ev::Mech { idx, token } => self.mechanism_timer(idx as usize, token),
         }
     }

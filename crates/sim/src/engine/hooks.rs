@@ -95,6 +95,16 @@ impl Control<'_> {
         self.sim.set_task_group(tid, group)
     }
 
+    /// The I/O priority a task's next block-device request will carry.
+    pub fn task_ioprio(&self, tid: u32) -> crate::io::IoPrio {
+        self.sim.ioprio(tid)
+    }
+
+    /// `ioprio_set`: requests the task submits from now on carry `prio`.
+    pub fn set_task_ioprio(&mut self, tid: u32, prio: crate::io::IoPrio) {
+        self.sim.set_ioprio(tid, prio)
+    }
+
     pub fn domains(&self) -> usize {
         self.sim.meta.domains.len()
     }

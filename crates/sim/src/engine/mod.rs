@@ -8,10 +8,12 @@
 //! Files: [`build`] (workload → runtime state), [`program`] (what a task does next, and the
 //! synchronisation objects), [`fair`] (hierarchical fair class over cgroups), [`rt`] (RT
 //! class and throttling), [`balance`] (CPU selection and load balancing), [`bandwidth`]
-//! (cgroup CPU quotas), [`core`] (dispatch, accounting, ticks, the scheduling loop).
+//! (cgroup CPU quotas), [`blockdev`] (the block device tasks read from), [`core`] (dispatch,
+//! accounting, ticks, the scheduling loop).
 
 mod balance;
 mod bandwidth;
+mod blockdev;
 mod build;
 mod core;
 mod fair;
@@ -52,6 +54,9 @@ pub struct SimConfig {
     pub balance_interval: Nanos,
     /// Replace the fair policy's tunables (`cfs` only: the paper's model vs the kernel's).
     pub cfs_tunables: Option<crate::policy::cfs::CfsTunables>,
+    /// The block device's I/O scheduler (see [`crate::io::IO_SCHEDULER_NAMES`]); its tunables
+    /// come from `params` under its name (`cfq.slice_idle`).
+    pub io_sched: String,
 }
 
 impl SimConfig {
@@ -69,6 +74,7 @@ impl SimConfig {
             rr_quantum: 100 * MS,
             balance_interval: 4 * MS,
             cfs_tunables: None,
+            io_sched: "cfq".into(),
         }
     }
 
@@ -133,6 +139,8 @@ struct Task {
     yielded: bool,
     /// End of the last piece of work before a timer wait (rt-app slack).
     work_end: Nanos,
+    /// I/O priority of its block-device requests.
+    ioprio: crate::io::IoPrio,
 }
 
 impl Task {
@@ -186,6 +194,7 @@ pub struct Sim {
     /// Entity of group `g` on CPU `c`, `g * ncpus + c` (`usize::MAX` for the root group).
     group_ents: Vec<usize>,
     sync: program::SyncObjects,
+    blockdev: blockdev::BlockDev,
     queue: queue::EventQueue,
     meta: RunMeta,
     /// Current frequency of each domain (kHz).

@@ -25,6 +25,7 @@ pub enum Op {
     Run(u64),
     Runtime(u64),
     Sleep(u64),
+    Io(u64),
     Timer {
         timer: usize,
         period: Nanos,
@@ -157,6 +158,7 @@ pub fn compile(
                 Event::Run(w) => Op::Run(*w),
                 Event::Runtime(d) => Op::Runtime(*d),
                 Event::Sleep(d) => Op::Sleep(*d),
+                Event::Io(d) => Op::Io(*d),
                 Event::Timer {
                     name,
                     period,
@@ -312,6 +314,11 @@ impl Sim {
                     self.block_until(tid, self.now + d);
                     return Next::Blocked;
                 }
+                Op::Io(d) if d > 0 => {
+                    self.io_submit(tid, d);
+                    return Next::Blocked;
+                }
+                Op::Io(_) => {}
                 Op::Timer {
                     timer,
                     period,

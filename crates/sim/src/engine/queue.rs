@@ -2,7 +2,7 @@
 //!
 //! Events are ordered by (time, kind, tie-break): at one instant, period refreshes and mechanism
 //! timers come first (so a throttled class is released before anyone picks), then completions of
-//! CPU work, then wake-ups (timers, task starts), then scheduler ticks. Within a kind, events fire
+//! CPU work, then wake-ups (timers, task starts, block-device completions), then scheduler ticks. Within a kind, events fire
 //! in the order they were scheduled, except work completions, which fire in CPU order. Nothing
 //! depends on hash order or addresses, so a run is a pure function of workload, configuration and
 //! seed.
@@ -22,7 +22,7 @@ pub enum Kind {
     Period = 0,
     /// The running task on a CPU finishes its current piece of work.
     RunDone = 1,
-    /// A blocked task's sleep or timer expires, or a task starts.
+    /// A blocked task's sleep or timer expires, a task starts, or the block device completes.
     Wake = 2,
     /// A CPU's scheduler tick.
     Tick = 3,
@@ -44,6 +44,10 @@ pub enum Ev {
     Tick {
         cpu: u16,
     },
+    /// The block device finished the request in service ([`super::blockdev`]).
+    IoDone,
+    /// The I/O scheduler's idle window ends.
+    IoIdle,
     /// A mechanism's timer ([`super::hooks`]).
     Mech {
         idx: u16,
@@ -56,7 +60,7 @@ impl Ev {
         match self {
             Ev::RtPeriod | Ev::Bandwidth { .. } | Ev::Mech { .. } => Kind::Period,
             Ev::RunDone { .. } => Kind::RunDone,
-            Ev::Wake { .. } => Kind::Wake,
+            Ev::Wake { .. } | Ev::IoDone | Ev::IoIdle => Kind::Wake,
             Ev::Tick { .. } => Kind::Tick,
         }
     }

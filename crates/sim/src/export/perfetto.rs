@@ -414,6 +414,17 @@ impl<W: Write> Sink for PerfettoTrace<W> {
                 self.instant_on_task(t, task, name, format_args!(r#""slack_ns":{slack}"#));
             }
             Record::LoopDone { .. } => {}
+            Record::Io {
+                t,
+                task,
+                wait,
+                service,
+            } => self.instant_on_task(
+                t,
+                task,
+                "io done",
+                format_args!(r#""wait_ns":{wait},"service_ns":{service}"#),
+            ),
             Record::Exit { t, task } => self.instant_on_task(t, task, "exit", format_args!("")),
             Record::Throttle { t, group, cpu, on } => {
                 let name = self.names.throttle(group, on);

@@ -1,22 +1,20 @@
-//! A block device with an I/O scheduler (seed 003 §5.2), self-contained: its own event list.
+//! I/O priorities and schedulers of the block device (seed 003 §5.2).
 //!
-//! The device serves one request at a time (an SD card / eMMC without command queueing), each
-//! for its service time. Requests are tagged with the issuing stream's ioprio (class RT / BE
-//! 0–7 / idle). The scheduler picks the next request when the device is free: [`Noop`] (one
-//! FIFO queue) or [`Cfq`] (classes, per-stream queues, time slices, idling). Streams are a
-//! foreground app reading serially with CPU "think" time between reads, or a background job
-//! keeping `depth` requests outstanding (fio).
+//! The device, driven by the engine (`engine/blockdev.rs`), serves one request at a time (an SD
+//! card / eMMC without command queueing), each for its service time. Requests are tagged with
+//! the issuing task's ioprio (class RT / BE 0–7 / idle; a stream is one task). The scheduler
+//! picks the next request when the device is free: [`Noop`] (one FIFO queue) or [`Cfq`]
+//! (classes, per-stream queues, time slices, idling).
 
 mod cfq;
 
 pub use cfq::Cfq;
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 use uxsched_model::Nanos;
 
 /// `ioprio` class and level (`ioprio_set`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 pub enum IoPrio {
     RealTime(u8),
     BestEffort(u8),
@@ -24,6 +22,38 @@ pub enum IoPrio {
 }
 
 impl IoPrio {
+    /// A thread that never called `ioprio_set`: the class follows its CPU policy and the level
+    /// its nice, as the kernel derives them (`task_nice_ioclass`, `task_nice_ioprio`, used by
+    /// CFQ's `cfq_init_prio_data`): SCHED_IDLE → idle, FIFO/RR → real-time, others best-effort;
+    /// level = (nice + 20) / 5, so nice 0 (also an RT task's nice) is level 4.
+    pub fn of_policy(policy: crate::workload::SchedPolicy) -> IoPrio {
+        use crate::workload::SchedPolicy::*;
+        match policy {
+            Normal { nice } | Batch { nice } => IoPrio::BestEffort(((nice + 20) / 5) as u8),
+            Idle => IoPrio::Idle,
+            Fifo { .. } | Rr { .. } => IoPrio::RealTime(4),
+        }
+    }
+
+    /// `rt0`…`rt7`, `be0`…`be7` or `idle` (the notation of `ionice -c1 -n0`).
+    pub fn parse(text: &str) -> Result<IoPrio, String> {
+        let level = |digits: &str| match digits.parse::<u8>() {
+            Ok(l) if l <= 7 => Ok(l),
+            _ => Err(format!("I/O priority `{text}`: the level must be 0..=7")),
+        };
+        if text == "idle" {
+            Ok(IoPrio::Idle)
+        } else if let Some(l) = text.strip_prefix("rt") {
+            Ok(IoPrio::RealTime(level(l)?))
+        } else if let Some(l) = text.strip_prefix("be") {
+            Ok(IoPrio::BestEffort(level(l)?))
+        } else {
+            Err(format!(
+                "I/O priority `{text}`: expected rt0..rt7, be0..be7 or idle"
+            ))
+        }
+    }
+
     /// 0 = real-time, 1 = best-effort, 2 = idle (CFQ serves lower first).
     pub fn class_rank(self) -> u8 {
         match self {
@@ -40,24 +70,6 @@ impl IoPrio {
             IoPrio::Idle => 7,
         }
     }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum IoSource {
-    /// `n` reads of `service` each, one at a time, with `think` of CPU time after each.
-    Serial {
-        n: u64,
-        service: Nanos,
-        think: Nanos,
-    },
-    /// Keeps `depth` reads of `service` outstanding, forever.
-    Stream { service: Nanos, depth: usize },
-}
-
-#[derive(Debug, Clone, Copy)]
-pub struct IoStream {
-    pub prio: IoPrio,
-    pub source: IoSource,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -85,6 +97,39 @@ pub trait IoScheduler {
     fn completed(&mut self, _r: &Request, _now: Nanos) {}
 }
 
+/// Names accepted by [`scheduler_by_name`].
+pub const IO_SCHEDULER_NAMES: &[&str] = &["cfq", "noop"];
+
+/// An I/O scheduler for a device shared by `streams` request sources (one per task), taking
+/// its own `NAME.` tunables from `params` (`cfq.slice_sync`, `cfq.slice_idle`).
+pub fn scheduler_by_name(
+    name: &str,
+    streams: usize,
+    mut params: crate::policy::Params,
+) -> Result<Box<dyn IoScheduler>, String> {
+    let sched: Box<dyn IoScheduler> = match name {
+        "cfq" => {
+            let mut c = Cfq::new(streams);
+            if let Some(v) = params.take_duration("cfq.slice_sync")? {
+                c.slice_sync = v;
+            }
+            if let Some(v) = params.take_duration("cfq.slice_idle")? {
+                c.slice_idle = v;
+            }
+            Box::new(c)
+        }
+        "noop" => Box::new(Noop::default()),
+        _ => {
+            return Err(format!(
+                "unknown I/O scheduler `{name}` (valid: {})",
+                IO_SCHEDULER_NAMES.join(", ")
+            ))
+        }
+    };
+    params.finish(name)?;
+    Ok(sched)
+}
+
 /// One FIFO queue for everyone (`noop`).
 #[derive(Default)]
 pub struct Noop(VecDeque<Request>);
@@ -98,110 +143,4 @@ impl IoScheduler for Noop {
             .pop_front()
             .map_or(Decision::Nothing, Decision::Serve)
     }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Ev {
-    Complete,
-    Submit(usize),
-    Wake,
-}
-
-/// When each stream's requests completed.
-#[derive(Debug, Clone, Default)]
-pub struct IoRun {
-    pub completions: Vec<Vec<Nanos>>,
-}
-
-impl IoRun {
-    /// When a `Serial` stream finished its last read, if it did.
-    pub fn finished(&self, stream: usize, n: u64) -> Option<Nanos> {
-        let c = &self.completions[stream];
-        (c.len() as u64 >= n).then(|| c[n as usize - 1])
-    }
-}
-
-/// Run streams on the device until `duration` or until every serial stream is done.
-pub fn run(streams: &[IoStream], sched: &mut dyn IoScheduler, duration: Nanos) -> IoRun {
-    let mut out = IoRun {
-        completions: vec![Vec::new(); streams.len()],
-    };
-    let mut events = BinaryHeap::new();
-    let mut seq = 0u64;
-    let mut push = |events: &mut BinaryHeap<_>, t: Nanos, ev: Ev| {
-        seq += 1;
-        events.push(Reverse((t, ev, seq)));
-    };
-    let request = |i: usize, now| {
-        let service = match streams[i].source {
-            IoSource::Serial { service, .. } | IoSource::Stream { service, .. } => service,
-        };
-        Request {
-            stream: i,
-            prio: streams[i].prio,
-            service,
-            submitted: now,
-        }
-    };
-    for (i, s) in streams.iter().enumerate() {
-        let k = match s.source {
-            IoSource::Serial { .. } => 1,
-            IoSource::Stream { depth, .. } => depth,
-        };
-        for _ in 0..k {
-            sched.add(request(i, 0), 0);
-        }
-    }
-    let mut busy: Option<Request> = None;
-    let mut wake_at: Option<Nanos> = None;
-    let mut now = 0;
-    loop {
-        if busy.is_none() {
-            match sched.next(now) {
-                Decision::Serve(r) => {
-                    busy = Some(r);
-                    push(&mut events, now + r.service, Ev::Complete);
-                }
-                Decision::IdleUntil(t) if wake_at.is_none_or(|w| w > t || w <= now) => {
-                    wake_at = Some(t);
-                    push(&mut events, t, Ev::Wake);
-                }
-                _ => {}
-            }
-        }
-        let Some(Reverse((t, ev, _))) = events.pop() else {
-            break;
-        };
-        if t > duration {
-            break;
-        }
-        now = t;
-        match ev {
-            Ev::Complete => {
-                let r = busy.take().expect("a request was in service");
-                out.completions[r.stream].push(now);
-                sched.completed(&r, now);
-                match streams[r.stream].source {
-                    IoSource::Stream { .. } => sched.add(request(r.stream, now), now),
-                    IoSource::Serial { n, think, .. } => {
-                        if (out.completions[r.stream].len() as u64) < n {
-                            push(&mut events, now + think, Ev::Submit(r.stream));
-                        } else if streams.iter().enumerate().all(|(i, s)| match s.source {
-                            IoSource::Serial { n, .. } => out.completions[i].len() as u64 >= n,
-                            IoSource::Stream { .. } => true,
-                        }) {
-                            break;
-                        }
-                    }
-                }
-            }
-            Ev::Submit(i) => sched.add(request(i, now), now),
-            Ev::Wake => {
-                if wake_at == Some(now) {
-                    wake_at = None;
-                }
-            }
-        }
-    }
-    out
 }

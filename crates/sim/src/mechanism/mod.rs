@@ -6,6 +6,7 @@ pub mod eimos;
 pub mod facfs;
 pub mod governor;
 pub mod shuffledog_cpu;
+pub mod shuffledog_io;
 pub mod tracker;
 
 use crate::engine::Mechanism;

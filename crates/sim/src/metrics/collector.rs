@@ -298,6 +298,7 @@ impl Sink for MetricsCollector {
                 tally.deadline_misses += u64::from(slack < 0);
             }
             Record::LoopDone { task, .. } => self.task(task).tally.loops += 1,
+            Record::Io { task, wait, .. } => self.task(task).tally.io_wait.push(wait as i64),
             Record::Exit { task, .. } => self.exit(task),
             Record::Freq { .. } | Record::Throttle { .. } => {}
         }

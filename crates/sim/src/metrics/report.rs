@@ -73,6 +73,8 @@ pub struct TallyReport {
     pub loops_per_s: f64,
     pub slack: Summary,
     pub deadline_misses: u64,
+    /// Each block-device read's wait in the I/O scheduler before its service began.
+    pub io_wait: Summary,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -120,6 +122,7 @@ pub(crate) struct Tally {
     pub loops: u64,
     pub slack: Vec<i64>,
     pub deadline_misses: u64,
+    pub io_wait: Vec<i64>,
 }
 
 impl Tally {
@@ -137,6 +140,7 @@ impl Tally {
         self.loops += other.loops;
         self.slack.extend_from_slice(&other.slack);
         self.deadline_misses += other.deadline_misses;
+        self.io_wait.extend_from_slice(&other.io_wait);
     }
 
     pub fn summarise(&self, duration: Nanos, keep_samples: bool) -> TallyReport {
@@ -165,6 +169,7 @@ impl Tally {
             loops_per_s: per_s(self.loops),
             slack: Summary::of(&self.slack, keep_samples),
             deadline_misses: self.deadline_misses,
+            io_wait: Summary::of(&self.io_wait, keep_samples),
         }
     }
 }

@@ -78,6 +78,8 @@ impl Report {
             }
         }
 
+        out += &io_table(&shown);
+
         if !self.interactions.is_empty() {
             let mut rows = vec![header(&[
                 "interaction",
@@ -212,6 +214,35 @@ fn aggregate_table(kind: &str, groups: &[&GroupReport], hidden: usize) -> String
         out += &format!("  … {hidden} more hidden (top by wake p99)\n");
     }
     out
+}
+
+/// Block-device reads of the shown tasks that did any (empty string when none did).
+fn io_table(tasks: &[&TaskReport]) -> String {
+    let readers: Vec<&&TaskReport> = tasks
+        .iter()
+        .filter(|t| t.metrics.io_wait.count > 0)
+        .collect();
+    if readers.is_empty() {
+        return String::new();
+    }
+    let mut rows = vec![header(&[
+        "task",
+        "reads",
+        "io wait p50",
+        "io wait p99",
+        "io wait max",
+    ])];
+    for t in readers {
+        let s = t.metrics.io_wait.stats;
+        rows.push(vec![
+            t.name.clone(),
+            t.metrics.io_wait.count.to_string(),
+            time(s, |s| s.p50),
+            time(s, |s| s.p99),
+            time(s, |s| s.max),
+        ]);
+    }
+    format!("\n{}", render(&rows, 1))
 }
 
 fn task_row(t: &TaskReport) -> Vec<String> {

@@ -95,6 +95,9 @@ pub struct TaskSpec {
     pub labels: Vec<String>,
     /// Android low-memory-killer class (`oom_adj`, seed 001 Table 1); 0 = FOREGROUND_APP.
     pub oom_adj: Option<i32>,
+    /// I/O priority (`ioprio_set`); `None` = derived from the CPU policy and nice, as the kernel
+    /// does ([`crate::io::IoPrio::of_policy`]).
+    pub ioprio: Option<crate::io::IoPrio>,
 }
 
 /// A sequence of events repeated `loops` times.
@@ -118,6 +121,10 @@ pub enum Event {
     Runtime(Nanos),
     /// Block for a duration (rt-app `sleep`).
     Sleep(Nanos),
+    /// A synchronous block-device read needing this much device time: the task blocks until the
+    /// simulated device ([`crate::io`]) has served it, queued by the I/O scheduler under the
+    /// task's I/O priority.
+    Io(Nanos),
     /// Block until the next period of the named timer (rt-app `timer`); the timer is drift-free.
     /// Each arrival closes an rt-app period: slack = period end − end of the work before it.
     Timer {
@@ -177,7 +184,9 @@ impl Event {
             | Event::Begin(name)
             | Event::End(name) => Some(name),
             Event::Wait { cond, .. } | Event::SignalWait { cond, .. } => Some(cond),
-            Event::Run(_) | Event::Runtime(_) | Event::Sleep(_) | Event::Yield => None,
+            Event::Run(_) | Event::Runtime(_) | Event::Sleep(_) | Event::Io(_) | Event::Yield => {
+                None
+            }
         }
     }
 
@@ -187,6 +196,7 @@ impl Event {
             Event::Run(_) => "run",
             Event::Runtime(_) => "runtime",
             Event::Sleep(_) => "sleep",
+            Event::Io(_) => "io",
             Event::Timer { .. } => "timer",
             Event::Lock(_) => "lock",
             Event::Unlock(_) => "unlock",
@@ -256,6 +266,7 @@ pub const BUILTINS: &[(&str, &str)] = &[
     scenario!("pipeline"),
     scenario!("mutex"),
     scenario!("barrier"),
+    scenario!("reader"),
 ];
 
 /// A built-in scenario by name (see [`BUILTINS`]).

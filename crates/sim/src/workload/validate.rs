@@ -184,7 +184,9 @@ fn check_phase(phase: &Phase, cpus: Option<usize>) -> Result<(), String> {
                 }
                 Some(cond)
             }
-            Event::Run(_) | Event::Runtime(_) | Event::Sleep(_) | Event::Yield => None,
+            Event::Run(_) | Event::Runtime(_) | Event::Sleep(_) | Event::Io(_) | Event::Yield => {
+                None
+            }
         };
         if named.is_some_and(|n| n.is_empty()) {
             return Err(format!("event {}: the name is empty", event.kind()));

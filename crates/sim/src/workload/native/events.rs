@@ -10,6 +10,7 @@ pub fn convert(def: EventDef) -> Result<Event, String> {
         run,
         runtime,
         sleep,
+        io,
         timer,
         period,
         absolute,
@@ -38,6 +39,7 @@ pub fn convert(def: EventDef) -> Result<Event, String> {
     add("run", run.map(|d| Event::Run(d.0)));
     add("runtime", runtime.map(|d| Event::Runtime(d.0)));
     add("sleep", sleep.map(|d| Event::Sleep(d.0)));
+    add("io", io.map(|d| Event::Io(d.0)));
     add(
         "timer",
         timer.map(|name| Event::Timer {
@@ -70,7 +72,7 @@ pub fn convert(def: EventDef) -> Result<Event, String> {
     add("end", end.map(Event::End));
 
     let (key, event) = match kinds.len() {
-        0 => return Err("an event needs one of run, runtime, sleep, timer, lock, unlock, wait, sync, signal, broadcast, barrier, suspend, resume, send, recv, yield, begin, end".into()),
+        0 => return Err("an event needs one of run, runtime, sleep, io, timer, lock, unlock, wait, sync, signal, broadcast, barrier, suspend, resume, send, recv, yield, begin, end".into()),
         1 => kinds.pop().expect("one element"),
         _ => {
             let keys: Vec<&str> = kinds.iter().map(|(k, _)| *k).collect();

@@ -136,6 +136,11 @@ fn platform(def: &PlatformDef) -> Result<PlatformSpec, String> {
 fn task(at: &Locator, span: Range<usize>, def: TaskDef) -> Result<Vec<TaskSpec>, WorkloadError> {
     let here = |m: String| at.err(span.clone(), format!("task `{}`: {m}", def.name));
     let policy = policy(&def).map_err(|(s, m)| at.err(s.unwrap_or(span.clone()), m))?;
+    let ioprio = def
+        .ioprio
+        .as_ref()
+        .map(|p| crate::io::IoPrio::parse(p.get_ref()).map_err(|m| at.err(p.span(), m)))
+        .transpose()?;
     let phases = match (def.events, def.phase.is_empty()) {
         (Some(events), true) => vec![Phase {
             name: "main".into(),
@@ -168,6 +173,7 @@ fn task(at: &Locator, span: Range<usize>, def: TaskDef) -> Result<Vec<TaskSpec>,
         phases,
         labels: def.labels.clone(),
         oom_adj: def.oom_adj,
+        ioprio,
     };
     Ok(match def.instances {
         None | Some(1) => vec![template],

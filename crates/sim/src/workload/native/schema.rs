@@ -106,6 +106,8 @@ pub struct TaskDef {
     #[serde(default)]
     pub labels: Vec<String>,
     pub oom_adj: Option<i32>,
+    /// `rt0`…`rt7`, `be0`…`be7` or `idle`.
+    pub ioprio: Option<Spanned<String>>,
     /// Events of a task with a single phase; exclusive with `phase`.
     pub events: Option<Vec<Spanned<EventDef>>>,
     #[serde(default)]
@@ -134,6 +136,7 @@ pub struct EventDef {
     pub run: Option<Dur>,
     pub runtime: Option<Dur>,
     pub sleep: Option<Dur>,
+    pub io: Option<Dur>,
     pub timer: Option<String>,
     pub period: Option<Dur>,
     pub absolute: Option<bool>,

@@ -1,0 +1,104 @@
+//! The block device as tasks see it: an `io` event submits one synchronous request, tagged with
+//! the task's I/O priority, and blocks the task until the device has served it — so CPU and I/O
+//! contention compound (seed 003 Table 8). The device serves one request at a time, picked by an
+//! I/O scheduler of [`crate::io`] (`cfq` by default, `noop`); its decisions, including CFQ's
+//! idle window, become engine events (`IoDone`, `IoIdle`) in the same total order as the rest.
+
+use super::queue::Ev;
+use super::{Sim, State};
+use crate::io::{Decision, IoPrio, IoScheduler, Request};
+use crate::log::Record;
+use uxsched_model::Nanos;
+
+pub(super) struct BlockDev {
+    sched: Box<dyn IoScheduler>,
+    /// The request being served (its `stream` is the task id).
+    busy: Option<Request>,
+    /// When the pending idle-window event fires, if one is pending.
+    idle_until: Option<Nanos>,
+}
+
+impl BlockDev {
+    pub(super) fn new(sched: Box<dyn IoScheduler>) -> Self {
+        BlockDev {
+            sched,
+            busy: None,
+            idle_until: None,
+        }
+    }
+}
+
+impl Sim {
+    /// Task `tid` reads `service` of device time and blocks until it is done.
+    pub(super) fn io_submit(&mut self, tid: u32, service: Nanos) {
+        let t = &mut self.tasks[tid as usize];
+        t.state = State::Blocked;
+        t.work_end = self.now;
+        let r = Request {
+            stream: tid as usize,
+            prio: t.ioprio,
+            service,
+            submitted: self.now,
+        };
+        self.blockdev.sched.add(r, self.now);
+        self.io_dispatch();
+    }
+
+    /// The request in service completed: wake its task and serve the next.
+    pub(super) fn io_done(&mut self) {
+        let r = self
+            .blockdev
+            .busy
+            .take()
+            .expect("IoDone only fires while a request is in service");
+        self.blockdev.sched.completed(&r, self.now);
+        let now = self.now;
+        self.emit(Record::Io {
+            t: now,
+            task: r.stream as u32,
+            wait: now - r.submitted - r.service,
+            service: r.service,
+        });
+        self.wake(r.stream as u32, None);
+        self.io_dispatch();
+    }
+
+    /// The I/O scheduler's idle window ended: ask it again.
+    pub(super) fn io_idle_over(&mut self) {
+        if self.blockdev.idle_until == Some(self.now) {
+            self.blockdev.idle_until = None;
+        }
+        self.io_dispatch();
+    }
+
+    /// Change a task's I/O priority (`ioprio_set`); its next request carries it.
+    pub(super) fn set_ioprio(&mut self, tid: u32, prio: IoPrio) {
+        self.tasks[tid as usize].ioprio = prio;
+    }
+
+    pub(super) fn ioprio(&self, tid: u32) -> IoPrio {
+        self.tasks[tid as usize].ioprio
+    }
+
+    /// If the device is free, let the scheduler serve a request or hold the device idle.
+    fn io_dispatch(&mut self) {
+        if self.blockdev.busy.is_some() {
+            return;
+        }
+        let now = self.now;
+        match self.blockdev.sched.next(now) {
+            Decision::Serve(r) => {
+                self.blockdev.busy = Some(r);
+                self.queue.push(now + r.service, Ev::IoDone);
+            }
+            Decision::IdleUntil(t) => {
+                // One pending idle event is enough unless the scheduler wants an earlier one.
+                if self.blockdev.idle_until.is_none_or(|w| t < w || w <= now) {
+                    self.blockdev.idle_until = Some(t);
+                    self.queue.push(t, Ev::IoIdle);
+                }
+            }
+            Decision::Nothing => {}
+        }
+    }
+}
