@@ -6,6 +6,7 @@
 //! so a formula is written exactly once.
 
 pub mod formulas;
+pub mod size;
 pub mod time;
 pub mod weights;
 

@@ -376,6 +376,18 @@ fn seed004_reports_every_governor_and_the_late_frame_count() {
 }
 
 #[test]
+fn seed001_reports_cpu_and_read_ahead_claims() {
+    let out = reproduce(uxsched_sim::reproduce::seed001::run);
+    assert_eq!(out.claims.len(), 5);
+    assert_eq!(out.figures.len(), 2);
+    // Read-ahead only matters while the file is not cached: trials after the first are equal.
+    let trials = &out.figures[1].series;
+    let later: Vec<f64> = trials.iter().map(|s| s.points[1].1).collect();
+    assert!(later.iter().all(|&t| (t - later[0]).abs() < 1e-9), "{later:?}");
+    assert!(trials.iter().all(|s| s.points[0].1 > s.points[1].1));
+}
+
+#[test]
 fn seed003_reports_its_claims() {
     let out = reproduce(uxsched_sim::reproduce::seed003::run);
     assert_eq!(out.claims.len(), 8);

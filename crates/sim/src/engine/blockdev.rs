@@ -8,10 +8,22 @@ use super::queue::Ev;
 use super::{Sim, State};
 use crate::io::{Decision, IoPrio, IoScheduler, Request};
 use crate::log::Record;
+use std::collections::BTreeMap;
 use uxsched_model::Nanos;
+
+/// What a completed request means.
+enum Done {
+    /// An `io` event: wake its task.
+    Task(u32),
+    /// A page-cache read of pages [first, first + count) of a file.
+    Pages { file: usize, first: u64, count: u64 },
+}
 
 pub(super) struct BlockDev {
     sched: Box<dyn IoScheduler>,
+    next_id: u64,
+    /// What each request in the scheduler or on the device is for, by id.
+    pending: BTreeMap<u64, Done>,
     /// The request being served (its `stream` is the task id).
     busy: Option<Request>,
     /// When the pending idle-window event fires, if one is pending.
@@ -22,6 +34,8 @@ impl BlockDev {
     pub(super) fn new(sched: Box<dyn IoScheduler>) -> Self {
         BlockDev {
             sched,
+            next_id: 0,
+            pending: BTreeMap::new(),
             busy: None,
             idle_until: None,
         }
@@ -34,9 +48,30 @@ impl Sim {
         let t = &mut self.tasks[tid as usize];
         t.state = State::Blocked;
         t.work_end = self.now;
+        self.submit(tid, service, Done::Task(tid));
+    }
+
+    /// Task `tid` asks for pages of a file (read-ahead); nobody blocks here — readers wait on
+    /// the pages ([`super::pagecache`]).
+    pub(super) fn io_submit_pages(
+        &mut self,
+        tid: u32,
+        service: Nanos,
+        file: usize,
+        first: u64,
+        count: u64,
+    ) {
+        self.submit(tid, service, Done::Pages { file, first, count });
+    }
+
+    fn submit(&mut self, tid: u32, service: Nanos, done: Done) {
+        let id = self.blockdev.next_id;
+        self.blockdev.next_id += 1;
+        self.blockdev.pending.insert(id, done);
         let r = Request {
+            id,
             stream: tid as usize,
-            prio: t.ioprio,
+            prio: self.tasks[tid as usize].ioprio,
             service,
             submitted: self.now,
         };
@@ -44,7 +79,8 @@ impl Sim {
         self.io_dispatch();
     }
 
-    /// The request in service completed: wake its task and serve the next.
+    /// The request in service completed: wake its task (or the page's readers) and serve the
+    /// next.
     pub(super) fn io_done(&mut self) {
         let r = self
             .blockdev
@@ -59,7 +95,11 @@ impl Sim {
             wait: now - r.submitted - r.service,
             service: r.service,
         });
-        self.wake(r.stream as u32, None);
+        match self.blockdev.pending.remove(&r.id) {
+            Some(Done::Task(tid)) => self.wake(tid, None),
+            Some(Done::Pages { file, first, count }) => self.pages_read(file, first, count),
+            None => unreachable!("every request is registered when submitted"),
+        }
         self.io_dispatch();
     }
 

@@ -44,8 +44,25 @@ fn cpu_mask(list: Option<&[usize]>, ncpus: usize) -> Result<Vec<u64>, String> {
     Ok(mask)
 }
 
+/// The block device's `blockdev.` tunables.
+fn device_params(d: &mut super::DeviceSpec, mut p: policy::Params) -> Result<(), String> {
+    if let Some(v) = p.take_duration("blockdev.access")? {
+        d.access = v;
+    }
+    if let Some(v) = p.take_num::<f64>("blockdev.mb_per_s")? {
+        if !(v > 0.0 && v.is_finite()) {
+            return Err("--param blockdev.mb_per_s must be positive".into());
+        }
+        d.bytes_per_sec = (v * 1e6) as u64;
+    }
+    if let Some(v) = p.take_num::<u64>("blockdev.read_ahead_kb")? {
+        d.read_ahead_kb = v;
+    }
+    p.finish("blockdev")
+}
+
 impl Sim {
-    pub fn new(w: &Workload, cfg: SimConfig) -> Result<Sim, BuildError> {
+    pub fn new(w: &Workload, mut cfg: SimConfig) -> Result<Sim, BuildError> {
         cfg.platform.validate().map_err(BuildError)?;
         if cfg.hz == 0 || cfg.hz > 10_000 {
             return Err(BuildError(format!("hz {} is outside 1..=10000", cfg.hz)));
@@ -55,6 +72,7 @@ impl Sim {
         let env = PolicyEnv { ncpus, tick };
         // The I/O scheduler takes its own `NAME.` tunables; the fair policy gets the rest.
         let mut params = cfg.params.clone();
+        device_params(&mut cfg.device, params.split_prefix("blockdev.")).map_err(BuildError)?;
         let io_params = params.split_prefix(&format!("{}.", cfg.io_sched));
         let io_sched = crate::io::scheduler_by_name(&cfg.io_sched, w.tasks.len(), io_params)
             .map_err(BuildError)?;
@@ -200,8 +218,15 @@ impl Sim {
                 }
             }
             let tid = tasks.len() as u32;
-            let prog = compile(tid, t, phase_masks, &mut sync, &mut meta.interactions)
-                .map_err(BuildError)?;
+            let prog = compile(
+                tid,
+                t,
+                phase_masks,
+                &mut sync,
+                &mut meta.interactions,
+                &w.files,
+            )
+            .map_err(BuildError)?;
             let (lo, hi) = policy::eevdf::CUSTOM_SLICE_RANGE;
             ents.push(Entity {
                 weight,
@@ -247,6 +272,8 @@ impl Sim {
                 ioprio: t
                     .ioprio
                     .unwrap_or_else(|| crate::io::IoPrio::of_policy(t.policy)),
+                ra_pages: cfg.device.read_ahead_kb * 1024 / uxsched_model::size::PAGE,
+                pending_read: None,
             });
         }
         sync.finish_barriers();
@@ -281,6 +308,7 @@ impl Sim {
             group_ents,
             sync,
             blockdev: super::blockdev::BlockDev::new(io_sched),
+            pagecache: super::pagecache::PageCache::new(w.files.iter().map(|f| f.size)),
             queue: Default::default(),
             domain_khz,
             meta,

@@ -105,6 +105,16 @@ impl Control<'_> {
         self.sim.set_ioprio(tid, prio)
     }
 
+    /// A task's maximum read-ahead window in KiB (`read_ahead_kb` unless changed).
+    pub fn task_readahead_kb(&self, tid: u32) -> u64 {
+        self.sim.tasks[tid as usize].ra_pages * uxsched_model::size::PAGE / 1024
+    }
+
+    /// Set a task's maximum read-ahead window (KiB); its next read-ahead uses it.
+    pub fn set_task_readahead_kb(&mut self, tid: u32, kb: u64) {
+        self.sim.tasks[tid as usize].ra_pages = (kb * 1024 / uxsched_model::size::PAGE).max(1);
+    }
+
     pub fn domains(&self) -> usize {
         self.sim.meta.domains.len()
     }

@@ -18,6 +18,7 @@ mod build;
 mod core;
 mod fair;
 pub mod hooks;
+mod pagecache;
 mod program;
 mod queue;
 mod rt;
@@ -29,6 +30,7 @@ use uxsched_model::{Nanos, MS, SEC, US};
 
 pub use build::BuildError;
 pub use hooks::{Control, Mechanism};
+pub use pagecache::{init_ra_size, next_ra_size, DeviceSpec};
 
 /// Everything about a run that is not the workload.
 #[derive(Debug, Clone)]
@@ -57,6 +59,9 @@ pub struct SimConfig {
     /// The block device's I/O scheduler (see [`crate::io::IO_SCHEDULER_NAMES`]); its tunables
     /// come from `params` under its name (`cfq.slice_idle`).
     pub io_sched: String,
+    /// The block device behind `read` events (`--param blockdev.access=1ms`,
+    /// `blockdev.mb_per_s=20`, `blockdev.read_ahead_kb=128`).
+    pub device: DeviceSpec,
 }
 
 impl SimConfig {
@@ -75,6 +80,7 @@ impl SimConfig {
             balance_interval: 4 * MS,
             cfs_tunables: None,
             io_sched: "cfq".into(),
+            device: DeviceSpec::default(),
         }
     }
 
@@ -141,6 +147,10 @@ struct Task {
     work_end: Nanos,
     /// I/O priority of its block-device requests.
     ioprio: crate::io::IoPrio,
+    /// Maximum read-ahead window in pages (`ra_pages`).
+    ra_pages: u64,
+    /// A `read` (file, bytes) to retry when woken: it blocked on a page in flight.
+    pending_read: Option<(usize, u64)>,
 }
 
 impl Task {
@@ -195,6 +205,7 @@ pub struct Sim {
     group_ents: Vec<usize>,
     sync: program::SyncObjects,
     blockdev: blockdev::BlockDev,
+    pagecache: pagecache::PageCache,
     queue: queue::EventQueue,
     meta: RunMeta,
     /// Current frequency of each domain (kHz).

@@ -26,6 +26,10 @@ pub enum Op {
     Runtime(u64),
     Sleep(u64),
     Io(u64),
+    Read {
+        file: usize,
+        bytes: u64,
+    },
     Timer {
         timer: usize,
         period: Nanos,
@@ -139,6 +143,7 @@ pub fn compile(
     phase_masks: Vec<Option<Vec<u64>>>,
     s: &mut SyncObjects,
     interactions: &mut Vec<String>,
+    files: &[crate::workload::FileSpec],
 ) -> Result<Cursor, String> {
     let mut interaction = |name: &str| -> u32 {
         match interactions.iter().position(|n| n == name) {
@@ -159,6 +164,15 @@ pub fn compile(
                 Event::Runtime(d) => Op::Runtime(*d),
                 Event::Sleep(d) => Op::Sleep(*d),
                 Event::Io(d) => Op::Io(*d),
+                Event::Read { file, bytes } => Op::Read {
+                    file: files.iter().position(|f| f.name == *file).ok_or_else(|| {
+                        format!(
+                            "task `{}`, phase `{}`: file `{file}` is not declared",
+                            t.name, p.name
+                        )
+                    })?,
+                    bytes: *bytes,
+                },
                 Event::Timer {
                     name,
                     period,
@@ -284,6 +298,12 @@ impl Sim {
                 return Next::Blocked;
             }
         }
+        if let Some((file, bytes)) = self.tasks[t].pending_read.take() {
+            // Woken by the page it waited for: finish that read first.
+            if !self.page_read(tid, file, bytes) {
+                return Next::Blocked;
+            }
+        }
         for _ in 0..1_000_000 {
             if std::mem::take(&mut self.tasks[t].prog.loop_done_pending) {
                 let now = self.now;
@@ -319,6 +339,11 @@ impl Sim {
                     return Next::Blocked;
                 }
                 Op::Io(_) => {}
+                Op::Read { file, bytes } => {
+                    if !self.page_read(tid, file, bytes) {
+                        return Next::Blocked;
+                    }
+                }
                 Op::Timer {
                     timer,
                     period,

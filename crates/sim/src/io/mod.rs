@@ -74,6 +74,9 @@ impl IoPrio {
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Request {
+    /// Unique per device, in submission order.
+    pub id: u64,
+    /// The issuing task: CFQ keeps one queue per stream.
     pub stream: usize,
     pub prio: IoPrio,
     pub service: Nanos,

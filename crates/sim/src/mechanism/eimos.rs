@@ -7,8 +7,13 @@
 //! clamped at −20 (a nice-0 app runs at nice −19, weight 71755). The same weight applies under
 //! `cfs` and `eevdf` (EEVDF uses weights for lag and deadlines exactly as CFS does for vruntime).
 //!
+//! I/O prefetch (§3.3): "the maximum size of the read-ahead buffer is fixed but we also extend it
+//! eight times in case of the topmost process" — the topmost process's tasks get `eimos.readahead`
+//! (default 8; the paper also measures 16) times their maximum read-ahead window, which the page
+//! cache's on-demand read-ahead ramps up to (`engine/pagecache.rs`).
+//!
 //! When the topmost process changes (Fig. 2's last step) the previous one gets its own weights
-//! back and the new one gets the bonus. The ActivityManager's change is modelled by a timer:
+//! and read-ahead back and the new one gets the bonus. The ActivityManager's change is modelled by a timer:
 //! `eimos.switch_at=5s` and `eimos.next=<process>` make `<process>` topmost at 5 s.
 
 use crate::engine::{Control, Mechanism};
@@ -21,12 +26,16 @@ use uxsched_model::Nanos;
 pub const FOREGROUND_APP: i32 = 0;
 /// §3.2: the bonus given to the topmost process.
 pub const PRIORITY_BONUS: i32 = 19;
+/// §3.3: the topmost process's read-ahead maximum is extended eight times.
+pub const READAHEAD_FACTOR: u64 = 8;
 
 pub struct Eimos {
     /// When, and to which process, the topmost process changes.
     pub switch: Option<(Nanos, String)>,
-    /// Boosted task → its own weight.
-    boosted: BTreeMap<u32, u64>,
+    /// Read-ahead multiplier for the topmost process (`eimos.readahead`).
+    pub readahead: u64,
+    /// Boosted task → its own weight and read-ahead (KiB).
+    boosted: BTreeMap<u32, (u64, u64)>,
     /// The current topmost process, if any.
     pub topmost: Option<String>,
 }
@@ -45,8 +54,17 @@ impl Eimos {
                         .into(),
                 ),
             };
+        let readahead = p
+            .take_num::<u64>("eimos.readahead")?
+            .unwrap_or(READAHEAD_FACTOR);
+        if !(1..=64).contains(&readahead) {
+            return Err(format!(
+                "--param eimos.readahead={readahead} is out of range (use 1..=64; the paper: 8, 16)"
+            ));
+        }
         Ok(Eimos {
             switch,
+            readahead,
             boosted: BTreeMap::new(),
             topmost: None,
         })
@@ -58,17 +76,19 @@ impl Eimos {
     }
 
     fn make_topmost(&mut self, process: Option<String>, ctl: &mut Control) {
-        for (tid, own) in std::mem::take(&mut self.boosted) {
+        for (tid, (own, ra)) in std::mem::take(&mut self.boosted) {
             ctl.set_task_weight(tid, own);
+            ctl.set_task_readahead_kb(tid, ra);
         }
         if let Some(p) = &process {
             let tids: Vec<u32> = (0..ctl.meta().tasks.len() as u32)
                 .filter(|&t| ctl.meta().tasks[t as usize].process == *p && ctl.is_fair(t))
                 .collect();
             for t in tids {
-                let own = ctl.task_weight(t);
-                self.boosted.insert(t, own);
+                let (own, ra) = (ctl.task_weight(t), ctl.task_readahead_kb(t));
+                self.boosted.insert(t, (own, ra));
                 ctl.set_task_weight(t, Self::bonus_weight(own));
+                ctl.set_task_readahead_kb(t, ra * self.readahead);
             }
         }
         self.topmost = process;

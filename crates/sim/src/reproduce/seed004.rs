@@ -178,6 +178,7 @@ pub fn browsing(t_load: Nanos, t_scroll: Nanos) -> Workload {
                 ms(1580.0),
             ),
         ],
+        files: vec![],
     }
 }
 

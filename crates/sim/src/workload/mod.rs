@@ -31,6 +31,15 @@ pub struct Workload {
     pub groups: Vec<GroupSpec>,
     /// Tasks (threads) after instance expansion; names are unique.
     pub tasks: Vec<TaskSpec>,
+    /// Files on the block device that `read` events go through the page cache for.
+    pub files: Vec<FileSpec>,
+}
+
+/// A file on the simulated block device, read through the page cache.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct FileSpec {
+    pub name: String,
+    pub size: u64,
 }
 
 /// A CPU cgroup. `path` is slash-separated (`"bg"`, `"apps/fg"`); the parent is the prefix and
@@ -125,6 +134,13 @@ pub enum Event {
     /// simulated device ([`crate::io`]) has served it, queued by the I/O scheduler under the
     /// task's I/O priority.
     Io(Nanos),
+    /// A buffered `read()` of `bytes` from the task's position in `file`, through the page cache
+    /// with the kernel's on-demand read-ahead; it blocks only for pages not yet in memory. A read
+    /// at the end of the file starts over from the beginning (the file is opened again).
+    Read {
+        file: String,
+        bytes: u64,
+    },
     /// Block until the next period of the named timer (rt-app `timer`); the timer is drift-free.
     /// Each arrival closes an rt-app period: slack = period end − end of the work before it.
     Timer {
@@ -183,6 +199,7 @@ impl Event {
             | Event::Recv(name)
             | Event::Begin(name)
             | Event::End(name) => Some(name),
+            Event::Read { file, .. } => Some(file),
             Event::Wait { cond, .. } | Event::SignalWait { cond, .. } => Some(cond),
             Event::Run(_) | Event::Runtime(_) | Event::Sleep(_) | Event::Io(_) | Event::Yield => {
                 None
@@ -197,6 +214,7 @@ impl Event {
             Event::Runtime(_) => "runtime",
             Event::Sleep(_) => "sleep",
             Event::Io(_) => "io",
+            Event::Read { .. } => "read",
             Event::Timer { .. } => "timer",
             Event::Lock(_) => "lock",
             Event::Unlock(_) => "unlock",

@@ -17,6 +17,7 @@ pub enum Subject {
     Workload,
     Group(usize),
     Task(usize),
+    File(usize),
 }
 
 /// A broken rule: the subject and a message a user can act on.
@@ -60,6 +61,19 @@ impl Workload {
             })?;
             paths.insert(group.path.as_str());
         }
+        let mut files = HashSet::new();
+        for (i, f) in self.files.iter().enumerate() {
+            let at = |message: String| Invalid {
+                subject: Subject::File(i),
+                message: format!("file `{}`: {message}", f.name),
+            };
+            if f.name.is_empty() || !files.insert(f.name.as_str()) {
+                return Err(at("the name is empty or declared twice".into()));
+            }
+            if f.size == 0 {
+                return Err(at("the size is zero".into()));
+            }
+        }
         let cpus = self.platform.as_ref().map(|p| p.cpu_count());
         let mut names = HashSet::new();
         for (i, task) in self.tasks.iter().enumerate() {
@@ -70,7 +84,7 @@ impl Workload {
             if !names.insert(task.name.as_str()) {
                 return Err(at("another task has the same name".into()));
             }
-            check_task(task, &paths, cpus).map_err(at)?;
+            check_task(task, &paths, &files, cpus).map_err(at)?;
         }
         Ok(())
     }
@@ -112,7 +126,12 @@ fn check_group(group: &GroupSpec, earlier: &HashSet<&str>) -> Result<(), String>
     Ok(())
 }
 
-fn check_task(task: &TaskSpec, groups: &HashSet<&str>, cpus: Option<usize>) -> Result<(), String> {
+fn check_task(
+    task: &TaskSpec,
+    groups: &HashSet<&str>,
+    files: &HashSet<&str>,
+    cpus: Option<usize>,
+) -> Result<(), String> {
     if task.name.is_empty() {
         return Err("the name is empty".into());
     }
@@ -146,12 +165,12 @@ fn check_task(task: &TaskSpec, groups: &HashSet<&str>, cpus: Option<usize>) -> R
     if task.phases.is_empty() {
         return Err("it has no phases or events".into());
     }
-    task.phases
-        .iter()
-        .try_for_each(|p| check_phase(p, cpus).map_err(|m| format!("phase `{}`: {m}", p.name)))
+    task.phases.iter().try_for_each(|p| {
+        check_phase(p, files, cpus).map_err(|m| format!("phase `{}`: {m}", p.name))
+    })
 }
 
-fn check_phase(phase: &Phase, cpus: Option<usize>) -> Result<(), String> {
+fn check_phase(phase: &Phase, files: &HashSet<&str>, cpus: Option<usize>) -> Result<(), String> {
     if phase.loops == 0 {
         return Err("loops must be at least 1".into());
     }
@@ -178,6 +197,17 @@ fn check_phase(phase: &Phase, cpus: Option<usize>) -> Result<(), String> {
             | Event::Recv(n)
             | Event::Begin(n)
             | Event::End(n) => Some(n),
+            Event::Read { file, bytes } => {
+                if !files.contains(file.as_str()) {
+                    return Err(format!(
+                        "event read: file `{file}` is not declared (add a [[file]] table)"
+                    ));
+                }
+                if *bytes == 0 {
+                    return Err(format!("event read of `{file}`: bytes must be positive"));
+                }
+                Some(file)
+            }
             Event::Wait { cond, mutex } | Event::SignalWait { cond, mutex } => {
                 if mutex.is_empty() {
                     return Err(format!("event {}: the mutex name is empty", event.kind()));

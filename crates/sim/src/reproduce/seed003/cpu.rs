@@ -64,6 +64,7 @@ pub(super) fn app_with_load(name: &str, mut tasks: Vec<TaskSpec>, generator: boo
         platform: Some(PlatformSpec::uniform(4)),
         groups: vec![],
         tasks,
+        files: vec![],
     }
 }
 

@@ -11,6 +11,8 @@ pub fn convert(def: EventDef) -> Result<Event, String> {
         runtime,
         sleep,
         io,
+        read,
+        bytes,
         timer,
         period,
         absolute,
@@ -40,6 +42,13 @@ pub fn convert(def: EventDef) -> Result<Event, String> {
     add("runtime", runtime.map(|d| Event::Runtime(d.0)));
     add("sleep", sleep.map(|d| Event::Sleep(d.0)));
     add("io", io.map(|d| Event::Io(d.0)));
+    add(
+        "read",
+        read.map(|file| Event::Read {
+            file,
+            bytes: bytes.map_or(0, |b| b.0),
+        }),
+    );
     add(
         "timer",
         timer.map(|name| Event::Timer {
@@ -72,7 +81,7 @@ pub fn convert(def: EventDef) -> Result<Event, String> {
     add("end", end.map(Event::End));
 
     let (key, event) = match kinds.len() {
-        0 => return Err("an event needs one of run, runtime, sleep, io, timer, lock, unlock, wait, sync, signal, broadcast, barrier, suspend, resume, send, recv, yield, begin, end".into()),
+        0 => return Err("an event needs one of run, runtime, sleep, io, read, timer, lock, unlock, wait, sync, signal, broadcast, barrier, suspend, resume, send, recv, yield, begin, end".into()),
         1 => kinds.pop().expect("one element"),
         _ => {
             let keys: Vec<&str> = kinds.iter().map(|(k, _)| *k).collect();
@@ -82,6 +91,13 @@ pub fn convert(def: EventDef) -> Result<Event, String> {
             ));
         }
     };
+    match (key == "read", bytes.is_some()) {
+        (true, false) => {
+            return Err("read needs `bytes`, e.g. { read = \"data\", bytes = \"8KiB\" }".into())
+        }
+        (false, true) => return Err(format!("`bytes` belongs to `read`, not `{key}`")),
+        _ => {}
+    }
     let is_timer = key == "timer";
     if !is_timer && (period.is_some() || absolute.is_some()) {
         return Err(format!(

@@ -67,6 +67,14 @@ pub fn parse(text: &str, file_name: &str) -> Result<Workload, WorkloadError> {
             bandwidth,
         });
     }
+    for f in &file.file {
+        let def = f.get_ref();
+        workload.files.push(crate::workload::FileSpec {
+            name: def.name.clone(),
+            size: def.size.0,
+        });
+    }
+    let file_spans: Vec<Range<usize>> = file.file.iter().map(|f| f.span()).collect();
     // The TOML table each expanded task came from, to place validation errors.
     let mut origins = Vec::new();
     let group_spans: Vec<Range<usize>> = file.group.iter().map(|g| g.span()).collect();
@@ -81,6 +89,7 @@ pub fn parse(text: &str, file_name: &str) -> Result<Workload, WorkloadError> {
         let span = match invalid.subject {
             Subject::Task(i) => origins[i].clone(),
             Subject::Group(i) => group_spans[i].clone(),
+            Subject::File(i) => file_spans[i].clone(),
             Subject::Workload => at.platform_span(),
         };
         at.err(span, invalid.message)

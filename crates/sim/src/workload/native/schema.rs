@@ -35,6 +35,41 @@ pub struct File {
     pub group: Vec<Spanned<GroupDef>>,
     #[serde(default)]
     pub task: Vec<Spanned<TaskDef>>,
+    #[serde(default)]
+    pub file: Vec<Spanned<FileDef>>,
+}
+
+/// A size: an integer number of bytes or a string with a unit (`"30MiB"`, `"8KiB"`).
+#[derive(Debug, Clone, Copy)]
+pub struct Size(pub u64);
+
+impl<'de> Deserialize<'de> for Size {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Int(u64),
+            Text(String),
+        }
+        match Raw::deserialize(d).map_err(|_| {
+            serde::de::Error::custom(
+                "expected a size: a number of bytes or e.g. \"8KiB\", \"30MiB\"",
+            )
+        })? {
+            Raw::Int(n) => Ok(Size(n)),
+            Raw::Text(t) => uxsched_model::size::parse_bytes(&t)
+                .map(Size)
+                .map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+/// A file on the block device, for `read` events.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileDef {
+    pub name: String,
+    pub size: Size,
 }
 
 /// Either `cpus = N` (identical CPUs at 1 GHz) or a list of `[[platform.domain]]`.
@@ -137,6 +172,8 @@ pub struct EventDef {
     pub runtime: Option<Dur>,
     pub sleep: Option<Dur>,
     pub io: Option<Dur>,
+    pub read: Option<String>,
+    pub bytes: Option<Size>,
     pub timer: Option<String>,
     pub period: Option<Dur>,
     pub absolute: Option<bool>,
