@@ -383,7 +383,10 @@ fn seed001_reports_cpu_and_read_ahead_claims() {
     // Read-ahead only matters while the file is not cached: trials after the first are equal.
     let trials = &out.figures[1].series;
     let later: Vec<f64> = trials.iter().map(|s| s.points[1].1).collect();
-    assert!(later.iter().all(|&t| (t - later[0]).abs() < 1e-9), "{later:?}");
+    assert!(
+        later.iter().all(|&t| (t - later[0]).abs() < 1e-9),
+        "{later:?}"
+    );
     assert!(trials.iter().all(|s| s.points[0].1 > s.points[1].1));
 }
 

@@ -310,3 +310,69 @@ fn moving_a_task_while_running_runnable_or_blocked_keeps_the_engine_consistent()
     );
     assert!(times.iter().all(|&t| t > 0), "{times:?}");
 }
+
+/// The I/O manager side: once the tracker knows the AsyncTask, its reads (and the UI thread's)
+/// are real-time and no longer wait for fio's best-effort slices.
+#[test]
+fn learned_threads_get_real_time_io() {
+    use uxsched_sim::io::IoPrio;
+    let ui = labelled(
+        task(
+            "app.ui",
+            nice(0),
+            vec![
+                Event::Sleep(50 * MS),
+                Event::Begin("open".into()),
+                Event::Send("job".into()),
+                Event::Recv("done".into()),
+                Event::End("open".into()),
+            ],
+        ),
+        &["ui"],
+    );
+    let mut worker = task("app.asynctask", nice(0), vec![]);
+    worker.phases = vec![
+        uxsched_sim::workload::Phase {
+            name: "wait".into(),
+            loops: 1,
+            events: vec![Event::Recv("job".into())],
+            ..Default::default()
+        },
+        uxsched_sim::workload::Phase {
+            name: "read".into(),
+            loops: 40,
+            events: vec![Event::Io(MS), Event::Run(MS)],
+            ..Default::default()
+        },
+        uxsched_sim::workload::Phase {
+            name: "post".into(),
+            loops: 1,
+            events: vec![Event::Send("done".into())],
+            ..Default::default()
+        },
+    ];
+    let fio = |i: usize| {
+        let mut t = task(&format!("fio{i}"), nice(0), vec![Event::Io(4 * MS)]);
+        t.ioprio = Some(IoPrio::BestEffort(4));
+        t
+    };
+    let mut w = workload(vec![ui, worker, fio(0), fio(1)]);
+    for t in &mut w.tasks[..2] {
+        t.ioprio = Some(IoPrio::BestEffort(4));
+    }
+    let dur = 3 * SEC;
+    let mut without = Tracker::new(3);
+    without.io = false;
+    let r_off = responses(&run_mechs(&w, dur, vec![Box::new(without)]));
+    let r_on = responses(&run_mechs(&w, dur, vec![Box::new(Tracker::new(3))]));
+    assert!(r_on.len() >= 3 && r_off.len() >= 2, "{r_on:?} {r_off:?}");
+    // The first interaction teaches the tracker; the later ones run with real-time I/O: 40 ×
+    // (1 ms read + 1 ms CPU), each read behind at most one 4 ms fio read.
+    let later_on = *r_on[1..].iter().max().unwrap();
+    let later_off = *r_off[1..].iter().max().unwrap();
+    assert!(later_on <= 40 * 6 * MS, "{r_on:?}");
+    assert!(
+        later_off > 2 * later_on,
+        "without the I/O manager: {r_off:?}"
+    );
+}

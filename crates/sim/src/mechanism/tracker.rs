@@ -23,9 +23,12 @@
 //!
 //! Acting (§5.1 "Our Approach"): a delay-critical thread other than a UI thread gets nice 3
 //! (`shuffledog-tracker.nice`) and, if it is in Android's background cgroup, is moved to the root group,
-//! both at once through [`Control`].
+//! both at once through [`Control`]. The I/O manager (§5.2, `shuffledog-tracker.io`, on by
+//! default) puts every delay-critical thread's requests, the UI thread's included, in the
+//! real-time I/O class ([`super::shuffledog_io`]).
 
 use super::shuffledog_cpu::{BG_GROUP, DELAY_CRITICAL_NICE};
+use super::shuffledog_io::DELAY_CRITICAL_IOPRIO;
 use crate::engine::{Control, Mechanism};
 use crate::log::{Record, TaskMeta};
 use crate::policy::Params;
@@ -41,6 +44,8 @@ pub const GL_CONTEXT: u32 = u32::MAX;
 
 pub struct Tracker {
     nice: i32,
+    /// Also act as the I/O manager.
+    pub io: bool,
     ui: BTreeSet<u32>,
     input: BTreeSet<u32>,
     bg_group: Option<usize>,
@@ -56,6 +61,7 @@ impl Tracker {
     pub fn new(nice: i32) -> Self {
         Tracker {
             nice,
+            io: true,
             ui: BTreeSet::new(),
             input: BTreeSet::new(),
             bg_group: None,
@@ -75,7 +81,17 @@ impl Tracker {
                 "--param shuffledog-tracker.nice={nice} is out of range (use -20..=19, e.g. shuffledog-tracker.nice=3)"
             ));
         }
-        Ok(Self::new(nice))
+        let mut t = Self::new(nice);
+        t.io = match p.take_str("shuffledog-tracker.io").as_deref() {
+            None | Some("true") => true,
+            Some("false") => false,
+            Some(other) => {
+                return Err(format!(
+                    "--param shuffledog-tracker.io={other}: use true or false"
+                ))
+            }
+        };
+        Ok(t)
     }
 
     /// A tracker that starts with the decisions of a previous launch of the same workload (§4:
@@ -139,8 +155,12 @@ impl Tracker {
         self.apply(tid, ctl);
     }
 
-    /// ShuffleDog's CPU setting for a delay-critical thread (UI threads keep theirs).
+    /// ShuffleDog's settings for a delay-critical thread: real-time I/O, and for threads other
+    /// than the UI thread (which keeps its nice 0) nice 3 outside the background group.
     fn apply(&mut self, tid: u32, ctl: &mut Control) {
+        if self.io {
+            ctl.set_task_ioprio(tid, DELAY_CRITICAL_IOPRIO);
+        }
         if self.ui.contains(&tid) || !ctl.is_fair(tid) || !self.applied.insert(tid) {
             return;
         }
@@ -197,6 +217,11 @@ impl Mechanism for Tracker {
         self.input = ids(&|t| has(t, "input"));
         let gl = ids(&|t| Self::is_gl(t));
         self.bg_group = meta.groups.iter().position(|g| g == BG_GROUP);
+        if self.io {
+            for &u in &self.ui {
+                ctl.set_task_ioprio(u, DELAY_CRITICAL_IOPRIO);
+            }
+        }
         for t in gl {
             self.mark(GL_CONTEXT, t, ctl);
         }
