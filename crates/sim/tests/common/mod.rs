@@ -82,3 +82,11 @@ pub fn percentile(v: &[Nanos], p: f64) -> Nanos {
     let rank = ((p / 100.0) * s.len() as f64).ceil().max(1.0) as usize;
     s[rank - 1]
 }
+
+/// The task of `w` named `name` (panics naming both if absent).
+pub fn find_task<'a>(w: &'a Workload, name: &str) -> &'a TaskSpec {
+    w.tasks
+        .iter()
+        .find(|t| t.name == name)
+        .unwrap_or_else(|| panic!("no task {name} in {}", w.name))
+}
