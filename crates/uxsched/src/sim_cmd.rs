@@ -1,5 +1,6 @@
 //! `uxsched sim …`: run workloads in the simulator, check determinism, measure its speed.
 
+mod bench;
 mod reproduce;
 
 use crate::exit::bad_input;
@@ -8,7 +9,6 @@ use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Instant;
 use uxsched_model::time::{fmt_ns, parse_duration};
 use uxsched_model::{Nanos, SEC};
 use uxsched_sim::digest::Digest;
@@ -110,9 +110,13 @@ pub struct RunArgs {
 
 #[derive(clap::Args)]
 pub struct BenchArgs {
-    /// Simulated seconds per policy.
-    #[arg(long, default_value = "20s", value_parser = parse_duration)]
+    /// Simulated time per run.
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
     pub duration: Nanos,
+    /// Runs per policy, interleaved (cfs eevdf vtcfs mcfs, cfs eevdf …); the median and the best
+    /// are reported, since a shared machine's speed drifts between runs.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub reps: u32,
     #[arg(long)]
     pub json: bool,
 }
@@ -120,7 +124,7 @@ pub struct BenchArgs {
 pub fn run(c: SimCommand) -> anyhow::Result<ExitCode> {
     match c {
         SimCommand::Run(a) => run_workload(*a),
-        SimCommand::Bench(a) => bench(a),
+        SimCommand::Bench(a) => bench::bench(a),
         SimCommand::Reproduce(a) => reproduce::reproduce(a),
         SimCommand::List => {
             println!("built-in workloads (scenarios/):");
@@ -289,96 +293,6 @@ fn run_workload(a: RunArgs) -> anyhow::Result<ExitCode> {
                 filter: a.filter.clone()
             })
         );
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// CPU time this process has used, in seconds (immune to other work on the machine).
-fn process_cpu_seconds() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes into the timespec we own; CLOCK_PROCESS_CPUTIME_ID always exists.
-    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
-}
-
-/// A sink that only counts records (the simulator benchmark measures the engine alone).
-#[derive(Default)]
-struct CountingSink(u64);
-
-impl Sink for CountingSink {
-    fn record(&mut self, _rec: &uxsched_sim::log::Record) {
-        self.0 += 1;
-    }
-}
-
-/// Events per second and simulated seconds per wall-clock second on `phone.toml`.
-fn bench(a: BenchArgs) -> anyhow::Result<ExitCode> {
-    let w = workload::builtin("phone").map_err(|e| bad_input(e.to_string()))?;
-    let platform = w.platform.clone().unwrap_or_else(PlatformSpec::phone);
-    let mut rows = Vec::new();
-    for sched in uxsched_sim::policy::POLICY_NAMES {
-        let mut cfg = SimConfig::new(sched, platform.clone());
-        cfg.duration = a.duration;
-        // The engine's own speed: its log goes to a sink that only counts.
-        let mut counter = CountingSink::default();
-        let start = Instant::now();
-        let cpu_start = process_cpu_seconds();
-        let events = simulate(&w, cfg, &[], &mut counter, !a.json)?;
-        let wall = start.elapsed().as_secs_f64();
-        let cpu = process_cpu_seconds() - cpu_start;
-        let sim_s = a.duration as f64 / SEC as f64;
-        rows.push(serde_json::json!({
-            "sched": sched,
-            "threads": w.tasks.len(),
-            "cpus": platform.cpu_count(),
-            "simulated_s": sim_s,
-            "wall_s": wall,
-            "events": events,
-            "log_records": counter.0,
-            "cpu_s": cpu,
-            "events_per_s": events as f64 / wall,
-            "speedup_vs_real_time": sim_s / wall,
-            "events_per_cpu_s": events as f64 / cpu,
-            "speedup_per_cpu_s": sim_s / cpu,
-        }));
-    }
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&rows)?);
-    } else {
-        println!(
-            "{:<6} {:>7} {:>5} {:>6} {:>7} {:>7} {:>9} {:>14} {:>11} {:>14} {:>11}",
-            "sched",
-            "threads",
-            "cpus",
-            "sim s",
-            "wall s",
-            "cpu s",
-            "events",
-            "events/wall s",
-            "× real",
-            "events/cpu s",
-            "× real"
-        );
-        println!("{:>84}{:>26}", "(wall clock)", "(CPU time)");
-        for r in &rows {
-            println!(
-                "{:<6} {:>7} {:>5} {:>6.1} {:>7.3} {:>7.3} {:>9} {:>14.0} {:>11.0} {:>14.0} {:>11.0}",
-                r["sched"].as_str().unwrap_or(""),
-                r["threads"].as_u64().unwrap_or(0),
-                r["cpus"].as_u64().unwrap_or(0),
-                r["simulated_s"].as_f64().unwrap_or(0.0),
-                r["wall_s"].as_f64().unwrap_or(0.0),
-                r["cpu_s"].as_f64().unwrap_or(0.0),
-                r["events"].as_u64().unwrap_or(0),
-                r["events_per_s"].as_f64().unwrap_or(0.0),
-                r["speedup_vs_real_time"].as_f64().unwrap_or(0.0),
-                r["events_per_cpu_s"].as_f64().unwrap_or(0.0),
-                r["speedup_per_cpu_s"].as_f64().unwrap_or(0.0)
-            );
-        }
     }
     Ok(ExitCode::SUCCESS)
 }

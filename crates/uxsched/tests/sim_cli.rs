@@ -156,3 +156,37 @@ fn reproduce_writes_figures_and_refuses_unknown_seeds() {
     assert_eq!(out.status.code(), Some(2));
     std::fs::remove_dir_all(&d).ok();
 }
+
+#[test]
+fn bench_reports_every_policy_with_medians() {
+    let out = uxsched(&[
+        "sim",
+        "bench",
+        "--duration",
+        "500ms",
+        "--reps",
+        "3",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let rows = rows.as_array().unwrap();
+    let names: Vec<&str> = rows.iter().map(|r| r["sched"].as_str().unwrap()).collect();
+    assert_eq!(names, ["cfs", "eevdf", "vtcfs", "mcfs"]);
+    for r in rows {
+        assert_eq!(r["reps"], 3);
+        assert_eq!(r["threads"], 200);
+        assert!(r["events"].as_u64().unwrap() > 1000, "{r}");
+        let (median, best) = (
+            r["events_per_s_median"].as_f64().unwrap(),
+            r["events_per_s_best"].as_f64().unwrap(),
+        );
+        assert!(median > 0.0 && best >= median, "{r}");
+    }
+    let bad = uxsched(&["sim", "bench", "--reps", "0"]);
+    assert_eq!(bad.status.code(), Some(2));
+}
