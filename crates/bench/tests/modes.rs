@@ -86,6 +86,7 @@ fn mode(name: ModeName, scratch: &Scratch) -> Box<dyn modes::Mode> {
         &ModeEnv {
             uxsched_exe: None,
             scratch: scratch.0.clone(),
+            daemon_config: String::new(),
         },
     )
     .unwrap()

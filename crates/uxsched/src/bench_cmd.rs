@@ -73,6 +73,30 @@ pub struct RunArgs {
     /// Seed of the event timings and of the bootstrap.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Extra daemon configuration for the uxsched modes (a TOML file of `uxsched config
+    /// default` keys, e.g. `[uxsched]` `slice_us = 1500`), to compare configurations; checked
+    /// before anything runs. `socket` and `journal` are the harness's own.
+    #[arg(long, value_name = "FILE")]
+    daemon_config: Option<PathBuf>,
+}
+
+/// The `--daemon-config` file's text, validated as the daemon will read it.
+fn daemon_config(path: Option<&Path>) -> Result<String> {
+    let Some(path) = path else {
+        return Ok(String::new());
+    };
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| bad_input(format!("--daemon-config {}: {e}", path.display())))?;
+    uxsched_daemon::config::Config::parse(&text, path).map_err(|e| bad_input(e.to_string()))?;
+    for key in ["socket", "journal"] {
+        if text.lines().any(|l| l.trim_start().starts_with(key)) {
+            return Err(bad_input(format!(
+                "--daemon-config {}: `{key}` is set by the harness; remove it",
+                path.display()
+            )));
+        }
+    }
+    Ok(text)
 }
 
 #[derive(clap::Args)]
@@ -126,7 +150,7 @@ fn exe() -> Result<PathBuf> {
     std::env::current_exe().context("finding the uxsched binary (std::env::current_exe)")
 }
 
-fn env(scratch: &Path, progress: bool) -> Result<Env> {
+fn env(scratch: &Path, progress: bool, daemon_config: String) -> Result<Env> {
     Ok(Env {
         launcher: Launcher {
             program: exe()?,
@@ -135,6 +159,7 @@ fn env(scratch: &Path, progress: bool) -> Result<Env> {
         modes: ModeEnv {
             uxsched_exe: Some(exe()?),
             scratch: scratch.to_owned(),
+            daemon_config,
         },
         progress,
     })
@@ -268,7 +293,11 @@ fn measure_and_print(
     scratch: &Path,
     plots_optional: bool,
 ) -> Result<ExitCode> {
-    let env = env(scratch, !run.json)?;
+    let env = env(
+        scratch,
+        !run.json,
+        daemon_config(run.daemon_config.as_deref())?,
+    )?;
     let mut reports: Vec<Report> = Vec::new();
     for plan in plans {
         let report = uxsched_bench::bench(plan, &env)?;

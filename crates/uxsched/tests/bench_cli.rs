@@ -204,6 +204,49 @@ fn a_mode_whose_run_fails_is_dropped_not_fatal() {
     );
 }
 
+#[test]
+fn daemon_config_is_checked_before_anything_runs_and_then_used() {
+    let dir = std::env::temp_dir().join(format!("uxsched-bench-cfg-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let write = |name: &str, text: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p.display().to_string()
+    };
+    let bad_value = write("bad.toml", "[uxsched]\nslice_us = 5\n");
+    let owns_socket = write("socket.toml", "socket = \"/tmp/x.sock\"\n");
+    let good = write("good.toml", "[uxsched]\nslice_us = 1500\n");
+    let common = ["--modes", "uxsched", "--reps", "1", "--duration", "1s"];
+    for (file, what) in [(&bad_value, "slice_us"), (&owns_socket, "socket")] {
+        let Some(out) =
+            bench_as_root(&[&["alarm"][..], &common, &["--daemon-config", file]].concat())
+        else {
+            return;
+        };
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains(what), "{err}");
+    }
+    let out = bench_as_root(
+        &[
+            &["alarm"][..],
+            &common,
+            &["--daemon-config", &good, "--json"],
+        ]
+        .concat(),
+    )
+    .expect("root was checked above");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["modes"][1]["mode"], "uxsched");
+    assert!(report["modes"][1]["summary"]["n"].as_u64().unwrap() >= 5);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `uxsched bench ARGS…` to completion, or `None` (with a notice) when not root.
 fn bench_as_root(args: &[&str]) -> Option<std::process::Output> {
     // SAFETY: geteuid cannot fail.

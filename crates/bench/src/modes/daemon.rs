@@ -31,6 +31,8 @@ pub struct Daemon {
     dir: PathBuf,
     child: Option<Child>,
     focused: bool,
+    /// Appended to the generated config ([`super::ModeEnv::daemon_config`]).
+    extra_config: String,
 }
 
 impl Daemon {
@@ -52,6 +54,7 @@ impl Daemon {
             dir,
             child: None,
             focused: false,
+            extra_config: env.daemon_config.clone(),
         })
     }
 
@@ -107,9 +110,10 @@ impl Mode for Daemon {
         std::fs::write(
             &config,
             format!(
-                "socket = {:?}\njournal = {:?}\n",
+                "socket = {:?}\njournal = {:?}\n{}\n",
                 self.socket().display().to_string(),
-                self.dir.join("journal.sqlite").display().to_string()
+                self.dir.join("journal.sqlite").display().to_string(),
+                self.extra_config
             ),
         )?;
         let log = std::fs::File::create(self.dir.join("daemon.log"))?;

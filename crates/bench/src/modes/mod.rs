@@ -104,6 +104,9 @@ pub struct Targets {
 pub struct ModeEnv {
     pub uxsched_exe: Option<PathBuf>,
     pub scratch: PathBuf,
+    /// Extra daemon configuration (TOML) for the uxsched modes, e.g. `[uxsched]\nslice_us = 1500`,
+    /// so configurations can be compared; the harness sets `socket` and `journal` itself.
+    pub daemon_config: String,
 }
 
 /// A mode's life in one run: prepare → apply (at start and every sweep, idempotent) → restore.

@@ -76,6 +76,7 @@ pub fn env(scratch: &Scratch) -> Env {
         modes: ModeEnv {
             uxsched_exe: None,
             scratch: scratch.0.clone(),
+            daemon_config: String::new(),
         },
         progress: false,
     }
