@@ -269,7 +269,7 @@ impl Default for Config {
             control_uids: Vec::new(),
             sources: vec![SourceName::Explicit],
             min_nice: -19,
-            fg_shares: 10240,
+            fg_shares: 71755,
             bg_shares: 128,
             min_focus_interval_ms: 100,
             rescan_ms: 200,

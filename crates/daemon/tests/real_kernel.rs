@@ -51,7 +51,7 @@ fn eimos_boosts_every_thread_current_and_future_and_unfocus_restores_exactly() {
         std::fs::read_to_string(d.group_dir("fg").join("cpu.shares"))
             .unwrap()
             .trim(),
-        "10240"
+        "71755"
     );
 
     d.focus(None);

@@ -1,7 +1,7 @@
 //! uxsched's own CPU cgroups: `<cpu hierarchy>/<name>-fg` (high weight) and `<name>-bg` (low
 //! weight), created at start and removed at stop. They are siblings directly under the root:
 //! a weight only competes with its siblings, so under a common parent of default weight the
-//! foreground's 10240 would still be worth one nice-0 autogroup, and an idle foreground would
+//! foreground's 71755 would still be worth one nice-0 autogroup, and an idle foreground would
 //! hand the parent's whole weight to the background group.
 //!
 //! Why cgroups and not only nice: with `kernel.sched_autogroup_enabled=1` every session (setsid)
