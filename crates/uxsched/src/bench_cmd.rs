@@ -88,8 +88,9 @@ fn daemon_config(path: Option<&Path>) -> Result<String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| bad_input(format!("--daemon-config {}: {e}", path.display())))?;
     uxsched_daemon::config::Config::parse(&text, path).map_err(|e| bad_input(e.to_string()))?;
+    let table: toml::Table = text.parse().map_err(|e| bad_input(format!("{e}")))?;
     for key in ["socket", "journal"] {
-        if text.lines().any(|l| l.trim_start().starts_with(key)) {
+        if table.contains_key(key) {
             return Err(bad_input(format!(
                 "--daemon-config {}: `{key}` is set by the harness; remove it",
                 path.display()
