@@ -8,11 +8,7 @@ pub const PAGE: u64 = 4 * KIB;
 /// Parse a size such as `48`, `48B`, `8KiB`, `30MiB`, `1GiB`, or decimal `30MB`, `4kB`.
 /// Returns a message naming what was wrong.
 pub fn parse_bytes(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
+    let (num, unit) = crate::time::split_number(s);
     let value: f64 = num
         .parse()
         .map_err(|_| format!("`{s}` is not a size (expected e.g. 48, 8KiB, 30MiB)"))?;

@@ -10,11 +10,7 @@ pub const SEC: Nanos = 1_000_000_000;
 /// Parse a human duration such as `3ms`, `250us`, `1.5s`, `100ns` or a bare number of
 /// nanoseconds. Returns a message naming what was wrong.
 pub fn parse_duration(s: &str) -> Result<Nanos, String> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
+    let (num, unit) = split_number(s);
     if num.is_empty() {
         return Err(format!(
             "`{s}` is not a duration (expected e.g. 3ms, 250us, 1.5s)"
@@ -35,6 +31,15 @@ pub fn parse_duration(s: &str) -> Result<Nanos, String> {
         }
     };
     Ok((value * scale).round() as Nanos)
+}
+
+/// `"30 MiB"` → (`"30"`, `" MiB"`): the leading decimal number and the rest (a unit).
+pub(crate) fn split_number(s: &str) -> (&str, &str) {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    t.split_at(split)
 }
 
 /// Format nanoseconds compactly for tables: `812ns`, `41.3us`, `6.18ms`, `2.500s`.

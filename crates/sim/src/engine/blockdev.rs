@@ -6,7 +6,7 @@
 
 use super::queue::Ev;
 use super::{Sim, State};
-use crate::io::{Decision, IoPrio, IoScheduler, Request};
+use crate::io::{Decision, IoScheduler, Request};
 use crate::log::Record;
 use std::collections::BTreeMap;
 use uxsched_model::Nanos;
@@ -109,15 +109,6 @@ impl Sim {
             self.blockdev.idle_until = None;
         }
         self.io_dispatch();
-    }
-
-    /// Change a task's I/O priority (`ioprio_set`); its next request carries it.
-    pub(super) fn set_ioprio(&mut self, tid: u32, prio: IoPrio) {
-        self.tasks[tid as usize].ioprio = prio;
-    }
-
-    pub(super) fn ioprio(&self, tid: u32) -> IoPrio {
-        self.tasks[tid as usize].ioprio
     }
 
     /// If the device is free, let the scheduler serve a request or hold the device idle.

@@ -97,12 +97,12 @@ impl Control<'_> {
 
     /// The I/O priority a task's next block-device request will carry.
     pub fn task_ioprio(&self, tid: u32) -> crate::io::IoPrio {
-        self.sim.ioprio(tid)
+        self.sim.tasks[tid as usize].ioprio
     }
 
     /// `ioprio_set`: requests the task submits from now on carry `prio`.
     pub fn set_task_ioprio(&mut self, tid: u32, prio: crate::io::IoPrio) {
-        self.sim.set_ioprio(tid, prio)
+        self.sim.tasks[tid as usize].ioprio = prio;
     }
 
     /// A task's maximum read-ahead window in KiB (`read_ahead_kb` unless changed).
