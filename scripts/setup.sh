@@ -5,10 +5,11 @@ set -euo pipefail
 
 # Debian packages: the real tools the harness and tests drive (rt-app examples for the workload
 # reader, stress-ng/hackbench/fio as background loads, Xvfb/xdotool for the X11 focus source,
-# clang/libbpf for the BPF tracker, sqlite is bundled by rusqlite).
+# clang/libbpf for the BPF tracker, sqlite is bundled by rusqlite; QEMU and a static busybox
+# boot the test guest of crates/guest, a pure cgroup2 kernel from ../shared/kernels/).
 PKGS=(build-essential pkg-config curl ca-certificates rt-app rt-tests stress-ng fio
       xvfb x11-utils xdotool clang llvm libbpf-dev libelf-dev zlib1g-dev bpftool util-linux procps
-      fonts-dejavu-core)
+      fonts-dejavu-core qemu-system-x86 busybox-static)
 
 missing=()
 for p in "${PKGS[@]}"; do
