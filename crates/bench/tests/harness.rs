@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{have_root, plan, row, run_checked, serial, Scratch};
+use common::{plan, require_root, row, run_checked, serial, Scratch};
 use uxsched_bench::loads::LoadKind;
 use uxsched_bench::models::ModelKind;
 use uxsched_bench::modes::ModeName;
@@ -14,11 +14,10 @@ use uxsched_bench::scenario;
 const HEAVY_UI_MS: f64 = 15.0;
 
 #[test]
+#[ignore = "needs root: make test runs it as root"]
 fn load_hurts_painting_and_fifo_restores_it() {
     let _serial = serial();
-    if !have_root() {
-        return;
-    }
+    require_root();
     let scratch = Scratch::new("fifo");
     // Everything this run starts inherits one CPU. With two, the load balancer packs the hogs
     // on the other CPU and autogroup isolates the app, so on an otherwise quiet machine the
@@ -63,11 +62,10 @@ fn load_hurts_painting_and_fifo_restores_it() {
 }
 
 #[test]
+#[ignore = "needs root: make test runs it as root"]
 fn background_pays_for_a_cpu_hungry_foreground() {
     let _serial = serial();
-    if !have_root() {
-        return;
-    }
+    require_root();
     let scratch = Scratch::new("bgcost");
     // Light and heavy foreground alternate (L H L H) so other users' load hits both alike.
     let mut throughput = [0.0, 0.0];
@@ -97,11 +95,10 @@ fn background_pays_for_a_cpu_hungry_foreground() {
 }
 
 #[test]
+#[ignore = "needs root: make test runs it as root"]
 fn android_and_s76_apply_and_restore() {
     let _serial = serial();
-    if !have_root() {
-        return;
-    }
+    require_root();
     let scratch = Scratch::new("policies");
     let modes = [
         ModeName::Idle,
@@ -126,11 +123,10 @@ fn android_and_s76_apply_and_restore() {
 }
 
 #[test]
+#[ignore = "needs root: make test runs it as root"]
 fn every_scenario_measures_under_its_default_load() {
     let _serial = serial();
-    if !have_root() {
-        return;
-    }
+    require_root();
     let scratch = Scratch::new("scenarios");
     for model in scenario::ALL {
         let load = scenario::scenario(model).default_load;
@@ -163,11 +159,10 @@ fn every_scenario_measures_under_its_default_load() {
 }
 
 #[test]
+#[ignore = "needs root: make test runs it as root"]
 fn hackbench_and_memory_loads_report_throughput() {
     let _serial = serial();
-    if !have_root() {
-        return;
-    }
+    require_root();
     let scratch = Scratch::new("loads");
     for load in [LoadKind::Hackbench, LoadKind::Memory] {
         let report = run_checked(

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{have_root, serial, Scratch};
+use common::{require_root, serial, Scratch};
 use std::io::BufReader;
 use std::process::{Child, Command, Stdio};
 use uxsched_bench::modes::{self, ModeEnv, ModeName, Targets};
@@ -97,11 +97,10 @@ fn cgroup_of(pid: u32) -> String {
 }
 
 #[test]
+#[ignore = "needs root: make test runs it as root"]
 fn android_boosts_ui_and_render_and_groups_the_background() {
     let _serial = serial();
-    if !have_root() {
-        return;
-    }
+    require_root();
     let scratch = Scratch::new("mode-android");
     let s = Subjects::start(&scratch);
     let (ui, render) = (s.thread("ui"), s.thread("render"));
@@ -131,11 +130,10 @@ fn android_boosts_ui_and_render_and_groups_the_background() {
 }
 
 #[test]
+#[ignore = "needs root: make test runs it as root"]
 fn s76_turns_autogroup_off_and_renices_both_sides_then_restores() {
     let _serial = serial();
-    if !have_root() {
-        return;
-    }
+    require_root();
     let scratch = Scratch::new("mode-s76");
     let s = Subjects::start(&scratch);
     let autogroup = sys::autogroup();
@@ -163,11 +161,10 @@ fn s76_turns_autogroup_off_and_renices_both_sides_then_restores() {
 }
 
 #[test]
+#[ignore = "needs root: make test runs it as root"]
 fn fifo_is_bounded_by_rttime_and_restored() {
     let _serial = serial();
-    if !have_root() {
-        return;
-    }
+    require_root();
     let scratch = Scratch::new("mode-fifo");
     let s = Subjects::start(&scratch);
     let pid = s.app.id();

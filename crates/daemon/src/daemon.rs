@@ -279,7 +279,10 @@ impl Daemon {
             focus,
             background,
             since_focus_ms: self.focus_since.elapsed().as_millis() as u64,
-            runnable: state::runnable_now(),
+            runnable: state::runnable_now().unwrap_or_else(|e| {
+                tracing::warn!("cannot read /proc/stat ({e}); vtcfs assumes 1 runnable task: is /proc mounted?");
+                1
+            }),
             cpus: state::cpus_now(),
             autogroup,
         }

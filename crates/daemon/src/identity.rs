@@ -132,13 +132,19 @@ mod tests {
 
     #[test]
     fn an_exited_process_is_not_the_same_task() {
-        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
         let pid = child.id() as i32;
-        let id = task_id(pid);
+        let id = task_id(pid).expect("a live child has an identity");
+        assert!(still_same(&id));
+        child.kill().unwrap();
         child.wait().unwrap();
-        if let Ok(id) = id {
-            assert!(!still_same(&id));
-        }
+        assert!(
+            !still_same(&id),
+            "an exited (reaped) process is not the same task"
+        );
         assert!(threads(pid).is_empty());
     }
 }

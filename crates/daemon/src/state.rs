@@ -6,6 +6,7 @@ use crate::config::Config;
 use crate::identity::{self, TaskId};
 use serde::Serialize;
 use std::collections::VecDeque;
+use std::io;
 
 /// How many previously focused apps are remembered as "background apps" (bounded memory).
 pub const MAX_BACKGROUND_APPS: usize = 16;
@@ -132,15 +133,12 @@ pub fn scan_app(id: AppId, foreground: bool, cfg: &Config) -> Option<App> {
 }
 
 /// Runnable tasks now, from `/proc/stat`'s `procs_running` (includes the reader itself).
-pub fn runnable_now() -> u32 {
-    std::fs::read_to_string("/proc/stat")
-        .ok()
-        .and_then(|t| {
-            t.lines()
-                .find_map(|l| l.strip_prefix("procs_running "))
-                .and_then(|v| v.trim().parse().ok())
-        })
-        .unwrap_or(1)
+pub fn runnable_now() -> io::Result<u32> {
+    let text = std::fs::read_to_string("/proc/stat")?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("procs_running "))
+        .and_then(|v| v.trim().parse().ok())
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "no procs_running in /proc/stat"))
 }
 
 /// Online CPUs.
@@ -219,6 +217,19 @@ mod tests {
         let app = scan_app(me, true, &Config::default()).unwrap();
         let ui = app.threads.iter().find(|t| t.task.tid == me.pid).unwrap();
         assert_eq!(ui.role, Role::Ui);
-        assert!(runnable_now() >= 1);
+        // This thread is running while it reads: at least 1, and never more than all tasks.
+        let runnable = runnable_now().unwrap();
+        assert!(runnable >= 1, "{runnable}");
+        let loadavg = std::fs::read_to_string("/proc/loadavg").unwrap();
+        let total: u32 = loadavg
+            .split_whitespace()
+            .nth(3)
+            .unwrap()
+            .split('/')
+            .nth(1)
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(runnable <= total, "{runnable} runnable of {total} tasks");
     }
 }

@@ -18,10 +18,9 @@ fn child_entry() {
 }
 
 #[test]
+#[ignore = "needs root: make test runs it as root"]
 fn vtcfs_boosts_the_ui_thread_per_eq6_and_the_boost_lapses() {
-    if !is_root() {
-        return;
-    }
+    require_root();
     let _s = serial();
     let d = Daemon::start("vtcfs", "[vtcfs]\nbudget_ms = 400\nslice_us = 200");
     let app = App::spawn("worker");
@@ -41,10 +40,9 @@ fn vtcfs_boosts_the_ui_thread_per_eq6_and_the_boost_lapses() {
 }
 
 #[test]
+#[ignore = "needs root: make test runs it as root"]
 fn mcfs_lifts_the_foreground_by_log_1_25_of_the_cut_rate() {
-    if !is_root() {
-        return;
-    }
+    require_root();
     let _s = serial();
     let d = Daemon::start("mcfs", "[mcfs]\ncut_rate = 16");
     let app = App::spawn("worker");
@@ -56,10 +54,9 @@ fn mcfs_lifts_the_foreground_by_log_1_25_of_the_cut_rate() {
 }
 
 #[test]
+#[ignore = "needs root: make test runs it as root"]
 fn facfs_scales_the_group_weight_by_the_fixture_frequency_ratio() {
-    if !is_root() {
-        return;
-    }
+    require_root();
     let _s = serial();
     let sysfs = tempfile::tempdir().unwrap();
     for cpu in 0..64 {
@@ -88,10 +85,9 @@ fn facfs_scales_the_group_weight_by_the_fixture_frequency_ratio() {
 }
 
 #[test]
+#[ignore = "needs root: make test runs it as root"]
 fn shuffledog_puts_critical_threads_first_with_rt_io_and_demotes_background_apps() {
-    if !is_root() {
-        return;
-    }
+    require_root();
     let _s = serial();
     let d = Daemon::start("shuffledog", "");
     let old = App::spawn("bgworker");
@@ -145,16 +141,14 @@ fn pin_to_cpu0(c: &mut std::process::Command) {
 }
 
 #[test]
+#[ignore = "needs root: make test runs it as root"]
 fn autogroup_nice_alone_fails_across_sessions_the_foreground_group_works() {
-    if !is_root() {
-        return;
-    }
-    if std::fs::read_to_string("/proc/sys/kernel/sched_autogroup_enabled")
-        .is_ok_and(|s| s.trim() != "1")
-    {
-        eprintln!("autogroup is off here: nothing to prove");
-        return;
-    }
+    require_root();
+    let autogroup = std::fs::read_to_string("/proc/sys/kernel/sched_autogroup_enabled");
+    assert!(
+        autogroup.as_deref().is_ok_and(|s| s.trim() == "1"),
+        "this test measures autogroup: it needs kernel.sched_autogroup_enabled=1 (sysctl), got {autogroup:?}"
+    );
     let _s = serial();
     // Background: two busy threads on CPU 0, in their own session (setsid => own autogroup).
     let hog = App::spawn_with("spin1,spin2", |c| {
@@ -214,16 +208,14 @@ fn autogroup_nice_alone_fails_across_sessions_the_foreground_group_works() {
 }
 
 #[test]
+#[ignore = "needs root: make test runs it as root"]
 fn cgroup_v2_groups_move_whole_processes_and_back() {
     use uxsched_daemon::actuators::cgroup::{find_mounts, Group, Groups, Hierarchy};
-    if !is_root() {
-        return;
-    }
+    require_root();
     let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
-    let Some(mount) = find_mounts(&info).1 else {
-        eprintln!("no cgroup2 mount here");
-        return;
-    };
+    let mount = find_mounts(&info)
+        .1
+        .expect("this test needs a cgroup2 mount (the unified hierarchy)");
     let _s = serial();
     let cpu = std::fs::read_to_string(mount.join("cgroup.controllers"))
         .is_ok_and(|c| c.split_whitespace().any(|x| x == "cpu"));
@@ -279,10 +271,9 @@ fn cached(file: &std::fs::File, offset: u64) -> bool {
 }
 
 #[test]
+#[ignore = "needs root: make test runs it as root"]
 fn eimos_prefetches_ahead_of_the_topmost_process_sequential_reads() {
-    if !is_root() {
-        return;
-    }
+    require_root();
     let _s = serial();
     // A real block-device file (not tmpfs), its pages evicted (this file only).
     let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("prefetch.dat");

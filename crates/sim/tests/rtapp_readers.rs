@@ -11,15 +11,14 @@ use uxsched_sim::workload::{rtapp, Event, SchedPolicy};
 
 const RTAPP_DOCS: &str = "/usr/share/doc/rt-app/examples";
 
-/// Debian's examples, or `None` (with a notice) where rt-app is not installed.
-fn rtapp_examples() -> Option<PathBuf> {
+/// Debian's examples; the tests fail where rt-app is not installed (make test installs it).
+fn rtapp_examples() -> PathBuf {
     let dir = PathBuf::from(RTAPP_DOCS);
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!("NOTICE: {RTAPP_DOCS} is absent (apt-get install rt-app); skipping");
-        None
-    }
+    assert!(
+        dir.is_dir(),
+        "{RTAPP_DOCS} is absent: install rt-app (scripts/setup.sh does; make test runs it)"
+    );
+    dir
 }
 
 fn json_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -39,7 +38,7 @@ fn json_files(dir: &Path, out: &mut Vec<PathBuf>) {
 
 #[test]
 fn every_debian_example_parses() {
-    let Some(dir) = rtapp_examples() else { return };
+    let dir = rtapp_examples();
     let mut files = Vec::new();
     json_files(&dir, &mut files);
     let (fragments, whole): (Vec<PathBuf>, Vec<PathBuf>) = files
@@ -60,7 +59,7 @@ fn every_debian_example_parses() {
 
 #[test]
 fn repeated_keys_keep_their_order() {
-    let Some(dir) = rtapp_examples() else { return };
+    let dir = rtapp_examples();
     let w = rtapp::load(&dir.join("tutorial/example5.json")).unwrap();
     let t1 = find_task(&w, "thread1");
     // Events written in the task: its `loop` repeats the one phase, as rt-app does.
@@ -109,7 +108,7 @@ fn repeated_keys_keep_their_order() {
 
 #[test]
 fn numbered_keys_runtime_and_barriers() {
-    let Some(dir) = rtapp_examples() else { return };
+    let dir = rtapp_examples();
     let w = rtapp::load(&dir.join("tutorial/example7.json")).unwrap();
     assert_eq!(w.duration, Some(5 * SEC));
     let kinds: Vec<&str> = find_task(&w, "task0").phases[0]
@@ -129,7 +128,7 @@ fn numbered_keys_runtime_and_barriers() {
 
 #[test]
 fn instances_phases_affinity_and_bare_suspend() {
-    let Some(dir) = rtapp_examples() else { return };
+    let dir = rtapp_examples();
     // 12 instances, each with its own "unique" timer.
     let w = rtapp::load(&dir.join("tutorial/example3.json")).unwrap();
     assert_eq!(w.tasks.len(), 12);
@@ -161,7 +160,7 @@ fn instances_phases_affinity_and_bare_suspend() {
 
 #[test]
 fn merged_fragments_translate_legacy_tasks() {
-    let Some(dir) = rtapp_examples() else { return };
+    let dir = rtapp_examples();
     let merge = dir.join("merge");
     let parts = [
         "global",
@@ -218,7 +217,7 @@ fn merged_fragments_translate_legacy_tasks() {
 
 #[test]
 fn mem_and_iorun_become_busy_time() {
-    let Some(dir) = rtapp_examples() else { return };
+    let dir = rtapp_examples();
     let w = rtapp::load(&dir.join("tutorial/example6.json")).unwrap();
     let events = &w.tasks[0].phases[0].events;
     assert_eq!(events.len(), 4);
@@ -320,7 +319,7 @@ fn unsupported_events_are_located_errors() {
 /// Debian also ships rt-app's legacy `taskset.json`: periodic phases and `sleep: false`.
 #[test]
 fn legacy_taskset_with_phases() {
-    let Some(dir) = rtapp_examples() else { return };
+    let dir = rtapp_examples();
     let w = rtapp::load(&dir.join("../taskset.json")).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(w.tasks.len(), 4);
     let b = find_task(&w, "ThreadB");

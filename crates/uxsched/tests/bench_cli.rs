@@ -64,12 +64,9 @@ fn list_names_scenarios_and_modes() {
 /// Ctrl-C in the middle of an `s76` run (autogroup switched off, load running) must put
 /// autogroup back, kill the load and exit with a runtime error.
 #[test]
+#[ignore = "needs root: make test runs it as root"]
 fn interrupt_restores_and_kills_the_load() {
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipping: needs root");
-        return;
-    }
+    require_root();
     let before = std::fs::read_to_string("/proc/sys/kernel/sched_autogroup_enabled").unwrap();
     let child = Command::new(env!("CARGO_BIN_EXE_uxsched"))
         .args([
@@ -132,8 +129,9 @@ fn interrupt_restores_and_kills_the_load() {
 /// `status`, focus the app, stop the daemon — and the report has samples and a background
 /// throughput for each mode (no claim on who wins).
 #[test]
+#[ignore = "needs root: make test runs it as root"]
 fn daemon_modes_run_through_the_harness() {
-    let Some(out) = bench_as_root(&[
+    let out = bench_as_root(&[
         "alarm",
         "--modes",
         "eimos,vtcfs,mcfs,facfs,shuffledog,uxsched",
@@ -142,9 +140,7 @@ fn daemon_modes_run_through_the_harness() {
         "--duration",
         "1s",
         "--json",
-    ]) else {
-        return;
-    };
+    ]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -171,12 +167,13 @@ fn daemon_modes_run_through_the_harness() {
 }
 
 #[test]
+#[ignore = "needs root: make test runs it as root"]
 fn a_mode_whose_run_fails_is_dropped_not_fatal() {
     // `reader` under `fifo` reads the page cache without blocking and is usually killed by the
     // mode's own RLIMIT_RTTIME (SIGXCPU). Whether or not that happens, the bench must finish and
     // report the other modes; a failed mode is named in a warning.
     let fio_before = count_processes("fio");
-    let Some(out) = bench_as_root(&[
+    let out = bench_as_root(&[
         "reader",
         "--modes",
         "idle,fifo",
@@ -184,9 +181,7 @@ fn a_mode_whose_run_fails_is_dropped_not_fatal() {
         "1",
         "--duration",
         "2s",
-    ]) else {
-        return;
-    };
+    ]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
@@ -205,6 +200,7 @@ fn a_mode_whose_run_fails_is_dropped_not_fatal() {
 }
 
 #[test]
+#[ignore = "needs root: make test runs it as root"]
 fn daemon_config_is_checked_before_anything_runs_and_then_used() {
     let dir = std::env::temp_dir().join(format!("uxsched-bench-cfg-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -218,11 +214,7 @@ fn daemon_config_is_checked_before_anything_runs_and_then_used() {
     let good = write("good.toml", "[uxsched]\nslice_us = 1500\n");
     let common = ["--modes", "uxsched", "--reps", "1", "--duration", "1s"];
     for (file, what) in [(&bad_value, "slice_us"), (&owns_socket, "socket")] {
-        let Some(out) =
-            bench_as_root(&[&["alarm"][..], &common, &["--daemon-config", file]].concat())
-        else {
-            return;
-        };
+        let out = bench_as_root(&[&["alarm"][..], &common, &["--daemon-config", file]].concat());
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{err}");
         assert!(err.contains(what), "{err}");
@@ -234,8 +226,7 @@ fn daemon_config_is_checked_before_anything_runs_and_then_used() {
             &["--daemon-config", &good, "--json"],
         ]
         .concat(),
-    )
-    .expect("root was checked above");
+    );
     assert!(
         out.status.success(),
         "{}",
@@ -247,19 +238,25 @@ fn daemon_config_is_checked_before_anything_runs_and_then_used() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// `uxsched bench ARGS…` to completion, or `None` (with a notice) when not root.
-fn bench_as_root(args: &[&str]) -> Option<std::process::Output> {
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipping: needs root");
-        return None;
-    }
-    let out = Command::new(env!("CARGO_BIN_EXE_uxsched"))
+/// `uxsched bench ARGS…` to completion (as root: the tests that use it are `#[ignore]`d and
+/// `make test` runs them as root with `--include-ignored`).
+fn bench_as_root(args: &[&str]) -> std::process::Output {
+    require_root();
+    Command::new(env!("CARGO_BIN_EXE_uxsched"))
         .arg("bench")
         .args(args)
         .output()
-        .unwrap();
-    Some(out)
+        .unwrap()
+}
+
+/// Without root the tests that need it fail here instead of passing untested.
+fn require_root() {
+    // SAFETY: geteuid cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    assert!(
+        root,
+        "this test changes scheduling settings and needs root: run it as root (make test does)"
+    );
 }
 
 /// Live (not zombie) processes whose command name is `comm`.

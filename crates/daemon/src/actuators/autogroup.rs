@@ -68,9 +68,10 @@ mod tests {
     #[test]
     fn a_new_session_has_its_own_autogroup() {
         use std::os::unix::process::CommandExt;
-        if !enabled() {
-            return;
-        }
+        assert!(
+            enabled(),
+            "this test needs autogroup: kernel.sched_autogroup_enabled=1 (sysctl)"
+        );
         let mut cmd = std::process::Command::new("sleep");
         cmd.arg("5");
         // SAFETY: setsid is async-signal-safe.

@@ -62,17 +62,26 @@ fn fdinfo(pid: i32, fd: i32) -> Option<(u64, u32)> {
     Some((pos, flags))
 }
 
-/// The device's `read_ahead_kb` for a file on device `dev` (partitions use their disk's queue).
-pub fn read_ahead_kb(dev: u64) -> u64 {
+/// The kernel's read-ahead for a backing device without a request queue (tmpfs, overlay, network
+/// filesystems): `VM_READAHEAD_PAGES`, 128 KiB (include/linux/mm.h).
+pub const NO_QUEUE_READ_AHEAD_KB: u64 = 128;
+
+/// The device's `read_ahead_kb` for a file on device `dev` (partitions use their disk's queue);
+/// an error where `dev` has no block queue in sysfs.
+pub fn read_ahead_kb(dev: u64) -> io::Result<u64> {
     let (major, minor) = (libc::major(dev), libc::minor(dev));
     let base = PathBuf::from(format!("/sys/dev/block/{major}:{minor}"));
-    [
-        base.join("queue/read_ahead_kb"),
-        base.join("../queue/read_ahead_kb"),
-    ]
-    .iter()
-    .find_map(|p| std::fs::read_to_string(p).ok()?.trim().parse().ok())
-    .unwrap_or(128)
+    let disk = base.join("queue/read_ahead_kb");
+    let path = if disk.exists() {
+        disk
+    } else {
+        base.join("../queue/read_ahead_kb")
+    };
+    let text = std::fs::read_to_string(&path)?;
+    text.trim().parse().map_err(|e| {
+        let what = format!("{}: {text:?} is not a number: {e}", path.display());
+        io::Error::new(io::ErrorKind::InvalidData, what)
+    })
 }
 
 impl Prefetcher {
@@ -109,7 +118,10 @@ impl Prefetcher {
             if !sequential || pos >= meta.len() {
                 continue;
             }
-            let chunk = read_ahead_kb(meta.dev()) * 1024;
+            let chunk = read_ahead_kb(meta.dev()).unwrap_or_else(|e| {
+                tracing::debug!(pid, fd, "no block queue ({e}): kernel default read-ahead");
+                NO_QUEUE_READ_AHEAD_KB
+            }) * 1024;
             let window = (factor * chunk).min(MAX_WINDOW).min(meta.len() - pos);
             let Ok(local) = pidfd_getfd(&pidfd, fd) else {
                 continue; // closed meanwhile, or not permitted
@@ -158,6 +170,31 @@ mod tests {
         let (pos, flags) = fdinfo(std::process::id() as i32, f.as_raw_fd()).unwrap();
         assert_eq!(pos, 0);
         assert_eq!(flags & libc::O_ACCMODE as u32, libc::O_RDONLY as u32);
-        assert!(read_ahead_kb(0) > 0);
+    }
+
+    #[test]
+    fn read_ahead_is_the_queue_value_of_the_disk_or_its_partition() {
+        use std::os::unix::fs::MetadataExt;
+        // The disk holding this test binary (a partition of it, or the disk itself).
+        let dev = std::fs::metadata(std::env::current_exe().unwrap())
+            .unwrap()
+            .dev();
+        let (major, minor) = (libc::major(dev), libc::minor(dev));
+        let base = std::fs::canonicalize(format!("/sys/dev/block/{major}:{minor}"))
+            .expect("the test binary lives on a block device");
+        let queue = if base.join("queue").exists() {
+            base.join("queue/read_ahead_kb")
+        } else {
+            base.join("../queue/read_ahead_kb")
+        };
+        let want: u64 = std::fs::read_to_string(queue)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert_eq!(read_ahead_kb(dev).unwrap(), want);
+        // Device 0:0 has no queue: an error, not a made-up value.
+        let e = read_ahead_kb(0).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::NotFound, "{e}");
     }
 }

@@ -34,7 +34,7 @@ impl VtCfs {
 
     /// `preempt_tick` must be a positive multiple of `sched_tick`; the message says what to do.
     pub fn new(preempt_tick: Nanos, sched_tick: Nanos) -> Result<Self, String> {
-        if preempt_tick == 0 || !preempt_tick.is_multiple_of(sched_tick) {
+        if preempt_tick == 0 || sched_tick == 0 || preempt_tick % sched_tick != 0 {
             return Err(format!(
                 "vtcfs.tick={} ns is not a positive multiple of the scheduler tick ({} ns): \
                  use a multiple, or change --hz (e.g. --hz 1000 for 3ms)",

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The test suite as `make test` runs it. Tests that need root (they change other processes'
+# scheduling settings, cgroups, sysctls) are `#[ignore = "needs root: ..."]`: as root (CI) they
+# all run (`--include-ignored`) and none may stay ignored; otherwise they are listed as ignored
+# and one line at the end says how many did not run and why.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+CARGO=${CARGO:-cargo}
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+extra=()
+if [ "$(id -u)" -eq 0 ]; then extra=(--include-ignored); fi
+
+status=0
+"$CARGO" test --workspace --locked --release --no-fail-fast -- "${extra[@]}" 2>&1 | tee "$log" ||
+  status=$?
+
+# libtest prints one "test result: ... N ignored ..." line per test binary.
+ignored=$(sed -n 's/^test result: .* \([0-9][0-9]*\) ignored.*/\1/p' "$log" | awk '{s += $1} END {print s + 0}')
+if [ "$(id -u)" -eq 0 ]; then
+  echo "make test: ran as root with --include-ignored; $ignored tests ignored"
+  if [ "$ignored" -ne 0 ]; then
+    echo "make test: error: as root no test may be ignored" >&2
+    status=1
+  fi
+elif [ "$ignored" -ne 0 ]; then
+  echo "make test: NOTE: $ignored tests did not run: they need root (run \`sudo make test\`, as CI does)"
+fi
+exit "$status"
