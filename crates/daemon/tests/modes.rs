@@ -236,7 +236,7 @@ fn cgroup_v2_groups_move_whole_processes_and_back() {
         }
         assert!(groups.members(Group::Fg).contains(&app.pid()));
         if cpu {
-            assert_eq!(groups.weight(Group::Fg), Some(391)); // shares 10240 -> weight
+            assert_eq!(groups.weight(Group::Fg), Some(1000)); // 10240 shares ≡ cpu.weight 1000
         }
     });
     for t in app.tids() {

@@ -37,16 +37,25 @@ pub fn weight_to_nice_at_least(weight: u64) -> i32 {
         .unwrap_or(-20)
 }
 
-/// cgroup v1 `cpu.shares` → cgroup v2 `cpu.weight` (the kernel's and systemd's mapping:
-/// weight = 1 + (shares − 2) × 9999 / 262142).
+/// `cpu.weight` of a cgroup with the default weight: the same task-group weight as 1024 shares.
+pub const CGROUP_WEIGHT_DFL: u64 = 100;
+
+/// cgroup v1 `cpu.shares` → the v2 `cpu.weight` that gives the task group the same load weight.
+///
+/// The kernel's equivalence is `cpu.weight` 100 ≡ 1024 shares (`sched_weight_to_cgroup` in
+/// kernel/sched/sched.h: `DIV_ROUND_CLOSEST(weight × 100, 1024)` clamped to 1..=10000), so 71755
+/// shares (nice −19) is 7007. This is not runc's linear *range* mapping (`1 + (shares − 2) ×
+/// 9999 / 262142`, which maps 1024 shares to 39 and 71755 to 2737): that one maps the ends of
+/// the two ranges onto each other and gives the group another CPU share than v1 would.
 pub fn shares_to_cgroup_weight(shares: u64) -> u64 {
-    1 + (shares.clamp(2, 262_144) - 2) * 9999 / 262_142
+    let w = (shares.saturating_mul(CGROUP_WEIGHT_DFL) + NICE_0_LOAD / 2) / NICE_0_LOAD;
+    w.clamp(1, 10_000)
 }
 
 /// cgroup v2 `cpu.weight` → the group entity's load weight (`sched_weight_from_cgroup`:
-/// weight × 1024 / 100, so the default 100 equals nice 0).
+/// `DIV_ROUND_CLOSEST(weight × 1024, 100)`, so the default 100 is nice 0's 1024).
 pub fn cgroup_weight_to_load(weight: u64) -> u64 {
-    (weight.clamp(1, 10_000) * 1024).div_ceil(100)
+    (weight.clamp(1, 10_000) * NICE_0_LOAD + CGROUP_WEIGHT_DFL / 2) / CGROUP_WEIGHT_DFL
 }
 
 #[cfg(test)]
@@ -81,7 +90,34 @@ mod tests {
 
     #[test]
     fn cgroup_conversions_are_the_kernels() {
-        assert_eq!(shares_to_cgroup_weight(1024), 39);
+        assert_eq!(
+            shares_to_cgroup_weight(1024),
+            100,
+            "the default is the default"
+        );
+        assert_eq!(shares_to_cgroup_weight(71755), 7007, "nice -19");
+        assert_eq!(shares_to_cgroup_weight(10240), 1000);
+        assert_eq!(
+            shares_to_cgroup_weight(128),
+            13,
+            "12.5 rounds to the closest"
+        );
+        assert_eq!(shares_to_cgroup_weight(2), 1, "clamped to the minimum");
+        assert_eq!(
+            shares_to_cgroup_weight(262_144),
+            10_000,
+            "clamped to the maximum"
+        );
         assert_eq!(cgroup_weight_to_load(100), 1024);
+        assert_eq!(cgroup_weight_to_load(7007), 71752);
+        // Through the kernel and back: every shares value lands within one weight step.
+        for shares in [2, 3, 100, 1024, 5000, 71755, 88761, 102_400] {
+            let w = shares_to_cgroup_weight(shares);
+            assert_eq!(
+                shares_to_cgroup_weight(cgroup_weight_to_load(w)),
+                w,
+                "{shares}"
+            );
+        }
     }
 }

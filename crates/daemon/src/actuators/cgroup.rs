@@ -26,6 +26,13 @@ pub enum Hierarchy {
     V2 { mount: PathBuf, cpu: bool },
 }
 
+/// What moving one task into a group moves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Granularity {
+    Thread,
+    Process,
+}
+
 /// The two groups uxsched manages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -144,6 +151,24 @@ impl Hierarchy {
         f.write_all(tid.to_string().as_bytes())
     }
 
+    /// What one placement moves: a thread on v1, a whole process on v2 (a non-threaded v2
+    /// group holds every thread of a process; `cgroup.procs` moves them all).
+    pub fn granularity(&self) -> Granularity {
+        match self {
+            Hierarchy::V1 { .. } => Granularity::Thread,
+            Hierarchy::V2 { .. } => Granularity::Process,
+        }
+    }
+
+    /// `shares` in this hierarchy's weight unit: itself on v1, the equivalent `cpu.weight` on v2
+    /// (100 ≡ 1024 shares, `uxsched_model::weights::shares_to_cgroup_weight`).
+    pub fn native_weight(&self, shares: u64) -> u64 {
+        match self {
+            Hierarchy::V1 { .. } => shares,
+            Hierarchy::V2 { .. } => uxsched_model::weights::shares_to_cgroup_weight(shares),
+        }
+    }
+
     fn abs(&self, rel: &str) -> PathBuf {
         self.mount().join(rel.trim_start_matches('/'))
     }
@@ -189,26 +214,42 @@ impl Groups {
             .find(|&g| self.rel(g) == rel)
     }
 
-    /// Set a group's weight in `cpu.shares` units (converted to `cpu.weight` on v2). A v2
-    /// hierarchy without the cpu controller has no weight to set.
+    /// Set a group's weight given in `cpu.shares` units (written as the equivalent `cpu.weight`
+    /// on v2, see [`Hierarchy::native_weight`]). A v2 hierarchy without the cpu controller has
+    /// no weight to set.
     pub fn set_weight(&self, group: Group, shares: u64) -> io::Result<()> {
-        let dir = self.hierarchy.abs(&self.rel(group));
-        match &self.hierarchy {
-            Hierarchy::V1 { .. } => std::fs::write(dir.join("cpu.shares"), shares.to_string()),
-            Hierarchy::V2 { cpu: true, .. } => {
-                let w = uxsched_model::weights::shares_to_cgroup_weight(shares);
-                std::fs::write(dir.join("cpu.weight"), w.to_string())
-            }
-            Hierarchy::V2 { cpu: false, .. } => Ok(()),
+        match self.weight_file(group) {
+            Some(file) => std::fs::write(file, self.hierarchy.native_weight(shares).to_string()),
+            None => Ok(()),
         }
     }
 
-    /// The current weight in `cpu.shares` units, if the hierarchy has one.
+    /// The current weight in the hierarchy's own unit (`cpu.shares` on v1, `cpu.weight` on v2),
+    /// if it has one — compare it with [`Hierarchy::native_weight`], never with shares.
     pub fn weight(&self, group: Group) -> Option<u64> {
+        read_u64(&self.weight_file(group)?)
+    }
+
+    /// Make a group's weight the equivalent of `shares`, comparing in the hierarchy's own unit
+    /// so that a correct value is left alone; `Ok(true)` when it had to be written.
+    pub fn ensure_weight(&self, group: Group, shares: u64) -> io::Result<bool> {
+        let Some(file) = self.weight_file(group) else {
+            return Ok(false);
+        };
+        let want = self.hierarchy.native_weight(shares);
+        let now = std::fs::read_to_string(&file)?;
+        if now.trim().parse::<u64>().ok() == Some(want) {
+            return Ok(false);
+        }
+        std::fs::write(&file, want.to_string())?;
+        Ok(true)
+    }
+
+    fn weight_file(&self, group: Group) -> Option<PathBuf> {
         let dir = self.hierarchy.abs(&self.rel(group));
         match &self.hierarchy {
-            Hierarchy::V1 { .. } => read_u64(&dir.join("cpu.shares")),
-            Hierarchy::V2 { cpu: true, .. } => read_u64(&dir.join("cpu.weight")),
+            Hierarchy::V1 { .. } => Some(dir.join("cpu.shares")),
+            Hierarchy::V2 { cpu: true, .. } => Some(dir.join("cpu.weight")),
             Hierarchy::V2 { cpu: false, .. } => None,
         }
     }
@@ -261,6 +302,63 @@ mod tests {
         assert_eq!(v2.unwrap(), Path::new("/sys/fs/cgroup/unified"));
         let (v1, _) = find_mounts("1 1 0:1 / /x rw - cgroup cgroup rw,cpu,cpuacct\n");
         assert_eq!(v1.unwrap(), Path::new("/x"));
+    }
+
+    /// The weight files are plain files to these functions: a directory stands in for the mount.
+    fn weight_text(dir: &Path, group: &str, file: &str) -> String {
+        std::fs::read_to_string(dir.join(format!("ux-{group}")).join(file)).unwrap()
+    }
+
+    #[test]
+    fn v2_weights_are_the_kernels_equivalent_and_a_correct_one_is_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let h = Hierarchy::V2 {
+            mount: dir.path().into(),
+            cpu: true,
+        };
+        assert_eq!(h.granularity(), Granularity::Process);
+        let g = Groups::create(h, "ux", 71755, 128).unwrap();
+        assert_eq!(weight_text(dir.path(), "fg", "cpu.weight"), "7007");
+        assert_eq!(weight_text(dir.path(), "bg", "cpu.weight"), "13");
+        assert_eq!(g.weight(Group::Fg), Some(7007));
+        assert!(
+            !g.ensure_weight(Group::Fg, 71755).unwrap(),
+            "7007 is already right"
+        );
+        std::fs::write(dir.path().join("ux-fg/cpu.weight"), "2737").unwrap();
+        assert!(
+            g.ensure_weight(Group::Fg, 71755).unwrap(),
+            "a wrong weight is rewritten"
+        );
+        assert_eq!(weight_text(dir.path(), "fg", "cpu.weight"), "7007");
+        std::fs::remove_file(dir.path().join("ux-bg/cpu.weight")).unwrap();
+        assert!(
+            g.ensure_weight(Group::Bg, 128).is_err(),
+            "a read error is an error"
+        );
+    }
+
+    #[test]
+    fn v1_weights_are_shares_and_v2_without_cpu_has_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let h = Hierarchy::V1 {
+            mount: dir.path().into(),
+        };
+        assert_eq!(h.granularity(), Granularity::Thread);
+        let g = Groups::create(h, "ux", 71755, 128).unwrap();
+        assert_eq!(weight_text(dir.path(), "fg", "cpu.shares"), "71755");
+        assert!(!g.ensure_weight(Group::Fg, 71755).unwrap());
+        assert!(g.ensure_weight(Group::Fg, 1024).unwrap());
+        assert_eq!(g.weight(Group::Fg), Some(1024));
+        let dir = tempfile::tempdir().unwrap();
+        let h = Hierarchy::V2 {
+            mount: dir.path().into(),
+            cpu: false,
+        };
+        let g = Groups::create(h, "ux", 71755, 128).unwrap();
+        assert_eq!(g.weight(Group::Fg), None);
+        assert!(!g.ensure_weight(Group::Fg, 71755).unwrap());
+        assert!(!dir.path().join("ux-fg/cpu.weight").exists());
     }
 
     #[test]
