@@ -3,7 +3,7 @@ SHELL := /bin/bash
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 CARGO ?= cargo
 
-.PHONY: all setup build demo test check fmt clippy bench clean
+.PHONY: all setup build demo test check fmt clippy bench reliability clean
 
 all: build
 
@@ -33,6 +33,11 @@ fmt:
 ## Simulator speed benchmark (figures quoted in README).
 bench: build
 	./target/release/uxsched sim bench
+
+## The daemon's reliability on this kernel, as root (figures quoted in README; ~15 min).
+## Shorter: make reliability ARGS="--kills 10 --storm 1000 --messages 100000 --churn-secs 10"
+reliability: build
+	./target/release/uxsched reliability $(ARGS)
 
 clean:
 	$(CARGO) clean

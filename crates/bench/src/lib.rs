@@ -11,6 +11,7 @@ pub mod loads;
 pub mod models;
 pub mod modes;
 pub mod plots;
+pub mod reliability;
 pub mod report;
 pub mod runner;
 pub mod scenario;

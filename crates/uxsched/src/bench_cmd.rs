@@ -22,6 +22,40 @@ pub enum Commands {
     /// Run one foreground model process (started by `bench`; not for direct use).
     #[command(hide = true)]
     BenchModel(ModelArgs),
+    /// The daemon's safety on this kernel (as root): random SIGKILLs during focus churn in
+    /// every mode, a pid-recycling storm, a socket flood and sustained focus churn; prints what
+    /// was left changed (docs/daemon.md, "Reliability").
+    Reliability(ReliabilityArgs),
+    /// Run one app of the reliability benchmark (started by it; not for direct use).
+    #[command(hide = true)]
+    ReliabilityApp {
+        #[arg(value_enum)]
+        kind: uxsched_bench::reliability::apps::AppKind,
+    },
+}
+
+#[derive(clap::Args)]
+pub struct ReliabilityArgs {
+    /// SIGKILLs of the daemon per mode.
+    #[arg(long, default_value_t = 100)]
+    kills: u32,
+    /// Short-lived processes in the pid-recycling storm (split across the modes).
+    #[arg(long, default_value_t = 10_000)]
+    storm: u32,
+    /// Malformed, oversized and flooding socket messages.
+    #[arg(long, default_value_t = 1_000_000)]
+    messages: u64,
+    /// Seconds of 100 focus changes per second.
+    #[arg(long, default_value_t = 60)]
+    churn_secs: u64,
+    /// Comma-separated daemon modes (default: all six).
+    #[arg(long, value_delimiter = ',', value_parser = ["eimos", "vtcfs", "mcfs", "facfs", "shuffledog", "uxsched"])]
+    modes: Option<Vec<String>>,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(clap::Args)]
@@ -114,7 +148,51 @@ pub fn run(c: Commands) -> Result<ExitCode> {
             uxsched_bench::models::run_model(&args)?;
             Ok(ExitCode::SUCCESS)
         }
+        Commands::Reliability(args) => reliability(args),
+        Commands::ReliabilityApp { kind } => {
+            uxsched_bench::reliability::apps::app_main(kind)?;
+            Ok(ExitCode::SUCCESS)
+        }
     }
+}
+
+/// Exit 0 when every target was met (nothing left changed, nothing on a recycled task, no
+/// crash), 1 otherwise — the report says what.
+fn reliability(args: ReliabilityArgs) -> Result<ExitCode> {
+    use uxsched_bench::reliability::{self, Options, MODES};
+    let o = Options {
+        modes: args
+            .modes
+            .unwrap_or_else(|| MODES.iter().map(|m| m.to_string()).collect()),
+        kills: args.kills,
+        storm: args.storm,
+        messages: args.messages,
+        churn_secs: args.churn_secs,
+        seed: args.seed,
+        exe: exe()?,
+        scratch: reliability::scratch_dir(),
+    };
+    let report = reliability::run(&o);
+    let clean = report.as_ref().is_ok_and(|r| r.failures() == 0);
+    if clean {
+        let _ = std::fs::remove_dir_all(&o.scratch);
+    } else {
+        eprintln!(
+            "reliability: the daemons' logs are kept in {}",
+            o.scratch.display()
+        );
+    }
+    let report = report?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", report.table());
+    }
+    Ok(if report.failures() == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
