@@ -63,10 +63,9 @@ pub fn run(exe: &Path, scratch: &Path, messages: u64) -> Result<FloodResult> {
             s.spawn(move || {
                 let mut i = t;
                 while sent.load(Ordering::Relaxed) < messages {
-                    let (n, ok) = one_connection(socket, i, nesting);
+                    let (n, ok, lax) = one_connection(socket, i, nesting);
                     sent.fetch_add(n, Ordering::Relaxed);
                     counts[0].fetch_add(1, Ordering::Relaxed);
-                    let lax = i % OVERSIZED_EVERY != OVERSIZED_EVERY - 1 && i % 10 == 6;
                     match ok {
                         Some(false) => counts[1].fetch_add(1, Ordering::Relaxed),
                         Some(true) if lax => counts[3].fetch_add(1, Ordering::Relaxed),
@@ -95,39 +94,39 @@ pub fn run(exe: &Path, scratch: &Path, messages: u64) -> Result<FloodResult> {
     })
 }
 
-/// One connection of kind `i`: returns the messages sent and whether the reply said ok
-/// (`None`: no reply, e.g. a connection that sent nothing).
-fn one_connection(socket: &Path, i: u64, nesting: &str) -> (u64, Option<bool>) {
+/// One connection of kind `i`: returns the messages sent, whether the reply said ok (`None`:
+/// no reply, e.g. a connection that sent nothing) and whether the (first) request was the
+/// read-only `status` with an unknown field.
+fn one_connection(socket: &Path, i: u64, nesting: &str) -> (u64, Option<bool>, bool) {
     let Ok(mut s) = UnixStream::connect(socket) else {
-        return (0, None);
+        return (0, None, false);
     };
     let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
     let _ = s.set_write_timeout(Some(Duration::from_secs(10)));
-    let (bytes, n): (Vec<u8>, u64) = if i % OVERSIZED_EVERY == OVERSIZED_EVERY - 1 {
-        (vec![b'{'; 2 << 20], 1)
+    let lax_line = MALFORMED.len() - 1;
+    let (bytes, n, lax): (Vec<u8>, u64, bool) = if i % OVERSIZED_EVERY == OVERSIZED_EVERY - 1 {
+        (vec![b'{'; 2 << 20], 1, false)
     } else {
-        match i % 10 {
-            0..=6 => (MALFORMED[(i % 10) as usize].to_vec(), 1),
-            7 => (nesting.as_bytes().to_vec(), 1),
+        match (i % 10) as usize {
+            k @ 0..=6 => (MALFORMED[k].to_vec(), 1, k == lax_line),
+            7 => (nesting.as_bytes().to_vec(), 1, false),
             8 => {
-                let line = MALFORMED[(i / 10 % 7) as usize];
-                (line.repeat(FLOOD_LINES), FLOOD_LINES as u64)
+                let k = (i / 10 % 7) as usize;
+                let lines = MALFORMED[k].repeat(FLOOD_LINES);
+                (lines, FLOOD_LINES as u64, k == lax_line)
             }
-            _ => return (0, None), // connect, send nothing, hang up
+            _ => return (0, None, false), // connect, send nothing, hang up
         }
     };
     if s.write_all(&bytes).is_err() {
-        return (n, None); // the daemon hung up first (a line past its limit)
+        return (n, None, lax); // the daemon hung up first (a line past its limit)
     }
     let mut reply = Vec::new();
     let _ = s.shutdown(std::net::Shutdown::Write);
     let _ = (&mut s).take(1 << 16).read_to_end(&mut reply);
     let text = String::from_utf8_lossy(&reply);
-    if text.is_empty() {
-        (n, None)
-    } else {
-        (n, Some(text.contains("\"ok\":true")))
-    }
+    let ok = (!text.is_empty()).then(|| text.contains("\"ok\":true"));
+    (n, ok, lax)
 }
 
 /// The daemon still answers `status` and applies a focus.
