@@ -106,17 +106,24 @@ impl Report {
         );
         let _ = writeln!(
             t,
-            "  {:<11} {:>9} {:>9} {:>9} {:>18} {:>8}",
-            "mode", "processes", "accepted", "recycled", "landed_on_recycled", "crashes"
+            "  {:<11} {:>9} {:>9} {:>9} {:>9} {:>18} {:>8}",
+            "mode",
+            "processes",
+            "accepted",
+            "recycled",
+            "same_tick",
+            "landed_on_recycled",
+            "crashes"
         );
         for s in &self.storm {
             let _ = writeln!(
                 t,
-                "  {:<11} {:>9} {:>9} {:>9} {:>18} {:>8}",
+                "  {:<11} {:>9} {:>9} {:>9} {:>9} {:>18} {:>8}",
                 s.mode,
                 s.processes,
                 s.focus_accepted,
                 s.recycled,
+                s.same_tick,
                 s.landed_on_recycled.len(),
                 s.daemon_crashes
             );

@@ -2,6 +2,12 @@
 //! exit, and each freed pid is at once given to a new process (through
 //! `/proc/sys/kernel/ns_last_pid`). A recycler is never named: any setting it carries a moment
 //! later is a change that landed on a recycled task (identity when named ≠ identity changed).
+//!
+//! The daemon's identity is (pid, start time), and the start time counts clock ticks (10 ms at
+//! USER_HZ 100): a pid re-taken within the same tick is indistinguishable by it. Only root can
+//! re-take a pid that fast (`ns_last_pid`; an unprivileged fork loop needs a whole pid_max
+//! wrap-around), so the storm waits for the next tick before recycling and counts any recycler
+//! that still shares the tick apart (`same_tick`, not inspected).
 
 use super::daemon::Daemon;
 use super::settings::{Leftover, Thread};
@@ -16,6 +22,8 @@ use uxsched_daemon::identity::{task_id, TaskId};
 /// How long after its birth a recycler is inspected: past the focus coalescing (100 ms) and a
 /// rescan (200 ms).
 const SETTLE: Duration = Duration::from_millis(400);
+/// More than one clock tick at USER_HZ 100.
+const TICK: Duration = Duration::from_millis(12);
 
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct StormResult {
@@ -23,8 +31,10 @@ pub struct StormResult {
     pub processes: u32,
     /// Focus requests the daemon accepted (the rest named a process already gone).
     pub focus_accepted: u32,
-    /// Pids taken over by a new process right after the named one exited.
+    /// Pids taken over by a new process right after the named one exited (in a later tick).
     pub recycled: u32,
+    /// Recyclers born in the named process's clock tick (same identity): left out.
+    pub same_tick: u32,
     /// Recyclers found with a changed setting: the daemon acted on the wrong task.
     pub landed_on_recycled: Vec<Leftover>,
     pub journal_rows: usize,
@@ -83,6 +93,7 @@ pub fn run(
         processes,
         focus_accepted: 0,
         recycled: 0,
+        same_tick: 0,
         landed_on_recycled: Vec::new(),
         journal_rows: 0,
         daemon_crashes: 0,
@@ -90,6 +101,7 @@ pub fn run(
     let mut pending: VecDeque<(Instant, Child, TaskId, TaskId)> = VecDeque::new();
     for _ in 0..processes {
         let life = format!("0.00{}", rng.gen_range(1..10));
+        let born = Instant::now();
         let mut named = spawn_sleep(&life)?;
         let pid = named.id() as i32;
         let named_id = task_id(pid).ok();
@@ -97,9 +109,17 @@ pub fn run(
             r.focus_accepted += 1;
         }
         named.wait()?;
-        if let (Some(named_id), Some((c, id))) = (named_id, recycle(pid)?) {
-            r.recycled += 1;
-            pending.push_back((Instant::now(), c, named_id, id));
+        // Past the named process's clock tick (see above).
+        std::thread::sleep(TICK.saturating_sub(born.elapsed()));
+        if let (Some(named_id), Some((mut c, id))) = (named_id, recycle(pid)?) {
+            if id.start == named_id.start {
+                r.same_tick += 1;
+                let _ = c.kill();
+                let _ = c.wait();
+            } else {
+                r.recycled += 1;
+                pending.push_back((Instant::now(), c, named_id, id));
+            }
         }
         while pending.front().is_some_and(|p| p.0.elapsed() > SETTLE) {
             let (_, c, named_id, id) = pending.pop_front().unwrap();
