@@ -144,6 +144,13 @@ impl App {
         Ok(())
     }
 
+    /// SIGKILL the app's own process (not its session): its children live on in the session,
+    /// which must not stay boosted on the dead app's behalf.
+    pub fn kill_main(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     /// Processes of the app's session: the app, its children, the hog.
     pub fn processes(&self) -> Vec<i32> {
         crate::sys::session_members(self.pid)

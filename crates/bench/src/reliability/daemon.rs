@@ -148,10 +148,21 @@ impl Daemon {
         api::call(&self.socket(), &Request::Focus { pid }).map(|_| ())
     }
 
-    /// Rows left in the journal (after a stop: boosts nobody restored).
+    /// Rows left in the journal (after a stop: boosts nobody restored), counted over every
+    /// table so that the count does not depend on the journal's schema version.
     pub fn journal_rows(&self) -> Result<usize> {
-        let j = uxsched_daemon::journal::Journal::open(&self.dir.join("journal.sqlite"))?;
-        Ok(j.entries()?.len())
+        let db = rusqlite::Connection::open(self.dir.join("journal.sqlite"))?;
+        let tables: Vec<String> = db
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")?
+            .query_map([], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        let mut rows = 0;
+        for t in tables {
+            let n: i64 =
+                db.query_row(&format!("SELECT count(*) FROM \"{t}\""), [], |r| r.get(0))?;
+            rows += n as usize;
+        }
+        Ok(rows)
     }
 }
 

@@ -1,6 +1,7 @@
 //! Random SIGKILLs of the daemon during focus churn across 8 apps, in one mode: after each kill
 //! the daemon is restarted on the same journal (it restores what the killed one left); at the
 //! end it is stopped, and every task of every app's session must look as it did before.
+//! Half-way, one forking app is killed while focused: its children stay in its session.
 
 use super::apps::{App, AppKind, ROUND};
 use super::daemon::Daemon;
@@ -43,8 +44,15 @@ pub fn run(
     let weights_before: Vec<_> = apps.iter().map(App::cgroup_weights).collect();
     let mut daemon = Daemon::new(exe, &scratch.join(format!("kills-{mode}")))?;
     let mut focus_requests = 0;
-    for _ in 0..kills {
+    for i in 0..kills {
         daemon.start(mode)?;
+        if i == kills / 2 {
+            let app = apps.iter_mut().find(|a| a.kind == AppKind::Forker).unwrap();
+            let _ = daemon.focus(Some(app.pid));
+            focus_requests += 1;
+            std::thread::sleep(Duration::from_millis(300)); // boosted; it forks
+            app.kill_main();
+        }
         // Churn for 50–400 ms, a focus change every 5–40 ms, then SIGKILL at a random instant.
         let until = Instant::now() + Duration::from_millis(rng.gen_range(50..400));
         while Instant::now() < until {
@@ -71,7 +79,7 @@ pub fn run(
     let children_forked = apps
         .iter()
         .filter(|a| a.kind == AppKind::Forker)
-        .map(|a| a.processes().len() - 1)
+        .map(|a| a.processes().iter().filter(|&&p| p != a.pid).count())
         .sum();
     Ok(KillsResult {
         mode: mode.to_owned(),
