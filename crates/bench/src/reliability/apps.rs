@@ -187,12 +187,13 @@ impl App {
         out
     }
 
-    /// The CPU weights of the cgroups the app's session sits in.
-    pub fn cgroup_weights(&self) -> BTreeMap<String, String> {
-        self.baseline
-            .values()
-            .flat_map(|t| settings::cgroup_weights(&t.cgroups))
-            .collect()
+    /// The CPU weights of the cgroups the app's session sat in before the daemon ran.
+    pub fn cgroup_weights(&self) -> std::io::Result<BTreeMap<String, String>> {
+        let mut out = BTreeMap::new();
+        for t in self.baseline.values() {
+            out.extend(settings::cgroup_weights(&t.cgroups)?);
+        }
+        Ok(out)
     }
 }
 

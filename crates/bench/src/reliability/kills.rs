@@ -41,7 +41,10 @@ pub fn run(
     for a in &mut apps {
         a.record_baseline()?;
     }
-    let weights_before: Vec<_> = apps.iter().map(App::cgroup_weights).collect();
+    let weights_before = apps
+        .iter()
+        .map(App::cgroup_weights)
+        .collect::<Result<Vec<_>, _>>()?;
     let mut daemon = Daemon::new(exe, &scratch.join(format!("kills-{mode}")))?;
     let mut focus_requests = 0;
     for i in 0..kills {
@@ -67,9 +70,9 @@ pub fn run(
     // The last restart restores the last kill's leftovers; SIGTERM restores the rest.
     daemon.start(mode)?;
     daemon.stop()?;
-    let mut cgroup_leftovers = settings::leftover_groups(&daemon.cgroup_name);
+    let mut cgroup_leftovers = settings::leftover_groups(&daemon.cgroup_name)?;
     for (a, before) in apps.iter().zip(&weights_before) {
-        for (file, now) in a.cgroup_weights() {
+        for (file, now) in a.cgroup_weights()? {
             match before.get(&file) {
                 Some(b) if *b == now => {}
                 b => cgroup_leftovers.push(format!("{file}: {b:?} → {now}")),

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::io;
 use uxsched_daemon::actuators::{autogroup, ioprio, sched};
 
 /// What one thread looks like to the scheduler.
@@ -78,9 +79,10 @@ impl fmt::Display for Leftover {
 }
 
 /// The CPU weight files of every cgroup directory named in `cgroups` (`/proc/<pid>/cgroup`
-/// text): v1 `cpu.shares` under the `cpu` mount, v2 `cpu.weight` under the unified mount.
-pub fn cgroup_weights(cgroups: &str) -> BTreeMap<String, String> {
-    let mounts = cgroup_mounts();
+/// text): v1 `cpu.shares` under the `cpu` mount, v2 `cpu.weight` under the unified mount (a
+/// root cgroup has none).
+pub fn cgroup_weights(cgroups: &str) -> io::Result<BTreeMap<String, String>> {
+    let mounts = cgroup_mounts()?;
     let mut out = BTreeMap::new();
     for line in cgroups.lines() {
         let mut f = line.splitn(3, ':');
@@ -99,11 +101,15 @@ pub fn cgroup_weights(cgroups: &str) -> BTreeMap<String, String> {
         };
         let Some((mount, _)) = mount else { continue };
         let p = format!("{mount}{}/{file}", path.trim_end_matches('/'));
-        if let Ok(v) = std::fs::read_to_string(&p) {
-            out.insert(p, v.trim().to_owned());
+        match std::fs::read_to_string(&p) {
+            Ok(v) => {
+                out.insert(p, v.trim().to_owned());
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io::Error::new(e.kind(), format!("{p}: {e}"))),
         }
     }
-    out
+    Ok(out)
 }
 
 fn is_cpu_mount(mount: &str) -> bool {
@@ -111,9 +117,10 @@ fn is_cpu_mount(mount: &str) -> bool {
 }
 
 /// Mount points of cgroup hierarchies, with whether each is v2.
-pub fn cgroup_mounts() -> Vec<(String, bool)> {
-    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    info.lines()
+pub fn cgroup_mounts() -> io::Result<Vec<(String, bool)>> {
+    let info = std::fs::read_to_string("/proc/self/mountinfo")?;
+    Ok(info
+        .lines()
         .filter_map(|l| {
             let (left, right) = l.split_once(" - ")?;
             let fstype = right.split_whitespace().next()?;
@@ -124,18 +131,22 @@ pub fn cgroup_mounts() -> Vec<(String, bool)> {
                 _ => None,
             }
         })
-        .collect()
+        .collect())
 }
 
 /// Directories named `<name>-*` left under any cgroup mount (the daemon's groups).
-pub fn leftover_groups(name: &str) -> Vec<String> {
+pub fn leftover_groups(name: &str) -> io::Result<Vec<String>> {
     let prefix = format!("{name}-");
-    cgroup_mounts()
-        .into_iter()
-        .flat_map(|(m, _)| std::fs::read_dir(m).into_iter().flatten().flatten())
-        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
-        .map(|e| e.path().display().to_string())
-        .collect()
+    let mut out = Vec::new();
+    for (mount, _) in cgroup_mounts()? {
+        for e in std::fs::read_dir(mount)? {
+            let e = e?;
+            if e.file_name().to_string_lossy().starts_with(&prefix) {
+                out.push(e.path().display().to_string());
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// The threads of a process (empty once it has exited).
