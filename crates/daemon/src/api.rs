@@ -86,6 +86,9 @@ pub struct Boosted {
     pub pid: i32,
     pub comm: String,
     pub role: String,
+    /// The objects changed for this thread beyond itself (`autogroup-12`, `process 100`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub objects: Vec<String>,
     pub original: Settings,
     pub current: Settings,
 }
@@ -106,6 +109,10 @@ pub struct Status {
     pub sources: Vec<SourceStatus>,
     pub features: serde_json::Value,
     pub daemon_pid: u32,
+    /// What uxsched could not do or cannot see (a restore that keeps failing, an unreadable
+    /// journal or setting), each with what to do. Empty when all is well.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub problems: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error)]

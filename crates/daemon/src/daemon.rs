@@ -69,7 +69,12 @@ pub fn run(cfg: Config) -> anyhow::Result<()> {
     let features = Features::detect(&cfg.facfs.sysfs_root);
     features.log();
     let _lock = JournalLock::acquire(&cfg.journal)?;
-    let journal = Journal::open(&cfg.journal)?;
+    let journal = Journal::open(&cfg.journal, |t| {
+        crate::identity::still_same(t)
+            .then(|| crate::actuators::autogroup::read(t.pid).ok())
+            .flatten()
+            .map(|(id, _)| id)
+    })?;
     // The socket first: it refuses to start next to a live daemon before anything is touched.
     let (tx, rx) = mpsc::channel();
     let server = Server::start(&cfg.socket, cfg.control_uids.clone(), tx.clone())?;
@@ -288,20 +293,33 @@ impl Daemon {
         }
     }
 
-    /// Whether the kernel schedules `pid` by its session autogroup: autogroup is on, the
-    /// process has an autogroup of its own (not the boot session's root group), and it sits in
-    /// the root CPU cgroup or in one of ours (which the autogroup policy leaves) — any other
-    /// cgroup overrides the autogroup (`task_wants_autogroup`).
+    /// Whether raising `pid`'s session autogroup raises the app and nothing else: autogroup is
+    /// on, the process has an autogroup of its own (not the boot session's root group), it sits
+    /// in the root CPU cgroup or one of ours (any other cgroup overrides the autogroup,
+    /// `task_wants_autogroup`), and the session holds only the app and what it forked — a
+    /// terminal's session also holds its shell and whatever that starts (a build), which must
+    /// not be raised with it. Checked on every rescan: a shell can start a build at any time.
     fn autogroup_applies(&self, pid: i32) -> bool {
         use crate::actuators::autogroup;
         if !autogroup::enabled() || autogroup::get(pid).is_err() {
             return false;
         }
-        self.rec.groups.as_ref().is_none_or(|g| {
+        let own_cgroup = self.rec.groups.as_ref().is_none_or(|g| {
             g.hierarchy
                 .current(pid)
                 .is_ok_and(|now| now == "/" || g.which(&now).is_some())
-        })
+        });
+        own_cgroup
+            && match autogroup::exclusive_to(pid) {
+                Ok(only_the_app) => only_the_app,
+                Err(e) => {
+                    warn!(
+                        pid,
+                        "cannot list the app's session ({e}); not using its autogroup"
+                    );
+                    false
+                }
+            }
     }
 
     fn apply(&mut self) -> anyhow::Result<()> {
@@ -345,27 +363,51 @@ impl Daemon {
         let focus_app = self
             .focus
             .and_then(|id| state::scan_app(id, true, &self.cfg));
+        let mut problems: Vec<String> = self
+            .rec
+            .failures
+            .iter()
+            .map(|((kind, key), why)| format!("{} of {}: {why}", kind.name(), key.describe()))
+            .collect();
+        let entries = self.rec.journal.entries().unwrap_or_else(|e| {
+            problems.push(format!(
+                "{e}: cannot show what is boosted; restart the daemon, and if it persists move \
+                 the journal aside (its rows are restored by hand then)"
+            ));
+            Vec::new()
+        });
         let mut boosted: BTreeMap<i32, Boosted> = BTreeMap::new();
-        for e in self.rec.journal.entries().unwrap_or_default() {
-            let tid = e.task.tid;
+        for e in entries {
+            let tid = e.via.tid;
             let b = boosted.entry(tid).or_insert_with(|| {
                 let info = focus_app
                     .iter()
                     .flat_map(|a| a.threads.iter())
-                    .find(|t| t.task == e.task);
+                    .find(|t| t.task == e.via);
                 Boosted {
                     tid,
-                    pid: e.task.pid,
+                    pid: e.via.pid,
                     comm: crate::identity::stat(tid)
                         .map(|s| s.comm)
-                        .unwrap_or_default(),
+                        .unwrap_or_else(|_| "(exited)".into()),
                     role: info.map_or("background", |t| role_name(t.role)).to_owned(),
+                    objects: Vec::new(),
                     original: Settings::default(),
                     current: Settings::default(),
                 }
             });
+            if e.key != crate::actuators::Key::Thread(e.via) {
+                b.objects.push(e.key.describe());
+            }
             fill(&mut b.original, &e.original);
-            fill(&mut b.current, &self.current(tid, &e.original));
+            match self.current(tid, &e.original) {
+                Ok(v) => fill(&mut b.current, &v),
+                Err(err) => problems.push(format!(
+                    "cannot read the {} of {} now: {err}",
+                    e.kind().name(),
+                    e.key.describe()
+                )),
+            }
         }
         Status {
             mode: self.mode.name().to_owned(),
@@ -389,33 +431,22 @@ impl Daemon {
                 .collect(),
             features: serde_json::to_value(&self.features).unwrap_or_default(),
             daemon_pid: std::process::id(),
+            problems,
         }
     }
 
     /// The kernel's value now for the kind of `like`.
-    fn current(&self, tid: i32, like: &Value) -> Value {
-        match like {
-            Value::Sched(_) => Value::Sched(sched::get(tid).unwrap_or(sched::SchedAttr {
-                policy: u32::MAX,
-                flags: 0,
-                nice: 0,
-                priority: 0,
-                runtime: 0,
-                deadline: 0,
-                period: 0,
-            })),
-            Value::Ioprio(_) => Value::Ioprio(ioprio::get(tid).unwrap_or(0)),
-            Value::Autogroup(_) => {
-                Value::Autogroup(crate::actuators::autogroup::get(tid).unwrap_or(0))
-            }
-            Value::Cgroup(_) => Value::Cgroup(
-                self.rec
-                    .groups
-                    .as_ref()
-                    .and_then(|g| g.hierarchy.current(tid).ok())
-                    .unwrap_or_default(),
-            ),
-        }
+    fn current(&self, tid: i32, like: &Value) -> std::io::Result<Value> {
+        use crate::actuators::autogroup;
+        Ok(match like {
+            Value::Sched(_) => Value::Sched(sched::get(tid)?),
+            Value::Ioprio(_) => Value::Ioprio(ioprio::get(tid)?),
+            Value::Autogroup(_) => Value::Autogroup(autogroup::get(tid)?),
+            Value::Cgroup(_) => match &self.rec.groups {
+                Some(g) => Value::Cgroup(g.hierarchy.current(tid)?),
+                None => return Err(std::io::ErrorKind::Unsupported.into()),
+            },
+        })
     }
 }
 

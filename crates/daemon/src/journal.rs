@@ -6,6 +6,7 @@
 //! twice is harmless: the second pass finds the kernel no longer holds the applied value.
 
 use crate::actuators::sched::SchedAttr;
+use crate::actuators::Key;
 use crate::identity::TaskId;
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
@@ -56,10 +57,12 @@ impl Value {
     }
 }
 
-/// One journalled change.
+/// One journalled change: the object it was made on, the thread it was made for (whose exit
+/// ends it), the object's original value and the value uxsched applied.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
-    pub task: TaskId,
+    pub key: Key,
+    pub via: TaskId,
     pub original: Value,
     pub applied: Value,
 }
@@ -119,9 +122,23 @@ impl JournalLock {
     }
 }
 
+/// The schema: one row per (kind, object). `key` is the object as JSON ([`Key`]); `via_*` the
+/// thread the change was made for.
+const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS settings (
+     kind TEXT NOT NULL, key TEXT NOT NULL,
+     via_tid INTEGER NOT NULL, via_pid INTEGER NOT NULL, via_start INTEGER NOT NULL,
+     original TEXT NOT NULL, applied TEXT NOT NULL,
+     PRIMARY KEY (kind, key))";
+
 impl Journal {
-    /// Open (creating the file and its directory if needed).
-    pub fn open(path: &Path) -> Result<Journal, JournalError> {
+    /// Open (creating the file and its directory if needed). Rows of the first schema (one
+    /// table `changes` keyed by thread) are carried over: every kind but the autogroup was a
+    /// thread's; an autogroup row is re-keyed by `session_of` (its thread's session now), and
+    /// dropped with a warning when that thread is gone (the session cannot be found any more).
+    pub fn open(
+        path: &Path,
+        session_of: impl Fn(&TaskId) -> Option<u64>,
+    ) -> Result<Journal, JournalError> {
         let open_err = |source| JournalError::Open {
             path: path.display().to_string(),
             source,
@@ -135,60 +152,100 @@ impl Journal {
             .map_err(open_err)?;
         conn.pragma_update(None, "synchronous", "FULL")
             .map_err(open_err)?;
-        conn.execute_batch(
-            "CREATE TABLE IF NOT EXISTS changes (
-                 tid INTEGER NOT NULL, pid INTEGER NOT NULL, start INTEGER NOT NULL,
-                 kind TEXT NOT NULL, original TEXT NOT NULL, applied TEXT NOT NULL,
-                 PRIMARY KEY (tid, start, kind))",
-        )
-        .map_err(open_err)?;
-        Ok(Journal { conn })
+        conn.execute_batch(SCHEMA).map_err(open_err)?;
+        let j = Journal { conn };
+        j.migrate(&session_of)?;
+        Ok(j)
+    }
+
+    /// Carry rows of the first schema over (see [`Journal::open`]), in one transaction.
+    fn migrate(&self, session_of: &dyn Fn(&TaskId) -> Option<u64>) -> Result<(), JournalError> {
+        let legacy: bool = self.conn.query_row(
+            "SELECT count(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = 'changes'",
+            [],
+            |r| r.get(0),
+        )?;
+        if !legacy {
+            return Ok(());
+        }
+        let rows = {
+            let mut stmt = self
+                .conn
+                .prepare("SELECT tid, pid, start, original, applied FROM changes")?;
+            let rows = stmt
+                .query_map([], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+                })?
+                .collect::<Result<Vec<Raw>, _>>()?;
+            rows
+        };
+        let tx = self.conn.unchecked_transaction()?;
+        for (tid, pid, start, original, applied) in rows {
+            let via = TaskId {
+                tid,
+                pid,
+                start: start as u64,
+            };
+            let original: Value = serde_json::from_str(&original)?;
+            let key = match original.kind() {
+                Kind::Autogroup => match session_of(&via) {
+                    Some(id) => Key::Session(id),
+                    None => {
+                        tracing::warn!(
+                            tid,
+                            "an old journal row for an autogroup nice names a thread that is \
+                             gone; its session cannot be found — check `cat /proc/*/autogroup` \
+                             for a nice uxsched left"
+                        );
+                        continue;
+                    }
+                },
+                _ => Key::Thread(via),
+            };
+            let entry = Entry {
+                key,
+                via,
+                original,
+                applied: serde_json::from_str(&applied)?,
+            };
+            insert(&tx, &entry)?;
+        }
+        tx.execute_batch("DROP TABLE changes")?;
+        tx.commit()?;
+        Ok(())
     }
 
     /// Record (or update the applied value of) a change. Committed when this returns.
     pub fn record(&self, e: &Entry) -> Result<(), JournalError> {
-        self.conn.execute(
-            "INSERT OR REPLACE INTO changes (tid, pid, start, kind, original, applied)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![
-                e.task.tid,
-                e.task.pid,
-                e.task.start as i64,
-                e.kind().name(),
-                serde_json::to_string(&e.original)?,
-                serde_json::to_string(&e.applied)?,
-            ],
-        )?;
-        Ok(())
+        insert(&self.conn, e)
     }
 
     /// Drop a change once it has been restored or given up.
-    pub fn forget(&self, task: &TaskId, kind: Kind) -> Result<(), JournalError> {
+    pub fn forget(&self, kind: Kind, key: &Key) -> Result<(), JournalError> {
         self.conn.execute(
-            "DELETE FROM changes WHERE tid = ?1 AND start = ?2 AND kind = ?3",
-            params![task.tid, task.start as i64, kind.name()],
+            "DELETE FROM settings WHERE kind = ?1 AND key = ?2",
+            params![kind.name(), serde_json::to_string(key)?],
         )?;
         Ok(())
     }
 
-    pub fn get(&self, task: &TaskId, kind: Kind) -> Result<Option<Entry>, JournalError> {
+    pub fn get(&self, kind: Kind, key: &Key) -> Result<Option<Entry>, JournalError> {
         let row = self
             .conn
             .query_row(
-                "SELECT tid, pid, start, original, applied FROM changes
-                 WHERE tid = ?1 AND start = ?2 AND kind = ?3",
-                params![task.tid, task.start as i64, kind.name()],
+                &format!("SELECT {COLUMNS} FROM settings WHERE kind = ?1 AND key = ?2"),
+                params![kind.name(), serde_json::to_string(key)?],
                 row_to_raw,
             )
             .optional()?;
         row.map(raw_to_entry).transpose()
     }
 
-    /// Every recorded change, in (tid, kind) order.
+    /// Every recorded change, in (kind, object) order.
     pub fn entries(&self) -> Result<Vec<Entry>, JournalError> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT tid, pid, start, original, applied FROM changes ORDER BY tid, kind")?;
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT {COLUMNS} FROM settings ORDER BY kind, key"
+        ))?;
         let raws = stmt
             .query_map([], row_to_raw)?
             .collect::<Result<Vec<_>, _>>()?;
@@ -196,15 +253,44 @@ impl Journal {
     }
 }
 
-type Raw = (i32, i32, i64, String, String);
+const COLUMNS: &str = "key, via_tid, via_pid, via_start, original, applied";
 
-fn row_to_raw(r: &rusqlite::Row<'_>) -> rusqlite::Result<Raw> {
-    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+fn insert(conn: &Connection, e: &Entry) -> Result<(), JournalError> {
+    conn.execute(
+        "INSERT OR REPLACE INTO settings
+             (kind, key, via_tid, via_pid, via_start, original, applied)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        params![
+            e.kind().name(),
+            serde_json::to_string(&e.key)?,
+            e.via.tid,
+            e.via.pid,
+            e.via.start as i64,
+            serde_json::to_string(&e.original)?,
+            serde_json::to_string(&e.applied)?,
+        ],
+    )?;
+    Ok(())
 }
 
-fn raw_to_entry((tid, pid, start, original, applied): Raw) -> Result<Entry, JournalError> {
+type Raw = (i32, i32, i64, String, String);
+type Row = (String, i32, i32, i64, String, String);
+
+fn row_to_raw(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
+    Ok((
+        r.get(0)?,
+        r.get(1)?,
+        r.get(2)?,
+        r.get(3)?,
+        r.get(4)?,
+        r.get(5)?,
+    ))
+}
+
+fn raw_to_entry((key, tid, pid, start, original, applied): Row) -> Result<Entry, JournalError> {
     Ok(Entry {
-        task: TaskId {
+        key: serde_json::from_str(&key)?,
+        via: TaskId {
             tid,
             pid,
             start: start as u64,
@@ -229,26 +315,74 @@ mod tests {
         assert!(JournalLock::acquire(&path).is_ok());
     }
 
+    fn no_sessions(_: &TaskId) -> Option<u64> {
+        None
+    }
+
     #[test]
     fn entries_survive_reopening_and_are_forgotten_once() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("sub/j.sqlite");
-        let task = TaskId {
+        let via = TaskId {
             tid: 10,
             pid: 9,
             start: 1234,
         };
         let e = Entry {
-            task,
+            key: Key::Process(via),
+            via,
             original: Value::Cgroup("/".into()),
             applied: Value::Cgroup("/uxsched/fg".into()),
         };
-        Journal::open(&path).unwrap().record(&e).unwrap();
-        let j = Journal::open(&path).unwrap();
+        Journal::open(&path, no_sessions)
+            .unwrap()
+            .record(&e)
+            .unwrap();
+        let j = Journal::open(&path, no_sessions).unwrap();
         assert_eq!(j.entries().unwrap(), vec![e.clone()]);
-        assert_eq!(j.get(&task, Kind::Cgroup).unwrap(), Some(e));
-        assert_eq!(j.get(&task, Kind::Sched).unwrap(), None);
-        j.forget(&task, Kind::Cgroup).unwrap();
+        assert_eq!(j.get(Kind::Cgroup, &e.key).unwrap(), Some(e.clone()));
+        assert_eq!(j.get(Kind::Sched, &e.key).unwrap(), None);
+        j.forget(Kind::Cgroup, &e.key).unwrap();
         assert!(j.entries().unwrap().is_empty());
+    }
+
+    #[test]
+    fn first_schema_rows_are_carried_over_keyed_by_their_object() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.sqlite");
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE changes (tid INTEGER NOT NULL, pid INTEGER NOT NULL,
+                 start INTEGER NOT NULL, kind TEXT NOT NULL, original TEXT NOT NULL,
+                 applied TEXT NOT NULL, PRIMARY KEY (tid, start, kind));
+             INSERT INTO changes VALUES (7, 7, 50, 'ioprio', '{\"ioprio\":16384}', '{\"ioprio\":8196}');
+             INSERT INTO changes VALUES (7, 7, 50, 'autogroup', '{\"autogroup\":0}', '{\"autogroup\":-19}');
+             INSERT INTO changes VALUES (8, 8, 60, 'autogroup', '{\"autogroup\":0}', '{\"autogroup\":-19}');",
+        )
+        .unwrap();
+        drop(conn);
+        // Thread 7's session is autogroup-3; thread 8 is gone.
+        let j = Journal::open(&path, |t| (t.tid == 7).then_some(3)).unwrap();
+        let keys: Vec<(Kind, Key)> = j
+            .entries()
+            .unwrap()
+            .iter()
+            .map(|e| (e.kind(), e.key))
+            .collect();
+        let t7 = TaskId {
+            tid: 7,
+            pid: 7,
+            start: 50,
+        };
+        assert_eq!(
+            keys,
+            vec![
+                (Kind::Autogroup, Key::Session(3)),
+                (Kind::Ioprio, Key::Thread(t7))
+            ]
+        );
+        // Migrated once: reopening changes nothing.
+        let again = Journal::open(&path, no_sessions).unwrap();
+        assert_eq!(again.entries().unwrap().len(), 2);
     }
 }

@@ -16,6 +16,7 @@ pub mod features;
 pub mod identity;
 pub mod journal;
 pub mod policy;
+pub mod process_tree;
 pub mod reconcile;
 pub mod server;
 pub mod sources;

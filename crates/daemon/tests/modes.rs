@@ -234,7 +234,7 @@ fn cgroup_v2_groups_move_whole_processes_and_back() {
                 "whole process moves"
             );
         }
-        assert!(groups.members(Group::Fg).contains(&app.pid()));
+        assert!(groups.members(Group::Fg).unwrap().contains(&app.pid()));
         if cpu {
             assert_eq!(groups.weight(Group::Fg), Some(1000)); // 10240 shares ≡ cpu.weight 1000
         }

@@ -125,7 +125,7 @@ fn sigkill_mid_boost_then_restart_restores_exactly_once() {
         "a killed daemon restores nothing by itself"
     );
     let journal = d.dir.join("journal.sqlite");
-    assert!(!Journal::open(&journal)
+    assert!(!Journal::open(&journal, |_| None)
         .unwrap()
         .entries()
         .unwrap()
@@ -133,7 +133,7 @@ fn sigkill_mid_boost_then_restart_restores_exactly_once() {
 
     d.spawn(); // same config, same journal
     assert_restored("restart after SIGKILL", &before);
-    assert!(Journal::open(&journal)
+    assert!(Journal::open(&journal, |_| None)
         .unwrap()
         .entries()
         .unwrap()
@@ -188,7 +188,7 @@ fn a_recycled_pid_is_never_touched() {
     d.spawn();
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(nice(pid), -19, "the recycled pid was touched");
-    assert!(Journal::open(&d.dir.join("journal.sqlite"))
+    assert!(Journal::open(&d.dir.join("journal.sqlite"), |_| None)
         .unwrap()
         .entries()
         .unwrap()
@@ -256,7 +256,7 @@ fn without_writable_cgroups_the_reconciler_degrades_to_sched_only() {
     assert!(Groups::create(ro, "uxsched-test-ro", 1024, 128).is_err());
 
     let dir = tempfile::tempdir().unwrap();
-    let journal = Journal::open(&dir.path().join("j.sqlite")).unwrap();
+    let journal = Journal::open(&dir.path().join("j.sqlite"), |_| None).unwrap();
     let mut rec = Reconciler::new(journal, None, attr(0).runtime);
     let app = App::spawn("");
     let task = uxsched_daemon::identity::task_id(app.pid()).unwrap();

@@ -213,6 +213,20 @@ fn render_status(s: &Status) -> String {
             slice,
             cg
         );
+        if let (Some(orig), Some(cur)) = (b.original.autogroup_nice, b.current.autogroup_nice) {
+            push_line!(
+                o,
+                "  {:>8} session {}: nice {orig}→{cur}",
+                "",
+                b.objects.join(", ")
+            );
+        }
+        if let (Some(orig), Some(cur)) = (b.original.ioprio, b.current.ioprio) {
+            push_line!(o, "  {:>8} ioprio {orig:#x}→{cur:#x}", "");
+        }
+    }
+    for p in &s.problems {
+        push_line!(o, "problem: {p}");
     }
     let f = &s.features;
     let get = |k: &str| f.get(k).map(|v| v.to_string()).unwrap_or_default();

@@ -7,6 +7,10 @@
 //! gives the whole session that weight, so the same-session case is ordered by thread nice and
 //! the cross-session case by this one.
 
+use super::{Actuator, Key};
+use crate::identity::{self, TaskId};
+use crate::journal::{Kind, Value};
+use crate::process_tree;
 use std::io;
 
 fn path(pid: i32) -> String {
@@ -22,12 +26,15 @@ pub fn parse(text: &str) -> Option<i32> {
         .ok()
 }
 
-/// The autogroup nice of `pid`'s session.
-///
-/// A process still in the boot session (never `setsid`, e.g. started by a PID 1 that is not
-/// an init) shares the root task group: the kernel prints an empty line and refuses a new nice
-/// with EINVAL. That case is `ErrorKind::NotFound`, so callers can fall back to a cgroup.
-pub fn get(pid: i32) -> io::Result<i32> {
+/// Parse "/autogroup-123 nice -5" into (123, -5).
+pub fn parse_line(text: &str) -> Option<(u64, i32)> {
+    let id = text.trim().strip_prefix("/autogroup-")?;
+    let id = id.split_whitespace().next()?.parse().ok()?;
+    Some((id, parse(text)?))
+}
+
+/// The autogroup id and nice of `pid`'s session.
+pub fn read(pid: i32) -> io::Result<(u64, i32)> {
     let text = std::fs::read_to_string(path(pid))?;
     if text.trim().is_empty() {
         return Err(io::Error::new(
@@ -35,12 +42,21 @@ pub fn get(pid: i32) -> io::Result<i32> {
             format!("pid {pid} has no autogroup of its own (boot session)"),
         ));
     }
-    parse(&text).ok_or_else(|| {
+    parse_line(&text).ok_or_else(|| {
         io::Error::new(
             io::ErrorKind::InvalidData,
             format!("bad autogroup line for pid {pid}: {text:?}"),
         )
     })
+}
+
+/// The autogroup nice of `pid`'s session.
+///
+/// A process still in the boot session (never `setsid`, e.g. started by a PID 1 that is not
+/// an init) shares the root task group: the kernel prints an empty line and refuses a new nice
+/// with EINVAL. That case is `ErrorKind::NotFound`, so callers can fall back to a cgroup.
+pub fn get(pid: i32) -> io::Result<i32> {
+    read(pid).map(|(_, nice)| nice)
 }
 
 /// Set the autogroup nice of `pid`'s session (−20..19; negative needs CAP_SYS_NICE).
@@ -54,6 +70,59 @@ pub fn enabled() -> bool {
         .is_ok_and(|s| s.trim() == "1")
 }
 
+/// Every process now in autogroup `id`.
+pub fn members(id: u64) -> io::Result<Vec<i32>> {
+    Ok(process_tree::all_processes()?
+        .into_iter()
+        .filter(|&p| read(p).is_ok_and(|(g, _)| g == id))
+        .collect())
+}
+
+/// Whether `pid`'s session autogroup holds nothing but `pid` and the processes it forked — the
+/// only case where raising the autogroup raises the app and nothing else (a terminal's session
+/// also holds its shell and whatever the shell starts, such as a build).
+pub fn exclusive_to(pid: i32) -> io::Result<bool> {
+    let (id, _) = read(pid)?;
+    let own = process_tree::with_descendants(pid);
+    Ok(members(id)?.iter().all(|p| own.contains(p)))
+}
+
+/// A session's autogroup nice as an [`Actuator`], keyed by the session (not by the thread that
+/// asked): restored through any process still in the session when the app exits.
+pub struct Autogroup;
+
+impl Actuator for Autogroup {
+    fn kind(&self) -> Kind {
+        Kind::Autogroup
+    }
+
+    fn key(&self, task: &TaskId) -> io::Result<Option<Key>> {
+        match read(task.pid) {
+            Ok((id, _)) => Ok(Some(Key::Session(id))),
+            Err(e) if e.kind() == io::ErrorKind::NotFound && identity::still_same(task) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn reach(&self, key: &Key) -> Option<i32> {
+        let Key::Session(id) = key else {
+            return None;
+        };
+        members(*id).ok()?.first().copied()
+    }
+
+    fn read(&self, via: i32) -> io::Result<Value> {
+        get(via).map(Value::Autogroup)
+    }
+
+    fn write(&self, via: i32, value: &Value) -> io::Result<()> {
+        match value {
+            Value::Autogroup(n) => set(via, *n),
+            other => Err(super::wrong_kind(Kind::Autogroup, other)),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -63,6 +132,8 @@ mod tests {
         assert_eq!(parse("/autogroup-9 nice 0\n"), Some(0));
         assert_eq!(parse("/autogroup-12 nice -19\n"), Some(-19));
         assert_eq!(parse("garbage"), None);
+        assert_eq!(parse_line("/autogroup-12 nice -19\n"), Some((12, -19)));
+        assert_eq!(parse_line("\n"), None);
     }
 
     #[test]

@@ -254,15 +254,14 @@ impl Groups {
         }
     }
 
-    /// Threads now in a group.
-    pub fn members(&self, group: Group) -> Vec<i32> {
+    /// What can be moved out of a group now: threads on v1, processes on v2.
+    pub fn members(&self, group: Group) -> io::Result<Vec<i32>> {
         let file = match self.hierarchy {
             Hierarchy::V1 { .. } => "tasks",
-            Hierarchy::V2 { .. } => "cgroup.threads",
+            Hierarchy::V2 { .. } => "cgroup.procs",
         };
-        std::fs::read_to_string(self.hierarchy.abs(&self.rel(group)).join(file))
-            .map(|t| t.lines().filter_map(|l| l.trim().parse().ok()).collect())
-            .unwrap_or_default()
+        let text = std::fs::read_to_string(self.hierarchy.abs(&self.rel(group)).join(file))?;
+        Ok(text.lines().filter_map(|l| l.trim().parse().ok()).collect())
     }
 
     /// Remove the groups (they must be empty: the reconciler moves every task out first).

@@ -5,6 +5,9 @@
 //! declared here and the calls go through `syscall(2)`. One call sets nice, policy and — on
 //! EEVDF kernels ≥ 6.12 — the custom slice (`sched_runtime` of a fair task) together.
 
+use super::{Actuator, Key};
+use crate::identity::TaskId;
+use crate::journal::{Kind, Value};
 use serde::{Deserialize, Serialize};
 use std::io;
 
@@ -133,6 +136,38 @@ pub fn holds(now: &SchedAttr, applied: &SchedAttr) -> bool {
     now.policy == applied.policy
         && now.nice == applied.nice
         && (applied.runtime == 0 || now.runtime == applied.runtime)
+}
+
+/// Scheduling attributes (nice, policy, custom slice) as an [`Actuator`]: one thread each.
+pub struct Sched;
+
+impl Actuator for Sched {
+    fn kind(&self) -> Kind {
+        Kind::Sched
+    }
+
+    fn key(&self, task: &TaskId) -> io::Result<Option<Key>> {
+        Ok(Some(Key::Thread(*task)))
+    }
+
+    fn reach(&self, key: &Key) -> Option<i32> {
+        super::reach_task(key)
+    }
+
+    fn read(&self, via: i32) -> io::Result<Value> {
+        get(via).map(Value::Sched)
+    }
+
+    fn write(&self, via: i32, value: &Value) -> io::Result<()> {
+        match value {
+            Value::Sched(a) => set(via, a),
+            other => Err(super::wrong_kind(Kind::Sched, other)),
+        }
+    }
+
+    fn holds(&self, now: &Value, applied: &Value) -> bool {
+        matches!((now, applied), (Value::Sched(n), Value::Sched(a)) if holds(n, a))
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,61 @@
+//! Placement in uxsched's CPU cgroups as an [`Actuator`]. cgroup v1 places single threads
+//! (`tasks`), so a placement is a thread's; cgroup v2 places whole processes (`cgroup.procs`),
+//! so a placement is the process's, journalled and restored once for all its threads.
+
+use super::cgroup::{Groups, Hierarchy};
+use super::{Actuator, Key};
+use crate::identity::{self, TaskId};
+use crate::journal::{Kind, Value};
+use std::io;
+use std::rc::Rc;
+use tracing::warn;
+
+pub struct Placement(pub Rc<Groups>);
+
+impl Placement {
+    fn per_process(&self) -> bool {
+        matches!(self.0.hierarchy, Hierarchy::V2 { .. })
+    }
+}
+
+impl Actuator for Placement {
+    fn kind(&self) -> Kind {
+        Kind::Cgroup
+    }
+
+    fn key(&self, task: &TaskId) -> io::Result<Option<Key>> {
+        if !self.per_process() {
+            return Ok(Some(Key::Thread(*task)));
+        }
+        let leader = identity::task_id(task.pid)?;
+        Ok(Some(Key::Process(leader)))
+    }
+
+    fn reach(&self, key: &Key) -> Option<i32> {
+        super::reach_task(key)
+    }
+
+    fn read(&self, via: i32) -> io::Result<Value> {
+        self.0.hierarchy.current(via).map(Value::Cgroup)
+    }
+
+    /// Move into `value`'s group; an original group removed meanwhile falls back to the root
+    /// (the only place left that every task may be in), with a warning naming both.
+    fn write(&self, via: i32, value: &Value) -> io::Result<()> {
+        let Value::Cgroup(path) = value else {
+            return Err(super::wrong_kind(Kind::Cgroup, value));
+        };
+        let h = &self.0.hierarchy;
+        match h.move_to(via, path) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound && path != "/" => {
+                warn!(
+                    tid = via,
+                    group = path,
+                    "the original cgroup is gone; moving the task to the root instead"
+                );
+                h.move_to(via, "/")
+            }
+            r => r,
+        }
+    }
+}

@@ -1,0 +1,501 @@
+//! The reconciler: desired (from the policy) vs journal (what uxsched set) vs kernel (what holds
+//! now). Applies the difference, journalling first, and restores every setting that dropped out
+//! of the desired set. Unfocus, mode change, `restore`, shutdown and crash recovery are the same
+//! call with "desired = nothing".
+//!
+//! Safety rules, each with the failure it prevents:
+//! - *Objects, not threads*: a setting is journalled under the kernel object it changes
+//!   ([`Key`]: a thread, a process for cgroup v2, a session for autogroup nice) and restored when
+//!   that object leaves the desired set — so a session's autogroup is put back when the app
+//!   that raised it exits, through any process still in the session.
+//! - *Identity*: a task is (tid, start time), re-checked before and after each change; a change
+//!   that landed on a recycled tid is undone at once.
+//! - *Journal first*: the row (object, original, applied) is committed before the syscall — a
+//!   SIGKILL between the two can never leave an unrecorded change behind.
+//! - *Coexistence*: a setting is changed or restored only while the kernel still holds what
+//!   uxsched applied — if someone else changed it meanwhile, theirs stands and uxsched does not
+//!   re-boost it for this focus.
+//! - *Only raise, only fair*: nice is never raised above the original and real-time/deadline/
+//!   idle threads are left alone.
+//! - *No inherited leftovers*: what forks copy and nothing resets (I/O priority) is swept back
+//!   from the boosted thread's creations ([`sweep`]).
+//! - *Failures are visible*: a restore that fails keeps its row (retried every pass) and is
+//!   listed in [`Reconciler::failures`] for `status`; a thread exiting mid-change is normal.
+
+#[cfg(test)]
+mod fake;
+mod sweep;
+#[cfg(test)]
+mod tests;
+
+use crate::actuators::autogroup::Autogroup;
+use crate::actuators::cgroup::{Group, Groups};
+use crate::actuators::ioprio::Ioprio;
+use crate::actuators::placement::Placement;
+use crate::actuators::sched::{self, Sched};
+use crate::actuators::{Actuator, Key};
+use crate::identity::{self, TaskId};
+use crate::journal::{Entry, Journal, JournalError, Kind, Value};
+use crate::policy::{Desired, Target};
+use std::collections::{BTreeMap, HashSet};
+use std::io;
+use std::rc::Rc;
+use tracing::{debug, info, warn};
+
+/// Bound on the remembered "warned once" / "yielded" / failure keys (no unbounded memory as
+/// apps come and go).
+const MAX_REMEMBERED: usize = 4096;
+
+/// Task identity as the reconciler needs it (the real one reads /proc; tests use a fake).
+pub trait Tasks {
+    /// Whether `task` is still the live task it was (not exited, not recycled).
+    fn still_same(&self, task: &TaskId) -> bool;
+    /// The identity of whatever task has `tid` now.
+    fn task_id(&self, tid: i32) -> io::Result<TaskId>;
+}
+
+/// The running kernel's tasks.
+pub struct ProcTasks;
+
+impl Tasks for ProcTasks {
+    fn still_same(&self, task: &TaskId) -> bool {
+        identity::still_same(task)
+    }
+    fn task_id(&self, tid: i32) -> io::Result<TaskId> {
+        identity::task_id(tid)
+    }
+}
+
+/// One setting of one object: the reconciler's unit of work.
+type Setting = (Kind, Key);
+
+/// What the desired set wants of one object: the thread that asks and its target.
+type Wants = BTreeMap<Setting, (TaskId, Target)>;
+
+pub struct Reconciler {
+    pub journal: Journal,
+    pub groups: Option<Rc<Groups>>,
+    actuators: Vec<Box<dyn Actuator>>,
+    tasks: Box<dyn Tasks>,
+    /// The kernel's default fair slice (restoring it writes "no custom slice").
+    default_slice: u64,
+    /// Settings someone else changed after uxsched did: left alone until the focus changes.
+    yielded: HashSet<Setting>,
+    warned: HashSet<Setting>,
+    /// Settings uxsched could not change or restore, with the error (shown by `status`).
+    pub failures: BTreeMap<Setting, String>,
+}
+
+impl Reconciler {
+    /// A reconciler acting on the running kernel through the real actuators.
+    pub fn new(journal: Journal, groups: Option<Groups>, default_slice: u64) -> Reconciler {
+        let groups = groups.map(Rc::new);
+        let mut actuators: Vec<Box<dyn Actuator>> =
+            vec![Box::new(Sched), Box::new(Ioprio), Box::new(Autogroup)];
+        if let Some(g) = &groups {
+            actuators.push(Box::new(Placement(g.clone())));
+        }
+        Reconciler::with_kernel(
+            journal,
+            groups,
+            actuators,
+            Box::new(ProcTasks),
+            default_slice,
+        )
+    }
+
+    /// A reconciler over any kernel (tests use a fake one).
+    pub fn with_kernel(
+        journal: Journal,
+        groups: Option<Rc<Groups>>,
+        actuators: Vec<Box<dyn Actuator>>,
+        tasks: Box<dyn Tasks>,
+        default_slice: u64,
+    ) -> Reconciler {
+        Reconciler {
+            journal,
+            groups,
+            actuators,
+            tasks,
+            default_slice,
+            yielded: HashSet::new(),
+            warned: HashSet::new(),
+            failures: BTreeMap::new(),
+        }
+    }
+
+    /// Forget which settings were yielded to others (called when the focus changes, so a new
+    /// interaction starts from a clean slate).
+    pub fn new_episode(&mut self) {
+        self.yielded.clear();
+        self.warned.clear();
+    }
+
+    /// Bring the kernel to `desired`. Returns an error only if the journal itself fails
+    /// (then nothing more is changed: no change without its journal row).
+    pub fn reconcile(&mut self, desired: &Desired) -> Result<(), JournalError> {
+        let wants = self.wants(desired);
+        let entries = self.journal.entries()?;
+        let protected = sweep::protected(&wants, &entries);
+        let mut handled: HashSet<Setting> = HashSet::new();
+        // 1. What uxsched already changed: keep, update, restore or yield.
+        for entry in &entries {
+            let id = (entry.kind(), entry.key);
+            handled.insert(id);
+            self.settle(entry, wants.get(&id), &protected)?;
+        }
+        // 2. New changes.
+        for (&(kind, key), (task, target)) in &wants {
+            if handled.contains(&(kind, key)) || self.yielded.contains(&(kind, key)) {
+                continue;
+            }
+            match self.start(kind, key, task, target) {
+                Ok(()) => {
+                    self.failures.remove(&(kind, key));
+                }
+                Err(e) => self.note_error((kind, key), "change", &e),
+            }
+        }
+        // 3. Tasks in uxsched's groups that nothing wants there (children that inherited the
+        //    group, leftovers of a killed daemon): back where their process came from.
+        self.sweep_groups(desired)?;
+        self.set_group_weights(desired);
+        Ok(())
+    }
+
+    fn act(&self, kind: Kind) -> Option<&dyn Actuator> {
+        self.actuators
+            .iter()
+            .find(|a| a.kind() == kind)
+            .map(|a| a.as_ref())
+    }
+
+    /// The desired set per object: each thread's target, for each kind it names, under the
+    /// object that kind lives on (the first thread naming an object speaks for it).
+    fn wants(&mut self, desired: &Desired) -> Wants {
+        let mut wants = Wants::new();
+        let mut errors = Vec::new();
+        for (task, target) in &desired.threads {
+            for act in &self.actuators {
+                let kind = act.kind();
+                if !names(target, kind) {
+                    continue;
+                }
+                match act.key(task) {
+                    Ok(Some(key)) => {
+                        wants.entry((kind, key)).or_insert((*task, target.clone()));
+                    }
+                    Ok(None) => {}
+                    Err(e) => errors.push(((kind, Key::Thread(*task)), e)),
+                }
+            }
+        }
+        for (id, e) in errors {
+            self.note_error(id, "find the object of", &e);
+        }
+        wants
+    }
+
+    /// The value of `kind` that `target` asks for, given the object's original value; `None`
+    /// when the target leaves that setting alone (or it would not be an improvement).
+    fn wanted(&self, kind: Kind, original: &Value, target: &Target) -> Option<Value> {
+        match (kind, original) {
+            (Kind::Sched, Value::Sched(orig)) => {
+                if !orig.is_fair() || (target.nice.is_none() && target.slice_ns.is_none()) {
+                    return None;
+                }
+                let base = sched::restorable(orig, self.default_slice);
+                let nice = target.nice.map_or(orig.nice, |n| n.min(orig.nice));
+                let runtime = target.slice_ns.unwrap_or(base.runtime);
+                if nice == orig.nice && runtime == base.runtime {
+                    return None;
+                }
+                Some(Value::Sched(sched::SchedAttr {
+                    flags: orig.flags | sched::SCHED_FLAG_RESET_ON_FORK,
+                    nice,
+                    runtime,
+                    ..base
+                }))
+            }
+            (Kind::Cgroup, Value::Cgroup(orig)) => {
+                let rel = self.groups.as_ref()?.rel(target.group?);
+                (rel != *orig).then_some(Value::Cgroup(rel))
+            }
+            (Kind::Ioprio, Value::Ioprio(orig)) => {
+                let v = target.ioprio?;
+                (v != *orig).then_some(Value::Ioprio(v))
+            }
+            (Kind::Autogroup, Value::Autogroup(orig)) => {
+                let n = target.autogroup_nice?.min(*orig); // only ever raise the session
+                (n != *orig).then_some(Value::Autogroup(n))
+            }
+            _ => None,
+        }
+    }
+
+    /// A live thread through which the object of `entry` is reached: the thread it was
+    /// journalled under while that still belongs to the object, else any the actuator finds.
+    fn reach(&self, act: &dyn Actuator, entry: &Entry) -> Option<i32> {
+        if self.tasks.still_same(&entry.via)
+            && act.key(&entry.via).ok().flatten() == Some(entry.key)
+        {
+            return Some(entry.via.tid);
+        }
+        act.reach(&entry.key)
+    }
+
+    /// One journalled setting: restore it (object no longer wanted), keep or update it, or
+    /// forget it (object gone). I/O priorities its thread's creations inherited go back too.
+    fn settle(
+        &mut self,
+        entry: &Entry,
+        want: Option<&(TaskId, Target)>,
+        protected: &HashSet<Key>,
+    ) -> Result<(), JournalError> {
+        let id = (entry.kind(), entry.key);
+        let Some(act) = self.act(entry.kind()) else {
+            warn!(
+                object = entry.key.describe(),
+                kind = entry.kind().name(),
+                "no way to reach this kind of setting any more (its cgroup hierarchy is gone); \
+                 forgetting it — check the object by hand"
+            );
+            return self.journal.forget(id.0, &id.1);
+        };
+        self.sweep_inheritors(act, entry, protected);
+        let Some(via) = self.reach(act, entry) else {
+            debug!(
+                object = entry.key.describe(),
+                kind = entry.kind().name(),
+                "object gone; forgetting"
+            );
+            self.failures.remove(&id);
+            return self.journal.forget(id.0, &id.1);
+        };
+        let wanted = want.and_then(|(task, target)| {
+            let v = self.wanted(entry.kind(), &entry.original, target)?;
+            Some((*task, v))
+        });
+        match wanted {
+            None => self.restore(entry, via),
+            Some((task, v)) => self.keep(entry, via, task, v),
+        }
+    }
+
+    /// First change of one setting of one object: read the original, journal, apply.
+    fn start(&mut self, kind: Kind, key: Key, task: &TaskId, target: &Target) -> io::Result<()> {
+        let Some(original) = self.read_original(kind, task)? else {
+            return Ok(());
+        };
+        let Some(applied) = self.wanted(kind, &original, target) else {
+            return Ok(());
+        };
+        if !self.tasks.still_same(task) {
+            return Ok(()); // exited (or recycled) since the scan
+        }
+        let entry = Entry {
+            key,
+            via: *task,
+            original,
+            applied,
+        };
+        self.journal.record(&entry).map_err(io::Error::other)?;
+        let act = self.act(kind).ok_or(io::ErrorKind::Unsupported)?;
+        match act.write(task.tid, &entry.applied) {
+            Ok(()) => {
+                debug!(
+                    object = key.describe(),
+                    kind = kind.name(),
+                    "applied {:?}",
+                    entry.applied
+                );
+                self.check_after(&entry).map_err(io::Error::other)
+            }
+            Err(e) => {
+                self.journal.forget(kind, &key).map_err(io::Error::other)?;
+                Err(e)
+            }
+        }
+    }
+
+    /// A journalled setting that is still wanted: if the kernel still holds what uxsched
+    /// applied, update it to the new wish; otherwise someone else changed it — theirs stands.
+    fn keep(
+        &mut self,
+        entry: &Entry,
+        via: i32,
+        task: TaskId,
+        want: Value,
+    ) -> Result<(), JournalError> {
+        let id = (entry.kind(), entry.key);
+        let Some(act) = self.act(id.0) else {
+            return Ok(());
+        };
+        match act.read(via).map(|now| act.holds(&now, &entry.applied)) {
+            Ok(true) if want == entry.applied && task == entry.via => {}
+            Ok(true) => {
+                // A new wish, or the thread it was journalled under left and another asks.
+                let updated = Entry {
+                    via: task,
+                    applied: want,
+                    ..entry.clone()
+                };
+                self.journal.record(&updated)?;
+                if let Err(e) = act.write(via, &updated.applied) {
+                    self.note_error(id, "update", &e);
+                }
+            }
+            Ok(false) => {
+                info!(
+                    object = entry.key.describe(),
+                    kind = id.0.name(),
+                    "changed by someone else since uxsched set it; leaving theirs"
+                );
+                self.journal.forget(id.0, &id.1)?;
+                if self.yielded.len() < MAX_REMEMBERED {
+                    self.yielded.insert(id);
+                }
+            }
+            Err(e) => self.note_error(id, "read", &e),
+        }
+        Ok(())
+    }
+
+    /// Put the original back if the kernel still holds what uxsched applied, then forget the
+    /// row. A restore that fails for another reason than the object leaving keeps its row, so
+    /// the next pass (or the next daemon) tries again, and `status` shows it.
+    fn restore(&mut self, entry: &Entry, via: i32) -> Result<(), JournalError> {
+        let id = (entry.kind(), entry.key);
+        let Some(act) = self.act(id.0) else {
+            return Ok(());
+        };
+        let result = act.read(via).and_then(|now| {
+            if !act.holds(&now, &entry.applied) {
+                info!(
+                    object = entry.key.describe(),
+                    kind = id.0.name(),
+                    "not restoring: changed by someone else since uxsched set it"
+                );
+                return Ok(());
+            }
+            act.write(via, &self.restorable(&entry.original))?;
+            debug!(
+                object = entry.key.describe(),
+                kind = id.0.name(),
+                "restored"
+            );
+            Ok(())
+        });
+        match result {
+            Ok(()) => {}
+            Err(e) if gone(&e) => debug!(object = entry.key.describe(), "gone during restore"),
+            Err(e) => {
+                self.note_error(id, "restore", &e);
+                return Ok(()); // keep the row: retried on the next pass
+            }
+        }
+        self.failures.remove(&id);
+        self.journal.forget(id.0, &id.1)
+    }
+
+    /// The value to write back for `original` (a default slice is written as "no custom
+    /// slice", so restoring does not pin the kernel's default as a custom one).
+    fn restorable(&self, original: &Value) -> Value {
+        match original {
+            Value::Sched(a) => Value::Sched(sched::restorable(a, self.default_slice)),
+            other => other.clone(),
+        }
+    }
+
+    fn read_original(&self, kind: Kind, task: &TaskId) -> io::Result<Option<Value>> {
+        let Some(act) = self.act(kind) else {
+            return Ok(None);
+        };
+        let now = act.read(task.tid)?;
+        if let (Value::Cgroup(path), Some(g)) = (&now, &self.groups) {
+            if g.which(path).is_some() {
+                // Born inside uxsched's group (inherited it): its home is its process's.
+                return Ok(Some(Value::Cgroup(
+                    self.process_origin(task.pid).map_err(io::Error::other)?,
+                )));
+            }
+        }
+        Ok(Some(now))
+    }
+
+    /// rtkit's "after" check: if the tid no longer names the task we meant, the change may
+    /// have landed on a new task that took the number — undo it there at once.
+    fn check_after(&mut self, entry: &Entry) -> Result<(), JournalError> {
+        if self.tasks.still_same(&entry.via) {
+            return Ok(());
+        }
+        let tid = entry.via.tid;
+        if let (Ok(now), Some(act)) = (self.tasks.task_id(tid), self.act(entry.kind())) {
+            warn!(
+                tid,
+                kind = entry.kind().name(),
+                new_start = now.start,
+                "tid was recycled during the change; undoing it on the new task"
+            );
+            let undone = act.read(tid).and_then(|v| {
+                if act.holds(&v, &entry.applied) {
+                    act.write(tid, &self.restorable(&entry.original))
+                } else {
+                    Ok(())
+                }
+            });
+            if let Err(e) = undone {
+                if !gone(&e) {
+                    warn!(tid, "cannot undo the change on the recycled tid: {e}");
+                }
+            }
+        }
+        self.journal.forget(entry.kind(), &entry.key)
+    }
+
+    /// Log an error once per setting (a thread exiting mid-change is normal and only debug)
+    /// and remember it for `status`.
+    fn note_error(&mut self, id: Setting, what: &str, e: &io::Error) {
+        if gone(e) {
+            debug!(
+                object = id.1.describe(),
+                kind = id.0.name(),
+                "exited during {what}"
+            );
+            return;
+        }
+        if self.failures.len() < MAX_REMEMBERED || self.failures.contains_key(&id) {
+            self.failures.insert(id, format!("cannot {what}: {e}"));
+        }
+        if self.warned.len() < MAX_REMEMBERED && self.warned.insert(id) {
+            warn!(
+                object = id.1.describe(),
+                kind = id.0.name(),
+                "cannot {what}: {e}; uxsched retries on every pass — `uxsched status` lists it"
+            );
+        }
+    }
+}
+
+/// Whether an error only says that the task or object is gone.
+fn gone(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::ESRCH) || e.kind() == io::ErrorKind::NotFound
+}
+
+/// Whether `target` says anything about `kind`.
+fn names(target: &Target, kind: Kind) -> bool {
+    match kind {
+        Kind::Sched => target.nice.is_some() || target.slice_ns.is_some(),
+        Kind::Cgroup => target.group.is_some(),
+        Kind::Ioprio => target.ioprio.is_some(),
+        Kind::Autogroup => target.autogroup_nice.is_some(),
+    }
+}
+
+/// Name of a group for logs.
+fn group_name(g: Group) -> &'static str {
+    match g {
+        Group::Fg => "fg",
+        Group::Bg => "bg",
+    }
+}

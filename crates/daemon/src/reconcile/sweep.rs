@@ -1,0 +1,180 @@
+//! What boosts leave beyond the objects uxsched set: I/O priorities that a boosted thread's
+//! creations inherited (the kernel copies a thread's ioprio on fork and nothing resets it), and
+//! tasks that sit in uxsched's cgroups without being wanted there (children that inherited the
+//! group, leftovers of a killed daemon). Both are put back every pass.
+
+use super::{group_name, Reconciler, Wants};
+use crate::actuators::cgroup::{Group, Hierarchy};
+use crate::actuators::{Actuator, Key};
+use crate::identity;
+use crate::journal::{Entry, JournalError, Kind, Value};
+use crate::policy::Desired;
+use std::collections::{BTreeMap, HashSet};
+use tracing::{debug, info, warn};
+
+/// Objects whose I/O priority is uxsched's own to hold: wanted or journalled.
+pub(super) fn protected(wants: &Wants, entries: &[Entry]) -> HashSet<Key> {
+    wants
+        .keys()
+        .chain(
+            entries
+                .iter()
+                .map(|e| (e.kind(), e.key))
+                .collect::<Vec<_>>()
+                .iter(),
+        )
+        .filter(|(kind, _)| *kind == Kind::Ioprio)
+        .map(|(_, key)| *key)
+        .collect()
+}
+
+impl Reconciler {
+    /// Put back the value the boosted object had on every task that inherited what uxsched
+    /// applied to it and is not itself boosted.
+    pub(super) fn sweep_inheritors(
+        &self,
+        act: &dyn Actuator,
+        entry: &Entry,
+        protected: &HashSet<Key>,
+    ) {
+        let heirs = match act.inheritors(&entry.key, &entry.applied) {
+            Ok(h) => h,
+            Err(e) => {
+                warn!(
+                    object = entry.key.describe(),
+                    "cannot look for tasks that inherited its {}: {e}",
+                    entry.kind().name()
+                );
+                return;
+            }
+        };
+        let original = self.restorable(&entry.original);
+        for heir in heirs {
+            if protected.contains(&Key::Thread(heir)) || !self.tasks.still_same(&heir) {
+                continue;
+            }
+            match act.write(heir.tid, &original) {
+                Ok(()) if self.tasks.still_same(&heir) => info!(
+                    tid = heir.tid,
+                    from = entry.key.describe(),
+                    kind = entry.kind().name(),
+                    "put back a setting the task inherited from a boosted thread"
+                ),
+                Ok(()) => warn!(
+                    tid = heir.tid,
+                    "tid recycled while putting back an inherited setting"
+                ),
+                Err(e) => debug!(tid = heir.tid, "putting back an inherited setting: {e}"),
+            }
+        }
+    }
+
+    /// Move tasks that nothing wants in uxsched's groups back to their process's home group.
+    pub(super) fn sweep_groups(&mut self, desired: &Desired) -> Result<(), JournalError> {
+        let Some(g) = self.groups.clone() else {
+            return Ok(());
+        };
+        let per_process = matches!(g.hierarchy, Hierarchy::V2 { .. });
+        // Who may stay: wanted there, or journalled (restored by the journal's own rules).
+        let mut wanted: BTreeMap<i32, Group> = BTreeMap::new();
+        for (task, t) in &desired.threads {
+            if let Some(group) = t.group {
+                wanted.insert(if per_process { task.pid } else { task.tid }, group);
+            }
+        }
+        let journalled: HashSet<i32> = self
+            .journal
+            .entries()?
+            .into_iter()
+            .filter_map(|e| match e.key {
+                Key::Thread(t) if e.kind() == Kind::Cgroup => Some(t.tid),
+                Key::Process(t) if e.kind() == Kind::Cgroup => Some(t.pid),
+                _ => None,
+            })
+            .collect();
+        for group in [Group::Fg, Group::Bg] {
+            let members = match g.members(group) {
+                Ok(m) => m,
+                Err(e) => {
+                    warn!(
+                        group = group_name(group),
+                        "cannot list uxsched's group: {e}; tasks left in it keep its weight \
+                         until the next pass — check the cgroup filesystem"
+                    );
+                    continue;
+                }
+            };
+            for id in members {
+                if wanted.get(&id) == Some(&group) || journalled.contains(&id) {
+                    continue;
+                }
+                let Ok(pid) = identity::tgid(id) else {
+                    continue; // exited
+                };
+                let home = self.process_origin(pid)?;
+                let moved = g.hierarchy.move_to(id, &home).or_else(|e| {
+                    warn!(
+                        tid = id,
+                        home, "cannot move back home ({e}); moving to the root"
+                    );
+                    g.hierarchy.move_to(id, "/")
+                });
+                match moved {
+                    Ok(()) => debug!(tid = id, home, "moved out of uxsched's group"),
+                    Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
+                    Err(e) => warn!(
+                        tid = id,
+                        group = group_name(group),
+                        "cannot move out of uxsched's group: {e}; it keeps the group's weight"
+                    ),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Keep uxsched's group weights at what the desired set says.
+    pub(super) fn set_group_weights(&self, desired: &Desired) {
+        let Some(g) = &self.groups else {
+            return;
+        };
+        for (group, shares) in [
+            (Group::Fg, desired.fg_shares),
+            (Group::Bg, desired.bg_shares),
+        ] {
+            if g.weight(group).is_some_and(|w| w != shares) {
+                if let Err(e) = g.set_weight(group, shares) {
+                    warn!(
+                        group = group_name(group),
+                        shares, "cannot set group weight: {e}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// The home cgroup of process `pid`: the original journalled for it (or any of its
+    /// threads), else the group of one of its threads outside uxsched's groups, else the root.
+    pub(super) fn process_origin(&self, pid: i32) -> Result<String, JournalError> {
+        let journalled = self.journal.entries()?.into_iter().find_map(|e| {
+            match (e.via.pid == pid, e.original) {
+                (true, Value::Cgroup(p)) => Some(p),
+                _ => None,
+            }
+        });
+        if let Some(p) = journalled {
+            return Ok(p);
+        }
+        let Some(g) = &self.groups else {
+            return Ok("/".to_owned());
+        };
+        let sibling = identity::threads(pid)
+            .into_iter()
+            .filter_map(|tid| g.hierarchy.current(tid).ok())
+            .find(|p| g.which(p).is_none());
+        Ok(sibling.unwrap_or_else(|| {
+            debug!(pid, "no home cgroup known; the root");
+            "/".to_owned()
+        }))
+    }
+}

@@ -1,0 +1,293 @@
+//! The reconciler against the fake kernel (`fake.rs`): every rule of `mod.rs` with the failure it
+//! prevents, including the ones found on real machines (a session's autogroup left raised after
+//! the app exits; I/O priority inherited by children; a change landing on a recycled tid).
+
+use super::fake::{default_attr, reconciler, Shared, World};
+use crate::actuators::ioprio::{encode, CLASS_BE, CLASS_RT};
+use crate::actuators::Key;
+use crate::config::Config;
+use crate::identity::TaskId;
+use crate::journal::Kind;
+use crate::policy::{Desired, Target};
+use std::cell::RefCell;
+use std::rc::Rc;
+
+const SHELL_SESSION: u64 = 7;
+const BE4: u16 = 0x4004;
+
+fn world() -> Shared {
+    Rc::new(RefCell::new(World::default()))
+}
+
+fn nothing() -> Desired {
+    Desired::nothing(&Config::default())
+}
+
+fn want(tasks: &[(TaskId, Target)]) -> Desired {
+    let mut d = nothing();
+    d.threads = tasks.iter().cloned().collect();
+    d
+}
+
+fn ui_target() -> Target {
+    Target {
+        nice: Some(-19),
+        slice_ns: Some(100_000),
+        autogroup_nice: Some(-19),
+        ..Target::default()
+    }
+}
+
+#[test]
+fn applies_and_restores_exactly_and_the_journal_empties() {
+    let w = world();
+    let dir = tempfile::tempdir().unwrap();
+    let app = w.borrow_mut().spawn(100, 100, SHELL_SESSION, None);
+    let mut rec = reconciler(&w, &dir.path().join("j"));
+    rec.reconcile(&want(&[(app, ui_target())])).unwrap();
+    let t = w.borrow().task(100).sched;
+    assert_eq!((t.nice, t.runtime), (-19, 100_000));
+    assert_eq!(w.borrow().sessions[&SHELL_SESSION], -19);
+    assert_eq!(rec.journal.entries().unwrap().len(), 2);
+    rec.reconcile(&nothing()).unwrap();
+    assert_eq!(w.borrow().task(100).sched, default_attr(0));
+    assert_eq!(w.borrow().sessions[&SHELL_SESSION], 0);
+    assert!(rec.journal.entries().unwrap().is_empty());
+}
+
+#[test]
+fn a_sessions_autogroup_is_restored_when_the_app_exits_and_the_session_lives_on() {
+    // The shell (session leader) outlives the app it started: before objects were keys, the
+    // row was forgotten with the app's thread and the session stayed at nice -19 for good.
+    let w = world();
+    let dir = tempfile::tempdir().unwrap();
+    w.borrow_mut().spawn(50, 50, SHELL_SESSION, None);
+    let app = w.borrow_mut().spawn(100, 100, SHELL_SESSION, Some(50));
+    let mut rec = reconciler(&w, &dir.path().join("j"));
+    rec.reconcile(&want(&[(app, ui_target())])).unwrap();
+    assert_eq!(w.borrow().sessions[&SHELL_SESSION], -19);
+    w.borrow_mut().exit(100);
+    rec.reconcile(&nothing()).unwrap();
+    assert_eq!(
+        w.borrow().sessions[&SHELL_SESSION],
+        0,
+        "restored through the shell"
+    );
+    assert!(rec.journal.entries().unwrap().is_empty());
+}
+
+#[test]
+fn a_killed_daemons_session_boost_is_restored_by_the_next_one() {
+    let w = world();
+    let dir = tempfile::tempdir().unwrap();
+    w.borrow_mut().spawn(50, 50, SHELL_SESSION, None);
+    let app = w.borrow_mut().spawn(100, 100, SHELL_SESSION, Some(50));
+    let mut first = reconciler(&w, &dir.path().join("j"));
+    first.reconcile(&want(&[(app, ui_target())])).unwrap();
+    drop(first); // SIGKILL: nothing restored
+    w.borrow_mut().exit(100);
+    let mut second = reconciler(&w, &dir.path().join("j"));
+    second.reconcile(&nothing()).unwrap();
+    assert_eq!(w.borrow().sessions[&SHELL_SESSION], 0);
+}
+
+#[test]
+fn a_session_whose_members_all_exited_is_forgotten_without_writes() {
+    let w = world();
+    let dir = tempfile::tempdir().unwrap();
+    let app = w.borrow_mut().spawn(100, 100, SHELL_SESSION, None);
+    let mut rec = reconciler(&w, &dir.path().join("j"));
+    rec.reconcile(&want(&[(app, ui_target())])).unwrap();
+    let writes = w.borrow().writes;
+    w.borrow_mut().exit(100);
+    rec.reconcile(&nothing()).unwrap();
+    assert_eq!(w.borrow().writes, writes);
+    assert!(rec.journal.entries().unwrap().is_empty());
+}
+
+#[test]
+fn two_threads_of_one_session_make_one_row_for_it() {
+    let w = world();
+    let dir = tempfile::tempdir().unwrap();
+    let ui = w.borrow_mut().spawn(100, 100, SHELL_SESSION, None);
+    let other = w.borrow_mut().spawn(101, 100, SHELL_SESSION, Some(100));
+    let mut rec = reconciler(&w, &dir.path().join("j"));
+    rec.reconcile(&want(&[(ui, ui_target()), (other, ui_target())]))
+        .unwrap();
+    let sessions = rec
+        .journal
+        .entries()
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.kind() == Kind::Autogroup)
+        .count();
+    assert_eq!(sessions, 1);
+    // The thread it was journalled under exits; the other still wants it: kept, re-keyed.
+    w.borrow_mut().exit(100);
+    rec.reconcile(&want(&[(other, ui_target())])).unwrap();
+    assert_eq!(w.borrow().sessions[&SHELL_SESSION], -19);
+    let e = rec
+        .journal
+        .get(Kind::Autogroup, &Key::Session(SHELL_SESSION))
+        .unwrap()
+        .unwrap();
+    assert_eq!(e.via, other);
+}
+
+#[test]
+fn someone_elses_change_stands_and_is_not_reboosted_this_focus() {
+    let w = world();
+    let dir = tempfile::tempdir().unwrap();
+    let app = w.borrow_mut().spawn(100, 100, SHELL_SESSION, None);
+    let mut rec = reconciler(&w, &dir.path().join("j"));
+    let d = want(&[(
+        app,
+        Target {
+            nice: Some(-10),
+            ..Target::default()
+        },
+    )]);
+    rec.reconcile(&d).unwrap();
+    w.borrow_mut().tasks.get_mut(&100).unwrap().sched.nice = 5; // the user renices it
+    rec.reconcile(&d).unwrap();
+    assert_eq!(w.borrow().task(100).sched.nice, 5);
+    rec.reconcile(&nothing()).unwrap();
+    assert_eq!(
+        w.borrow().task(100).sched.nice,
+        5,
+        "theirs is not 'restored'"
+    );
+    rec.new_episode();
+    rec.reconcile(&d).unwrap();
+    assert_eq!(
+        w.borrow().task(100).sched.nice,
+        -10,
+        "a new focus may boost again"
+    );
+}
+
+#[test]
+fn a_change_that_lands_on_a_recycled_tid_is_undone_at_once() {
+    let w = world();
+    let dir = tempfile::tempdir().unwrap();
+    let app = w.borrow_mut().spawn(100, 100, SHELL_SESSION, None);
+    let mut rec = reconciler(&w, &dir.path().join("j"));
+    // The app exits and another task takes tid 100 between the check and the write.
+    w.borrow_mut().recycle_on_write = Some((100, 999));
+    rec.reconcile(&want(&[(
+        app,
+        Target {
+            nice: Some(-19),
+            ..Target::default()
+        },
+    )]))
+    .unwrap();
+    assert_eq!(w.borrow().task(100).id.start, 999);
+    assert_eq!(w.borrow().task(100).sched, default_attr(0), "undone");
+    assert!(rec.journal.entries().unwrap().is_empty());
+}
+
+#[test]
+fn io_priority_inherited_by_children_is_put_back() {
+    let w = world();
+    let dir = tempfile::tempdir().unwrap();
+    let ui = w.borrow_mut().spawn(100, 100, SHELL_SESSION, None);
+    let mut rec = reconciler(&w, &dir.path().join("j"));
+    let rt = Target {
+        ioprio: Some(encode(CLASS_RT, 4)),
+        ..Target::default()
+    };
+    let d = want(&[(ui, rt)]);
+    rec.reconcile(&d).unwrap();
+    assert_eq!(w.borrow().task(100).ioprio, encode(CLASS_RT, 4));
+    // The boosted thread forks a helper process, which forks again: both copy RT 4.
+    w.borrow_mut().spawn(200, 200, SHELL_SESSION, Some(100));
+    w.borrow_mut().spawn(201, 201, SHELL_SESSION, Some(200));
+    assert_eq!(w.borrow().task(201).ioprio, encode(CLASS_RT, 4));
+    rec.reconcile(&d).unwrap();
+    assert_eq!(
+        w.borrow().task(100).ioprio,
+        encode(CLASS_RT, 4),
+        "still boosted"
+    );
+    for child in [200, 201] {
+        assert_eq!(w.borrow().task(child).ioprio, BE4, "child {child}");
+    }
+    // A child forked just before the owner exits is found among the orphans.
+    w.borrow_mut().spawn(202, 202, SHELL_SESSION, Some(100));
+    w.borrow_mut().tasks.get_mut(&202).unwrap().parent = None; // re-parented to init
+    w.borrow_mut().exit(100);
+    rec.reconcile(&nothing()).unwrap();
+    assert_eq!(w.borrow().task(202).ioprio, BE4);
+    assert!(rec.journal.entries().unwrap().is_empty());
+}
+
+#[test]
+fn threads_the_policy_boosts_are_not_taken_for_inheritors() {
+    let w = world();
+    let dir = tempfile::tempdir().unwrap();
+    let ui = w.borrow_mut().spawn(100, 100, SHELL_SESSION, None);
+    let render = w.borrow_mut().spawn(101, 100, SHELL_SESSION, Some(100));
+    let mut rec = reconciler(&w, &dir.path().join("j"));
+    let rt = Target {
+        ioprio: Some(encode(CLASS_RT, 4)),
+        ..Target::default()
+    };
+    let d = want(&[(ui, rt.clone()), (render, rt)]);
+    for _ in 0..3 {
+        rec.reconcile(&d).unwrap();
+        assert_eq!(w.borrow().task(101).ioprio, encode(CLASS_RT, 4));
+    }
+}
+
+#[test]
+fn a_failed_restore_keeps_its_row_is_listed_and_retried() {
+    let w = world();
+    let dir = tempfile::tempdir().unwrap();
+    let app = w.borrow_mut().spawn(100, 100, SHELL_SESSION, None);
+    let mut rec = reconciler(&w, &dir.path().join("j"));
+    let d = want(&[(
+        app,
+        Target {
+            ioprio: Some(encode(CLASS_BE, 0)),
+            ..Target::default()
+        },
+    )]);
+    rec.reconcile(&d).unwrap();
+    w.borrow_mut().refuse.insert(Kind::Ioprio);
+    rec.reconcile(&nothing()).unwrap();
+    assert_eq!(rec.journal.entries().unwrap().len(), 1, "row kept");
+    let (id, why) = rec.failures.iter().next().unwrap();
+    assert_eq!(id.0, Kind::Ioprio);
+    assert!(why.contains("cannot restore"), "{why}");
+    w.borrow_mut().refuse.clear();
+    rec.reconcile(&nothing()).unwrap();
+    assert_eq!(w.borrow().task(100).ioprio, BE4);
+    assert!(rec.journal.entries().unwrap().is_empty());
+    assert!(rec.failures.is_empty());
+}
+
+#[test]
+fn nice_is_never_raised_above_the_original_nor_a_session_lowered() {
+    let w = world();
+    let dir = tempfile::tempdir().unwrap();
+    let app = w.borrow_mut().spawn(100, 100, SHELL_SESSION, None);
+    w.borrow_mut().tasks.get_mut(&100).unwrap().sched.nice = -15;
+    w.borrow_mut().sessions.insert(SHELL_SESSION, -19);
+    let mut rec = reconciler(&w, &dir.path().join("j"));
+    rec.reconcile(&want(&[(
+        app,
+        Target {
+            nice: Some(-5),
+            autogroup_nice: Some(-5),
+            ..Target::default()
+        },
+    )]))
+    .unwrap();
+    assert_eq!(w.borrow().task(100).sched.nice, -15);
+    assert_eq!(w.borrow().sessions[&SHELL_SESSION], -19);
+    assert!(
+        rec.journal.entries().unwrap().is_empty(),
+        "nothing to do, nothing journalled"
+    );
+}
