@@ -79,7 +79,7 @@ fn session_nice(pid: i32) -> i32 {
 #[test]
 #[ignore = "needs root and autogroup: make test runs it as root"]
 fn a_session_shared_with_a_hog_is_not_raised_with_the_app() {
-    assert!(is_root(), "needs root");
+    require_root();
     assert!(
         autogroup::enabled(),
         "needs kernel.sched_autogroup_enabled=1"
@@ -104,7 +104,7 @@ fn a_session_shared_with_a_hog_is_not_raised_with_the_app() {
 #[test]
 #[ignore = "needs root and autogroup: make test runs it as root"]
 fn a_session_raised_for_an_app_is_restored_when_the_app_exits() {
-    assert!(is_root(), "needs root");
+    require_root();
     assert!(
         autogroup::enabled(),
         "needs kernel.sched_autogroup_enabled=1"
@@ -139,7 +139,7 @@ fn a_session_raised_for_an_app_is_restored_when_the_app_exits() {
 #[ignore = "needs root: make test runs it as root"]
 fn io_priority_inherited_by_a_boosted_threads_children_is_taken_back() {
     use std::io::Write;
-    assert!(is_root(), "needs root");
+    require_root();
     let _s = serial();
     let mut d = Daemon::start("shuffledog", "");
     // The UI thread (the shell) forks a child only after it has been boosted.
