@@ -79,7 +79,7 @@ struct {
  */
 struct irq_ctx {
 	__u32 hard;  /* device interrupt handlers (irq_handler_entry) and irq_work */
-	__u32 dev;   /* of which device handlers */
+	__u32 dev;   /* of which handlers of input devices (input_irqs) */
 	__u32 soft;  /* softirqs */
 	__u32 timer; /* hrtimer and timer-wheel callbacks, in hard or soft IRQ */
 };
@@ -90,6 +90,14 @@ struct {
 	__type(key, __u32);
 	__type(value, struct irq_ctx);
 } irq_ctx SEC(".maps");
+
+/* IRQ numbers of input devices (and vsync sources), from /proc/interrupts by name (userspace). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__type(key, __u32);
+	__type(value, __u32);
+} input_irqs SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -212,9 +220,9 @@ static __always_inline int on_wake(struct task_struct *p)
 	if (!ic)
 		return 0;
 	if (ic->hard || ic->timer || (ic->soft && !is_ksoftirqd(cur))) {
-		/* `current` is whoever was interrupted: never a waker. A device's interrupt (or a
-		 * softirq that is not a timer's) waking the app is an input, like scx_lavd's signal. */
-		if (cfg->irq_starts && p->tgid == cfg->fg_tgid && !ic->timer && (ic->dev || ic->soft))
+		/* `current` is whoever was interrupted: never a waker. An input device's interrupt
+		 * waking the app is an input (scx_lavd's signal); a disk's or a timer's is not. */
+		if (cfg->irq_starts && p->tgid == cfg->fg_tgid && !ic->timer && ic->dev)
 			start_episode(st, NULL, p, EVF_IRQ);
 		return 0;
 	}
@@ -308,7 +316,7 @@ int BPF_PROG(ux_rename, struct task_struct *task, const char *comm)
 }
 
 SEC("tp_btf/sched_process_exit")
-int BPF_PROG(ux_exit, struct task_struct *p)
+int BPF_PROG(ux_process_exit, struct task_struct *p)
 {
 	__u32 zero = 0, tid = p->pid;
 	struct config *cfg = bpf_map_lookup_elem(&config, &zero);
@@ -346,8 +354,31 @@ static __always_inline struct irq_ctx *this_cpu_ctx(void)
 		return 0;                       \
 	}
 
-BRACKET(irq_handler_entry, hard, 1, count(&c->dev, 1))
-BRACKET(irq_handler_exit, hard, -1, count(&c->dev, -1))
+static __always_inline int irq_handler(int irq, int delta)
+{
+	__u32 key = irq;
+	struct irq_ctx *c = this_cpu_ctx();
+
+	if (!c)
+		return 0;
+	count(&c->hard, delta);
+	if (bpf_map_lookup_elem(&input_irqs, &key))
+		count(&c->dev, delta);
+	return 0;
+}
+
+SEC("tp_btf/irq_handler_entry")
+int BPF_PROG(ux_irq_handler_entry, int irq)
+{
+	return irq_handler(irq, 1);
+}
+
+SEC("tp_btf/irq_handler_exit")
+int BPF_PROG(ux_irq_handler_exit, int irq)
+{
+	return irq_handler(irq, -1);
+}
+
 BRACKET(irq_work_entry, hard, 1, )
 BRACKET(irq_work_exit, hard, -1, )
 BRACKET(softirq_entry, soft, 1, )

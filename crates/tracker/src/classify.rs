@@ -176,7 +176,15 @@ impl Classifier {
                 }
             }
             Event::Fork { ts, parent, child } => self.fork(ts, &parent, &child),
-            Event::Rename { ts, task } => self.classify_new(&task, ts),
+            Event::Rename { ts, task } => {
+                if let Some(e) = &mut self.episode {
+                    e.rename(&task);
+                }
+                if let Some(m) = self.critical.get_mut(&task.tid) {
+                    m.comm.clone_from(&task.comm);
+                }
+                self.classify_new(&task, ts)
+            }
             Event::Exit { task, .. } => {
                 self.creators.remove(&task.tid);
                 if self

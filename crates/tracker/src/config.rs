@@ -15,8 +15,11 @@ pub struct TrackerConfig {
     /// Name prefixes (case-insensitive) of render/GL threads, delay-critical from creation
     /// (seed 003 §4: "The aforementioned GL thread is also a delay-critical thread").
     pub render_prefixes: Vec<String>,
-    /// A wake-up of an app thread by a device interrupt (not a timer) starts an episode.
+    /// A wake-up of an app thread by the interrupt of an input device starts an episode.
     pub irq_starts_episode: bool,
+    /// Name prefixes of the input (and vsync) devices' interrupts in /proc/interrupts. Disks,
+    /// network cards and timers wake apps from IRQ context too, and are not input.
+    pub input_irq_names: Vec<String>,
     /// An episode that has not reached the display by then is resolved with what it saw.
     pub episode_timeout_ms: u64,
     /// Hops from the UI thread the kernel follows (UI → kworker → shell → kworker → UI is 3).
@@ -52,6 +55,21 @@ impl Default for TrackerConfig {
                 .map(String::from)
                 .to_vec(),
             irq_starts_episode: true,
+            input_irq_names: [
+                "i8042",
+                "xhci",
+                "ehci",
+                "ohci",
+                "uhci",
+                "i2c_hid",
+                "hid",
+                "gpio-keys",
+                "i915",
+                "amdgpu",
+                "nouveau",
+            ]
+            .map(String::from)
+            .to_vec(),
             episode_timeout_ms: 100,
             max_depth: 8,
             store: Some(PathBuf::from("/var/lib/uxsched/tracker.sqlite")),
@@ -77,8 +95,47 @@ impl TrackerConfig {
             .any(|p| c.starts_with(&p.to_lowercase()))
     }
 
+    /// The IRQ numbers of input devices in the text of /proc/interrupts.
+    pub fn input_irqs(&self, interrupts: &str) -> Vec<u32> {
+        interrupts
+            .lines()
+            .filter_map(|l| {
+                let (num, rest) = l.trim_start().split_once(':')?;
+                let irq: u32 = num.parse().ok()?;
+                // The last column lists the handlers' names, comma-separated.
+                let names = rest
+                    .split_whitespace()
+                    .skip_while(|w| w.chars().all(|c| c.is_ascii_digit()));
+                let text: Vec<&str> = names.collect();
+                let handlers = text.join(" ");
+                let input = handlers.split([',', ' ']).any(|h| {
+                    self.input_irq_names
+                        .iter()
+                        .any(|p| !h.is_empty() && h.starts_with(p.as_str()))
+                });
+                input.then_some(irq)
+            })
+            .collect()
+    }
+
     /// The `partners` map's role bits for a thread named `comm` (bpf/tracker.h ROLE_*).
     pub fn role_bits(&self, comm: &str) -> u32 {
         u32::from(self.is_input(comm)) | (u32::from(self.is_display(comm)) << 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn input_irqs_by_device_name() {
+        let text = "           CPU0       CPU1
+   1:          9          0   IO-APIC   1-edge      i8042
+  11:          0          0   IO-APIC  11-fasteoi   virtio0-requests
+  24:        120         30   PCI-MSI 512000-edge      xhci_hcd
+ NMI:          0          0   Non-maskable interrupts
+";
+        assert_eq!(TrackerConfig::default().input_irqs(text), vec![1, 24]);
     }
 }

@@ -49,9 +49,16 @@ impl Episode {
             return false;
         }
         for t in [waker, wakee] {
-            self.nodes.entry(t.tid).or_insert_with(|| t.clone());
+            self.nodes.insert(t.tid, t.clone()); // the latest name
         }
         self.edges.insert((waker.tid, wakee.tid))
+    }
+
+    /// A thread of the episode took a new name (threads are named after they are created).
+    pub fn rename(&mut self, t: &Task) {
+        if let Some(n) = self.nodes.get_mut(&t.tid) {
+            n.comm.clone_from(&t.comm);
+        }
     }
 
     /// The work reached the display through `waker`.

@@ -89,11 +89,16 @@ impl Tracker {
             .open_memory(OBJECT)
             .and_then(|o| o.load())
             .map_err(refused)?;
-        let links = obj
-            .progs_mut()
+        // Exits before entries: an IRQ that enters after its entry program is attached but
+        // leaves before its exit program is would leave the CPU marked "in IRQ" for good.
+        let mut progs: Vec<_> = obj.progs_mut().collect();
+        progs.sort_by_key(|p| !p.name().to_string_lossy().ends_with("_exit"));
+        let links = progs
+            .iter()
             .map(|p| p.attach())
             .collect::<Result<Vec<_>, _>>()
             .map_err(refused)?;
+        drop(progs);
         let pending = Arc::new(Mutex::new(Pending::default()));
         let ring = {
             let sink = Arc::clone(&pending);
@@ -120,6 +125,7 @@ impl Tracker {
             cfg,
         };
         t.write_config(0).map_err(refused)?;
+        t.mark_input_irqs();
         for task in procfs::all_threads() {
             t.set_partner(task.tid, &task.comm);
         }
@@ -139,6 +145,17 @@ impl Tracker {
         );
         self.map("config")
             .update(&0u32.to_ne_bytes(), &v, MapFlags::ANY)
+    }
+
+    /// Fill `input_irqs` from /proc/interrupts (devices present at start).
+    fn mark_input_irqs(&self) {
+        let text = std::fs::read_to_string("/proc/interrupts").unwrap_or_default();
+        let map = self.map("input_irqs");
+        for irq in self.cfg.input_irqs(&text) {
+            if let Err(e) = map.update(&irq.to_ne_bytes(), &1u32.to_ne_bytes(), MapFlags::ANY) {
+                tracing::warn!("tracker: cannot mark IRQ {irq} as input: {e}");
+            }
+        }
     }
 
     /// Keep the `partners` map in step with a thread's (new) name.
@@ -192,6 +209,7 @@ impl Tracker {
             if let Event::Rename { task, .. } | Event::Exec { task, .. } = &ev {
                 self.set_partner(task.tid, &task.comm);
             }
+            tracing::trace!("tracker event {ev:?}");
             self.cls.handle(ev);
         }
         self.cls.tick(procfs::monotonic_ns());
