@@ -1,0 +1,389 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * uxsched's thread tracker, kernel side: follows an interaction from the input wake-up of a
+ * foreground-app thread through every thread it wakes (across processes and kernel workers) and
+ * reports each new waker→wakee edge of the episode once. Classification (seed 003 §4's cycle
+ * rule) is done in userspace: crates/tracker/src/episode.rs.
+ *
+ * Kernel types: only the fields used are declared, with preserve_access_index, so CO-RE
+ * relocates them against the running kernel's BTF at load time. No vmlinux.h is generated: the
+ * build needs neither bpftool nor /sys/kernel/btf (CI containers, cross builds), and the object
+ * does not depend on the build machine's kernel.
+ *
+ * Wake-ups are taken at sched_waking, not sched_wakeup: include/trace/events/sched.h documents
+ * sched_waking as "guaranteed to be called from the waking context", while sched_wakeup may run
+ * on the wakee's CPU from the IPI of a queued remote wake-up (ttwu_queue_wakelist), where
+ * `current` is not the waker. sched_wakeup_new is called by the parent in wake_up_new_task().
+ */
+#include <linux/types.h>
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "tracker.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+#define PF_KTHREAD 0x00200000
+
+struct task_struct {
+	int pid;
+	int tgid;
+	unsigned int flags;
+	__u64 start_boottime;
+	char comm[16];
+} __attribute__((preserve_access_index));
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct config);
+} config SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct state);
+} state SEC(".maps");
+
+/* tid → ROLE_* for input dispatcher and display threads (userspace, by name; inherited on fork). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u32);
+} partners SEC(".maps");
+
+/* tid → the episode it was reached in: the in-kernel filter. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct hot);
+} hot SEC(".maps");
+
+/* (episode, waker, wakee) → wake-ups: the aggregated edges. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct edge_key);
+	__type(value, __u64);
+} edges SEC(".maps");
+
+/*
+ * Per CPU: what the CPU is serving now, from the irq/softirq/timer tracepoints. The preempt count
+ * would say it directly, but on x86 it is a per-CPU variable that BPF can reach only through
+ * kallsyms, and kernels without CONFIG_KALLSYMS_ALL (like this project's) do not list it.
+ */
+struct irq_ctx {
+	__u32 hard;  /* device interrupt handlers (irq_handler_entry) and irq_work */
+	__u32 dev;   /* of which handlers of input devices (input_irqs) */
+	__u32 soft;  /* softirqs */
+	__u32 timer; /* hrtimer and timer-wheel callbacks, in hard or soft IRQ */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct irq_ctx);
+} irq_ctx SEC(".maps");
+
+/* IRQ numbers of input devices (and vsync sources), from /proc/interrupts by name (userspace). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__type(key, __u32);
+	__type(value, __u32);
+} input_irqs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024);
+} events SEC(".maps");
+
+/* Events that found the ring buffer full (index 0). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} dropped SEC(".maps");
+
+static __always_inline void fill(struct task_ref *r, struct task_struct *t)
+{
+	r->tid = t->pid;
+	r->tgid = t->tgid;
+	r->start_ns = t->start_boottime;
+	r->kthread = (t->flags & PF_KTHREAD) != 0;
+	bpf_probe_read_kernel_str(r->comm, sizeof(r->comm), t->comm);
+}
+
+static __always_inline void emit(__u32 kind, __u32 flags, __u64 epoch, struct task_struct *a,
+				 struct task_struct *b)
+{
+	struct event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	__u32 zero = 0;
+
+	if (!e) {
+		__u64 *d = bpf_map_lookup_elem(&dropped, &zero);
+		if (d)
+			__sync_fetch_and_add(d, 1);
+		return;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	e->kind = kind;
+	e->flags = flags;
+	e->ts = bpf_ktime_get_ns();
+	e->epoch = epoch;
+	if (a)
+		fill(&e->a, a);
+	if (b)
+		fill(&e->b, b);
+	bpf_ringbuf_submit(e, 0);
+}
+
+/* Softirqs that ksoftirqd runs are its own work; others borrow whoever was running. */
+static __always_inline int is_ksoftirqd(struct task_struct *t)
+{
+	return t->flags & PF_KTHREAD && t->comm[0] == 'k' && t->comm[1] == 's' && t->comm[2] == 'o' &&
+	       t->comm[3] == 'f' && t->comm[4] == 't';
+}
+
+static __always_inline __u32 role_of(__u32 tid)
+{
+	__u32 *r = bpf_map_lookup_elem(&partners, &tid);
+	return r ? *r : 0;
+}
+
+static __always_inline void start_episode(struct state *st, struct task_struct *waker,
+					  struct task_struct *ui, __u32 flags)
+{
+	__u64 epoch = __sync_fetch_and_add(&st->epoch, 1) + 1;
+	struct hot h = { .epoch = epoch };
+	__u32 tid = ui->pid;
+
+	st->start_ns = bpf_ktime_get_ns();
+	st->ui_tid = tid;
+	st->open = 1;
+	bpf_map_update_elem(&hot, &tid, &h, BPF_ANY);
+	emit(EV_START, flags, epoch, waker, ui);
+}
+
+/* The episode's hot entry for `tid`, or NULL when it was not reached in `epoch`. */
+static __always_inline struct hot *hot_in(__u32 tid, __u64 epoch)
+{
+	struct hot *h = bpf_map_lookup_elem(&hot, &tid);
+	return h && h->epoch == epoch ? h : NULL;
+}
+
+static __always_inline void record_edge(struct config *cfg, struct state *st,
+					struct task_struct *waker, struct task_struct *wakee,
+					struct hot *wh)
+{
+	struct edge_key k = { .epoch = st->epoch, .waker = waker->pid, .wakee = wakee->pid };
+	__u64 one = 1, *n;
+	__u32 tid = wakee->pid;
+
+	if (role_of(tid) & ROLE_DISPLAY && wakee->tgid != cfg->fg_tgid) {
+		st->open = 0;
+		emit(EV_END, 0, k.epoch, waker, wakee);
+		return;
+	}
+	if (bpf_map_update_elem(&edges, &k, &one, BPF_NOEXIST) == 0) {
+		emit(EV_EDGE, 0, k.epoch, waker, wakee);
+	} else {
+		n = bpf_map_lookup_elem(&edges, &k);
+		if (n)
+			__sync_fetch_and_add(n, 1);
+	}
+	if (!hot_in(tid, k.epoch) && wh->depth < cfg->max_depth) {
+		struct hot h = { .epoch = k.epoch, .depth = wh->depth + 1 };
+		bpf_map_update_elem(&hot, &tid, &h, BPF_ANY);
+	}
+}
+
+static __always_inline int on_wake(struct task_struct *p)
+{
+	struct task_struct *cur = bpf_get_current_task_btf();
+	__u32 zero = 0;
+	struct config *cfg = bpf_map_lookup_elem(&config, &zero);
+	struct state *st = bpf_map_lookup_elem(&state, &zero);
+	struct irq_ctx *ic;
+	struct hot *wh;
+
+	if (!cfg || !st || !cfg->fg_tgid || cur->pid == p->pid)
+		return 0;
+	ic = bpf_map_lookup_elem(&irq_ctx, &zero);
+	if (!ic)
+		return 0;
+	if (ic->hard || ic->timer || (ic->soft && !is_ksoftirqd(cur))) {
+		/* `current` is whoever was interrupted: never a waker. An input device's interrupt
+		 * waking the app is an input (scx_lavd's signal); a disk's or a timer's is not. */
+		if (cfg->irq_starts && p->tgid == cfg->fg_tgid && !ic->timer && ic->dev)
+			start_episode(st, NULL, p, EVF_IRQ);
+		return 0;
+	}
+	if (p->tgid == cfg->fg_tgid && cur->tgid != cfg->fg_tgid &&
+	    role_of(cur->pid) & ROLE_INPUT) {
+		start_episode(st, cur, p, 0);
+		return 0;
+	}
+	if (!st->open || bpf_ktime_get_ns() - st->start_ns > cfg->timeout_ns)
+		return 0;
+	wh = hot_in(cur->pid, st->epoch);
+	if (wh)
+		record_edge(cfg, st, cur, p, wh);
+	return 0;
+}
+
+SEC("tp_btf/sched_waking")
+int BPF_PROG(ux_waking, struct task_struct *p)
+{
+	return on_wake(p);
+}
+
+SEC("tp_btf/sched_wakeup_new")
+int BPF_PROG(ux_wakeup_new, struct task_struct *p)
+{
+	return on_wake(p);
+}
+
+/* On-CPU time of the episode's threads, for the daemon's budget and the report. */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(ux_switch, _Bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	__u32 zero = 0;
+	struct state *st = bpf_map_lookup_elem(&state, &zero);
+	__u64 now;
+	struct hot *h;
+
+	if (!st || !st->open)
+		return 0;
+	now = bpf_ktime_get_ns();
+	h = hot_in(prev->pid, st->epoch);
+	if (h && h->since_ns) {
+		h->ran_ns += now - h->since_ns;
+		h->since_ns = 0;
+	}
+	h = hot_in(next->pid, st->epoch);
+	if (h)
+		h->since_ns = now;
+	return 0;
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(ux_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 zero = 0, tid = parent->pid, ctid = child->pid;
+	struct config *cfg = bpf_map_lookup_elem(&config, &zero);
+	__u32 *role = bpf_map_lookup_elem(&partners, &tid);
+
+	if (role) {
+		__u32 r = *role;
+		bpf_map_update_elem(&partners, &ctid, &r, BPF_ANY);
+	}
+	if (role || (cfg && cfg->fg_tgid && parent->tgid == cfg->fg_tgid))
+		emit(EV_FORK, 0, 0, parent, child);
+	return 0;
+}
+
+/* Exec and rename are rare system-wide: all are reported, so userspace can match the configured
+ * input/display names and the app's identity. */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(ux_exec, struct task_struct *p)
+{
+	emit(EV_EXEC, 0, 0, p, NULL);
+	return 0;
+}
+
+SEC("tp_btf/task_rename")
+int BPF_PROG(ux_rename, struct task_struct *task, const char *comm)
+{
+	struct event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+
+	if (!e)
+		return 0;
+	__builtin_memset(e, 0, sizeof(*e));
+	e->kind = EV_RENAME;
+	e->ts = bpf_ktime_get_ns();
+	fill(&e->a, task);
+	bpf_probe_read_kernel_str(e->a.comm, sizeof(e->a.comm), comm);
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(ux_process_exit, struct task_struct *p)
+{
+	__u32 zero = 0, tid = p->pid;
+	struct config *cfg = bpf_map_lookup_elem(&config, &zero);
+	int partner = bpf_map_delete_elem(&partners, &tid) == 0;
+	int was_hot = bpf_map_delete_elem(&hot, &tid) == 0;
+
+	if (partner || was_hot || (cfg && cfg->fg_tgid && p->tgid == cfg->fg_tgid))
+		emit(EV_EXIT, 0, 0, p, NULL);
+	return 0;
+}
+
+static __always_inline void count(__u32 *field, int delta)
+{
+	if (delta > 0)
+		*field += 1;
+	else if (*field > 0) /* an exit whose entry came before we attached */
+		*field -= 1;
+}
+
+static __always_inline struct irq_ctx *this_cpu_ctx(void)
+{
+	__u32 zero = 0;
+	return bpf_map_lookup_elem(&irq_ctx, &zero);
+}
+
+#define BRACKET(tp, field, delta, extra)        \
+	SEC("tp_btf/" #tp)                      \
+	int BPF_PROG(ux_##tp)                   \
+	{                                       \
+		struct irq_ctx *c = this_cpu_ctx(); \
+		if (c) {                        \
+			count(&c->field, delta); \
+			extra;                  \
+		}                               \
+		return 0;                       \
+	}
+
+static __always_inline int irq_handler(int irq, int delta)
+{
+	__u32 key = irq;
+	struct irq_ctx *c = this_cpu_ctx();
+
+	if (!c)
+		return 0;
+	count(&c->hard, delta);
+	if (bpf_map_lookup_elem(&input_irqs, &key))
+		count(&c->dev, delta);
+	return 0;
+}
+
+SEC("tp_btf/irq_handler_entry")
+int BPF_PROG(ux_irq_handler_entry, int irq)
+{
+	return irq_handler(irq, 1);
+}
+
+SEC("tp_btf/irq_handler_exit")
+int BPF_PROG(ux_irq_handler_exit, int irq)
+{
+	return irq_handler(irq, -1);
+}
+
+BRACKET(irq_work_entry, hard, 1, )
+BRACKET(irq_work_exit, hard, -1, )
+BRACKET(softirq_entry, soft, 1, )
+BRACKET(softirq_exit, soft, -1, )
+BRACKET(hrtimer_expire_entry, timer, 1, )
+BRACKET(hrtimer_expire_exit, timer, -1, )
+BRACKET(timer_expire_entry, timer, 1, )
+BRACKET(timer_expire_exit, timer, -1, )

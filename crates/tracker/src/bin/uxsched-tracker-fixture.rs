@@ -1,0 +1,285 @@
+//! Real processes with known delay-critical threads for the tracker's accuracy suite
+//! (tests/accuracy.rs), after seed 003 Fig. 3 and Table 9. One case per subcommand:
+//!
+//! `uxsched-tracker-fixture CASE [EPISODES] [PERIOD_MS]` forks an input process (`uxs-input`)
+//! and a display process (`uxs-display`), names its main thread `ui`, starts the case's
+//! threads, prints `ready`, waits for `go` on stdin, then for each input event runs the case's
+//! step on the UI thread and hands a frame to the display. Thread names are the ground truth's
+//! keys (see the table in tests/accuracy.rs).
+
+use std::io::{BufRead, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn spin(ms: f64) {
+    let end = Instant::now() + Duration::from_secs_f64(ms / 1000.0);
+    while Instant::now() < end {
+        std::hint::spin_loop();
+    }
+}
+
+fn set_name(name: &str) {
+    let c = std::ffi::CString::new(name).expect("no NUL");
+    // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes.
+    unsafe { libc::prctl(libc::PR_SET_NAME, c.as_ptr()) };
+}
+
+/// Run `body` in a child process named `name` (called while the process is single-threaded).
+fn fork_child(name: &str, body: impl FnOnce()) -> libc::pid_t {
+    // SAFETY: the process has one thread here, so the child may run ordinary code.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
+    if pid == 0 {
+        set_name(name);
+        body();
+        // SAFETY: leave without running the parent's atexit handlers twice.
+        unsafe { libc::_exit(0) };
+    }
+    pid
+}
+
+fn thread(name: &str, body: impl FnOnce() + Send + 'static) {
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(body)
+        .expect("spawn");
+}
+
+/// A thread that serves requests from a channel; `reply` posts back to the UI thread.
+fn server(name: &str, work_ms: f64, reply: Option<Sender<()>>) -> Sender<()> {
+    let (tx, rx): (Sender<()>, Receiver<()>) = channel();
+    thread(name, move || {
+        for () in rx {
+            spin(work_ms);
+            if let Some(r) = &reply {
+                let _ = r.send(());
+            }
+        }
+    });
+    tx
+}
+
+/// The case's per-input work on the UI thread.
+type Step = Box<dyn FnMut()>;
+
+fn pty_cat() -> (std::fs::File, libc::pid_t) {
+    use std::os::fd::FromRawFd;
+    // SAFETY: plain libc pty calls on descriptors this function owns.
+    unsafe {
+        let master = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY);
+        assert!(master >= 0 && libc::grantpt(master) == 0 && libc::unlockpt(master) == 0);
+        let mut buf = [0 as libc::c_char; 64];
+        assert_eq!(libc::ptsname_r(master, buf.as_mut_ptr(), buf.len()), 0);
+        let pid = fork_child("pty-child", || {
+            libc::setsid();
+            let slave = libc::open(buf.as_ptr(), libc::O_RDWR);
+            let mut t: libc::termios = std::mem::zeroed();
+            libc::tcgetattr(slave, &mut t);
+            libc::cfmakeraw(&mut t);
+            libc::tcsetattr(slave, libc::TCSANOW, &t);
+            libc::dup2(slave, 0);
+            libc::dup2(slave, 1);
+            let cat = c"cat";
+            let argv = [cat.as_ptr(), std::ptr::null()];
+            libc::execvp(cat.as_ptr(), argv.as_ptr());
+        });
+        (std::fs::File::from_raw_fd(master), pid)
+    }
+}
+
+/// Set up `case` (children first, while single-threaded) and return its step.
+fn setup(case: &str, children: &mut Vec<libc::pid_t>) -> Step {
+    match case {
+        "ui-only" => {
+            let (_keep, rx) = channel::<()>();
+            thread("idle-helper", move || while rx.recv().is_ok() {});
+            std::mem::forget(_keep);
+            Box::new(|| spin(1.0))
+        }
+        "worker-per-request" => {
+            let (tx, rx) = channel::<()>();
+            Box::new(move || {
+                let tx = tx.clone();
+                thread("req-worker", move || {
+                    // SAFETY: setpriority on the calling thread (who = 0).
+                    unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 10) };
+                    spin(2.0);
+                    let _ = tx.send(());
+                    // Linger so a poll sees it before it exits.
+                    std::thread::sleep(Duration::from_millis(60));
+                });
+                rx.recv().expect("worker reply");
+            })
+        }
+        "chain" => {
+            let (tx, rx) = channel();
+            let b = server("chain-b", 0.5, Some(tx));
+            let (btx, brx) = channel::<()>();
+            thread("chain-a", move || {
+                for () in brx {
+                    spin(0.5);
+                    let _ = b.send(());
+                }
+            });
+            Box::new(move || {
+                btx.send(()).unwrap();
+                rx.recv().unwrap();
+            })
+        }
+        "logger" => {
+            let log = server("logger", 0.3, None);
+            Box::new(move || {
+                log.send(()).unwrap();
+                spin(1.0);
+            })
+        }
+        "db-writer" => {
+            let (tx, rx) = channel::<u64>();
+            let path = std::env::temp_dir().join(format!("uxs-db-{}", std::process::id()));
+            thread("db-writer", move || {
+                let mut f = std::fs::File::create(&path).expect("db file");
+                for n in rx {
+                    let _ = writeln!(f, "row {n}");
+                    let _ = f.sync_data();
+                }
+                let _ = std::fs::remove_file(&path);
+            });
+            let mut n = 0;
+            Box::new(move || {
+                n += 1;
+                tx.send(n).unwrap();
+                spin(1.0);
+            })
+        }
+        "render" => Box::new(|| spin(1.0)),
+        "thread-pool" => {
+            let (tx, rx) = channel();
+            let feed = [0, 1].map(|i| server(&format!("pool-{i}"), 1.0, Some(tx.clone())));
+            let other = [2, 3].map(|i| server(&format!("pool-{i}"), 1.0, None));
+            let mut i = 0;
+            Box::new(move || {
+                other[i % 2].send(()).unwrap();
+                feed[i % 2].send(()).unwrap();
+                rx.recv().unwrap();
+                i += 1;
+            })
+        }
+        "service" => {
+            let (mut ui_end, mut svc_end) = UnixStream::pair().unwrap();
+            children.push(fork_child("svc", move || {
+                let mut b = [0u8; 1];
+                while svc_end.read_exact(&mut b).is_ok() {
+                    spin(1.0);
+                    let _ = svc_end.write_all(&b);
+                }
+            }));
+            Box::new(move || {
+                let mut b = [7u8; 1];
+                ui_end.write_all(&b).unwrap();
+                ui_end.read_exact(&mut b).unwrap();
+            })
+        }
+        "pty-shell" => {
+            let (mut master, pid) = pty_cat();
+            children.push(pid);
+            Box::new(move || {
+                master.write_all(b"k").unwrap();
+                let mut b = [0u8; 1];
+                master.read_exact(&mut b).unwrap();
+            })
+        }
+        "shared-memory" => {
+            let req = Arc::new(AtomicU64::new(0));
+            let done = Arc::new(AtomicU64::new(0));
+            let (r, d) = (Arc::clone(&req), Arc::clone(&done));
+            thread("shm-worker", move || loop {
+                std::thread::sleep(Duration::from_millis(1));
+                let n = r.load(Ordering::Acquire);
+                if n != d.load(Ordering::Acquire) {
+                    spin(2.0);
+                    d.store(n, Ordering::Release);
+                }
+            });
+            Box::new(move || {
+                let n = req.fetch_add(1, Ordering::AcqRel) + 1;
+                while done.load(Ordering::Acquire) != n {
+                    std::thread::sleep(Duration::from_micros(500));
+                }
+            })
+        }
+        "timer" => {
+            thread("ticker", || loop {
+                std::thread::sleep(Duration::from_millis(5));
+                spin(0.3);
+            });
+            Box::new(|| spin(1.0))
+        }
+        other => {
+            eprintln!("unknown case {other}");
+            std::process::exit(2);
+        }
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let case = args.get(1).cloned().unwrap_or_default();
+    let episodes: u32 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(20);
+    let period = Duration::from_millis(args.get(3).and_then(|a| a.parse().ok()).unwrap_or(40));
+
+    let (mut input, mut input_end) = UnixStream::pair().unwrap();
+    let (display, mut display_end) = UnixStream::pair().unwrap();
+    let mut children = vec![
+        fork_child("uxs-input", move || {
+            let mut go = [0u8; 1];
+            if input_end.read_exact(&mut go).is_err() {
+                return;
+            }
+            for _ in 0..episodes {
+                std::thread::sleep(period);
+                if input_end.write_all(&[1]).is_err() {
+                    return;
+                }
+            }
+        }),
+        fork_child("uxs-display", move || {
+            let mut b = [0u8; 64];
+            while matches!(display_end.read(&mut b), Ok(n) if n > 0) {}
+        }),
+    ];
+    let mut step = setup(&case, &mut children);
+    set_name("ui");
+    if case == "render" {
+        let mut d = display.try_clone().unwrap();
+        thread("RenderThread", move || loop {
+            std::thread::sleep(Duration::from_micros(16_667));
+            spin(1.0);
+            if d.write_all(&[2]).is_err() {
+                return;
+            }
+        });
+    }
+    println!("ready");
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line).unwrap();
+    input.write_all(&[0]).unwrap();
+    let mut display = display;
+    let mut ev = [0u8; 1];
+    for _ in 0..episodes {
+        input.read_exact(&mut ev).unwrap();
+        step();
+        display.write_all(&[1]).unwrap();
+    }
+    drop(display);
+    for pid in children {
+        // SAFETY: our own children.
+        unsafe {
+            libc::kill(pid, libc::SIGTERM);
+            libc::waitpid(pid, std::ptr::null_mut(), 0);
+        }
+    }
+    std::process::exit(0);
+}

@@ -1,0 +1,344 @@
+//! The classifier: turns the kernel's events into episodes, the delay-critical set and learned
+//! decisions. Pure (no BPF, no /proc): it is unit-tested on recorded event sequences, and
+//! [`crate::Tracker`] feeds it from the ring buffer.
+//!
+//! Decisions, in order of arrival:
+//! - An episode starts at [`Event::Start`]; its UI thread (seed 000's user-interactive task)
+//!   and the input thread are confirmed at once.
+//! - A thread woken on the episode's path is *provisional* at once (boost now, seed 003's "too
+//!   late" problem), unless a learned pair already says critical (then confirmed).
+//! - After each edge, threads on a circle (episode.rs) are confirmed; they stay in the set
+//!   while the app is in front. When the episode resolves (display reached, timeout, new input),
+//!   provisional threads that were not confirmed are dropped, and every thread of the episode
+//!   gets a ⟨context, decision⟩ pair.
+//! - Render/GL threads are confirmed by name when created or renamed; threads whose context
+//!   the store knows as critical are confirmed on creation (the relaunch case).
+
+use crate::config::TrackerConfig;
+use crate::critical::{EndReason, EpisodeInfo, Kind, Member, Snapshot, Source, Status, ThreadId};
+use crate::episode::Episode;
+use crate::store::{Context, Store};
+use crate::wire::{Event, Task};
+use std::collections::BTreeMap;
+
+/// The foreground app: its process and identity ([`crate::store::app_key`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct App {
+    pub tgid: u32,
+    pub key: String,
+}
+
+/// App threads remembered for their creator (bounded; exits remove them).
+const MAX_THREADS: usize = 8192;
+
+pub struct Classifier {
+    cfg: TrackerConfig,
+    pub store: Store,
+    app: Option<App>,
+    /// App thread → `role:name` of its creator, when its creation was seen.
+    creators: BTreeMap<u32, String>,
+    critical: BTreeMap<u32, Member>,
+    episode: Option<Episode>,
+    last: Option<EpisodeInfo>,
+    episodes: u64,
+    /// Store errors are logged once, not per decision.
+    store_failed: bool,
+}
+
+impl Classifier {
+    pub fn new(cfg: TrackerConfig, store: Store) -> Self {
+        Classifier {
+            cfg,
+            store,
+            app: None,
+            creators: BTreeMap::new(),
+            critical: BTreeMap::new(),
+            episode: None,
+            last: None,
+            episodes: 0,
+            store_failed: false,
+        }
+    }
+
+    pub fn app(&self) -> Option<&App> {
+        self.app.as_ref()
+    }
+
+    /// A new foreground app (or none) with its current threads: forget the old app's set,
+    /// load the new one's learned pairs, classify its threads from them and their names.
+    pub fn set_foreground(&mut self, app: Option<App>, threads: &[Task], now: u64) {
+        self.resolve(now, EndReason::Unfocused);
+        self.critical.clear();
+        self.creators.clear();
+        self.last = None;
+        self.episodes = 0;
+        self.app = app;
+        if let Some(a) = &self.app {
+            if let Err(e) = self.store.load_app(&a.key) {
+                tracing::warn!("tracker: cannot load learned decisions of {}: {e}", a.key);
+            }
+        }
+        for t in threads {
+            self.classify_new(t, now);
+        }
+    }
+
+    fn kind_of(&self, t: &Task) -> Kind {
+        if t.kthread {
+            Kind::KernelWorker
+        } else if self.app.as_ref().is_some_and(|a| a.tgid == t.tgid) {
+            Kind::App
+        } else {
+            Kind::Partner
+        }
+    }
+
+    fn context(&self, t: &Task) -> Option<Context> {
+        let app = self.app.as_ref()?;
+        let creator = match self.kind_of(t) {
+            Kind::App => self
+                .creators
+                .get(&t.tid)
+                .cloned()
+                .unwrap_or_else(|| "?".into()),
+            Kind::Partner => "partner".into(),
+            Kind::KernelWorker => "kernel".into(),
+        };
+        Some(Context {
+            app: app.key.clone(),
+            thread: t.comm.clone(),
+            creator,
+        })
+    }
+
+    fn learned_critical(&mut self, t: &Task) -> bool {
+        let Some(c) = self.context(t) else {
+            return false;
+        };
+        self.store.lookup(&c).is_some_and(|d| d.critical)
+    }
+
+    fn mark(&mut self, t: &Task, status: Status, source: Source, now: u64) {
+        let kind = self.kind_of(t);
+        let m = self.critical.entry(t.tid).or_insert_with(|| Member {
+            id: ThreadId::from(t),
+            comm: t.comm.clone(),
+            kind,
+            status,
+            source,
+            since_ns: now,
+            episode_cpu_ns: None,
+        });
+        m.comm.clone_from(&t.comm);
+        if m.status == Status::Provisional && status == Status::Confirmed {
+            m.status = Status::Confirmed;
+            m.source = source;
+            m.since_ns = now;
+        }
+    }
+
+    /// An app thread appeared or was renamed: render name or learned context → confirmed.
+    fn classify_new(&mut self, t: &Task, now: u64) {
+        if self.kind_of(t) != Kind::App {
+            return;
+        }
+        if self.cfg.is_render(&t.comm) {
+            self.mark(t, Status::Confirmed, Source::Name, now);
+        } else if self.learned_critical(t) {
+            self.mark(t, Status::Confirmed, Source::Learned, now);
+        }
+    }
+
+    pub fn handle(&mut self, ev: Event) {
+        match ev {
+            Event::Start {
+                ts,
+                epoch,
+                input,
+                ui,
+            } => self.start(ts, epoch, input, ui),
+            Event::Edge {
+                ts,
+                epoch,
+                waker,
+                wakee,
+            } => self.edge(ts, epoch, &waker, &wakee),
+            Event::End {
+                ts,
+                epoch,
+                waker,
+                display,
+            } => {
+                if let Some(e) = self.episode.as_mut().filter(|e| e.epoch == epoch) {
+                    e.add_display(&waker, &display);
+                    self.confirm_cycles(ts);
+                    self.resolve(ts, EndReason::Display);
+                }
+            }
+            Event::Fork { ts, parent, child } => self.fork(ts, &parent, &child),
+            Event::Rename { ts, task } => {
+                if let Some(e) = &mut self.episode {
+                    e.rename(&task);
+                }
+                if let Some(m) = self.critical.get_mut(&task.tid) {
+                    m.comm.clone_from(&task.comm);
+                }
+                self.classify_new(&task, ts)
+            }
+            Event::Exit { task, .. } => {
+                self.creators.remove(&task.tid);
+                if self
+                    .critical
+                    .get(&task.tid)
+                    .is_some_and(|m| m.id == ThreadId::from(&task))
+                {
+                    self.critical.remove(&task.tid);
+                }
+            }
+            Event::Exec { .. } => {}
+        }
+    }
+
+    fn start(&mut self, ts: u64, epoch: u64, input: Option<Task>, ui: Task) {
+        if self.app.as_ref().is_none_or(|a| a.tgid != ui.tgid) {
+            return;
+        }
+        self.resolve(ts, EndReason::Superseded);
+        self.mark(&ui, Status::Confirmed, Source::Observed, ts);
+        if let Some(i) = &input {
+            self.mark(i, Status::Confirmed, Source::Observed, ts);
+        }
+        self.episode = Some(Episode::new(epoch, ui, input, ts));
+    }
+
+    fn edge(&mut self, ts: u64, epoch: u64, waker: &Task, wakee: &Task) {
+        let Some(e) = self.episode.as_mut().filter(|e| e.epoch == epoch) else {
+            return;
+        };
+        if !e.add_edge(waker, wakee) {
+            return;
+        }
+        let status = if self.learned_critical(wakee) {
+            (Status::Confirmed, Source::Learned)
+        } else {
+            (Status::Provisional, Source::Observed)
+        };
+        self.mark(wakee, status.0, status.1, ts);
+        self.confirm_cycles(ts);
+    }
+
+    fn confirm_cycles(&mut self, ts: u64) {
+        let Some(e) = &self.episode else { return };
+        let found: Vec<Task> = e.critical().iter().map(|t| e.nodes[t].clone()).collect();
+        for t in found {
+            self.mark(&t, Status::Confirmed, Source::Observed, ts);
+        }
+    }
+
+    fn fork(&mut self, ts: u64, parent: &Task, child: &Task) {
+        let Some(app) = &self.app else { return };
+        if child.tgid != app.tgid {
+            return;
+        }
+        let role = if parent.tid == parent.tgid {
+            "main"
+        } else if self
+            .critical
+            .get(&parent.tid)
+            .is_some_and(|m| m.status == Status::Confirmed)
+        {
+            "critical"
+        } else {
+            "thread"
+        };
+        if self.creators.len() >= MAX_THREADS {
+            self.creators.pop_first();
+        }
+        self.creators
+            .insert(child.tid, format!("{role}:{}", parent.comm));
+        self.classify_new(child, ts);
+    }
+
+    /// Close the open episode: drop what stayed provisional, learn a pair for every thread seen.
+    fn resolve(&mut self, ts: u64, why: EndReason) {
+        let Some(e) = self.episode.take() else { return };
+        let critical = e.critical();
+        for tid in e.nodes.keys() {
+            if self
+                .critical
+                .get(tid)
+                .is_some_and(|m| m.status == Status::Provisional)
+            {
+                self.critical.remove(tid);
+            }
+        }
+        let ends: Vec<u32> = e
+            .displays
+            .iter()
+            .copied()
+            .chain(e.input.as_ref().map(|i| i.tid))
+            .collect();
+        for (tid, t) in &e.nodes {
+            if ends.contains(tid) {
+                continue;
+            }
+            let Some(c) = self.context(t) else { continue };
+            let kind = self.kind_of(t);
+            if let Err(err) = self.store.record(c, critical.contains(tid), kind) {
+                if !std::mem::replace(&mut self.store_failed, true) {
+                    tracing::warn!(
+                        "tracker: cannot persist learned decisions (kept in memory): {err}"
+                    );
+                }
+            }
+        }
+        self.episodes += 1;
+        self.last = Some(info(&e, Some(ts), Some(why)));
+    }
+
+    /// Resolve the open episode if it outlived the timeout (`now`: CLOCK_MONOTONIC ns).
+    pub fn tick(&mut self, now: u64) {
+        let limit = self.cfg.episode_timeout_ms * 1_000_000;
+        if self
+            .episode
+            .as_ref()
+            .is_some_and(|e| now.saturating_sub(e.start_ns) > limit)
+        {
+            self.resolve(now, EndReason::Timeout);
+        }
+    }
+
+    pub fn snapshot(&self, dropped_events: u64) -> Snapshot {
+        Snapshot {
+            episode: match &self.episode {
+                Some(e) => Some(info(e, None, None)),
+                None => self.last.clone(),
+            },
+            critical: self.critical.values().cloned().collect(),
+            learned: self
+                .app
+                .as_ref()
+                .map(|a| self.store.pairs(&a.key))
+                .unwrap_or_default(),
+            episodes: self.episodes,
+            dropped_events,
+        }
+    }
+}
+
+fn info(e: &Episode, end_ns: Option<u64>, end: Option<EndReason>) -> EpisodeInfo {
+    EpisodeInfo {
+        epoch: e.epoch,
+        ui: ThreadId::from(&e.ui),
+        ui_comm: e.ui.comm.clone(),
+        input: e.input.as_ref().map(ThreadId::from),
+        start_ns: e.start_ns,
+        end_ns,
+        end,
+        edges: e.edges.len(),
+    }
+}
+
+#[cfg(test)]
+#[path = "classify_tests.rs"]
+mod tests;

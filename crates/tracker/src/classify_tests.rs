@@ -1,0 +1,207 @@
+//! The classifier on recorded event sequences, encoded as the BPF program writes them.
+
+use super::*;
+use crate::wire::{decode, tests::encode};
+
+const APP: u32 = 100;
+
+fn app_task(tid: u32, comm: &str) -> Task {
+    Task {
+        tid,
+        tgid: APP,
+        start_ns: u64::from(tid) * 10_000_000,
+        comm: comm.into(),
+        kthread: false,
+    }
+}
+
+fn other(tid: u32, tgid: u32, comm: &str, kthread: bool) -> Task {
+    Task {
+        tid,
+        tgid,
+        start_ns: 5,
+        comm: comm.into(),
+        kthread,
+    }
+}
+
+struct Rec {
+    c: Classifier,
+    ts: u64,
+}
+
+impl Rec {
+    fn new(store: Store) -> Self {
+        let mut c = Classifier::new(TrackerConfig::default(), store);
+        let app = App {
+            tgid: APP,
+            key: "/usr/bin/app 0000".into(),
+        };
+        c.set_foreground(Some(app), &[app_task(APP, "app")], 0);
+        Rec { c, ts: 0 }
+    }
+
+    /// Feed one event through the wire encoding.
+    fn ev(&mut self, kind: u32, flags: u32, epoch: u64, a: &Task, b: &Task) {
+        self.ts += 1_000;
+        let e = decode(&encode(kind, flags, self.ts, epoch, a, b)).expect("decodes");
+        self.c.handle(e);
+    }
+
+    fn status(&self, tid: u32) -> Option<Status> {
+        self.c
+            .snapshot(0)
+            .critical
+            .iter()
+            .find(|m| m.id.tid == tid as i32)
+            .map(|m| m.status)
+    }
+}
+
+fn xorg() -> Task {
+    other(7, 7, "Xorg", false)
+}
+
+#[test]
+fn worker_that_posts_back_is_kept_logger_is_dropped() {
+    let mut r = Rec::new(Store::open(None, 1 << 20).unwrap());
+    let (ui, worker, logger) = (
+        app_task(APP, "app"),
+        app_task(101, "worker"),
+        app_task(102, "logger"),
+    );
+    r.ev(1, 0, 1, &xorg(), &ui);
+    assert_eq!(r.status(APP), Some(Status::Confirmed));
+    assert_eq!(
+        r.status(7),
+        Some(Status::Confirmed),
+        "the input thread is on the path"
+    );
+    r.ev(2, 0, 1, &ui, &worker);
+    r.ev(2, 0, 1, &ui, &logger);
+    assert_eq!(r.status(101), Some(Status::Provisional), "boosted at once");
+    assert_eq!(r.status(102), Some(Status::Provisional));
+    r.ev(2, 0, 1, &worker, &ui);
+    assert_eq!(r.status(101), Some(Status::Confirmed), "the circle closed");
+    r.ev(3, 0, 1, &ui, &xorg());
+    assert_eq!(r.status(102), None, "never led back: dropped at the end");
+    let s = r.c.snapshot(0);
+    let ep = s.episode.unwrap();
+    assert_eq!(
+        (ep.end, ep.ui.tid, s.episodes),
+        (Some(EndReason::Display), APP as i32, 1)
+    );
+    let learned: Vec<(String, bool)> = s
+        .learned
+        .iter()
+        .map(|p| (p.context.thread.clone(), p.decision.critical))
+        .collect();
+    assert!(learned.contains(&("worker".into(), true)));
+    assert!(learned.contains(&("logger".into(), false)));
+    assert!(
+        !learned.iter().any(|(t, _)| t == "Xorg"),
+        "input/display are not learned"
+    );
+}
+
+#[test]
+fn chain_through_kernel_workers_and_a_shell_is_critical() {
+    let mut r = Rec::new(Store::open(None, 1 << 20).unwrap());
+    let ui = app_task(APP, "term");
+    let (kw1, sh, kw2) = (
+        other(30, 30, "kworker/u8:1", true),
+        other(40, 40, "sh", false),
+        other(31, 31, "kworker/u8:2", true),
+    );
+    r.ev(1, 0, 1, &xorg(), &ui);
+    for (a, b) in [(&ui, &kw1), (&kw1, &sh), (&sh, &kw2), (&kw2, &ui)] {
+        r.ev(2, 0, 1, a, b);
+    }
+    r.ev(3, 0, 1, &ui, &xorg());
+    let s = r.c.snapshot(0);
+    let kinds: BTreeMap<i32, Kind> = s.critical.iter().map(|m| (m.id.tid, m.kind)).collect();
+    assert_eq!(kinds[&30], Kind::KernelWorker);
+    assert_eq!(kinds[&31], Kind::KernelWorker);
+    assert_eq!(kinds[&40], Kind::Partner);
+    assert_eq!(kinds[&(APP as i32)], Kind::App);
+}
+
+#[test]
+fn timeout_drops_provisional_and_stale_epochs_are_ignored() {
+    let mut r = Rec::new(Store::open(None, 1 << 20).unwrap());
+    let (ui, db) = (app_task(APP, "app"), app_task(103, "db-writer"));
+    r.ev(1, 0, 4, &xorg(), &ui);
+    r.ev(2, 0, 3, &ui, &app_task(104, "stale")); // an older episode's edge
+    assert_eq!(r.status(104), None);
+    r.ev(2, 0, 4, &ui, &db);
+    assert_eq!(r.status(103), Some(Status::Provisional));
+    r.c.tick(r.ts + 50_000_000);
+    assert_eq!(
+        r.status(103),
+        Some(Status::Provisional),
+        "not yet timed out"
+    );
+    r.c.tick(r.ts + 200_000_000);
+    assert_eq!(r.status(103), None);
+    assert_eq!(
+        r.c.snapshot(0).episode.unwrap().end,
+        Some(EndReason::Timeout)
+    );
+}
+
+#[test]
+fn irq_started_episode_and_render_threads_by_name() {
+    let mut r = Rec::new(Store::open(None, 1 << 20).unwrap());
+    let ui = app_task(APP, "app");
+    r.ev(
+        1,
+        1,
+        1,
+        &Task {
+            tid: 0,
+            tgid: 0,
+            start_ns: 0,
+            comm: String::new(),
+            kthread: false,
+        },
+        &ui,
+    );
+    let ep = r.c.snapshot(0).episode.unwrap();
+    assert_eq!(ep.input, None);
+    assert!(ep.end.is_none(), "open");
+    r.ev(4, 0, 0, &ui, &app_task(105, "app"));
+    assert_eq!(r.status(105), None);
+    r.ev(7, 0, 0, &app_task(105, "RenderThread"), &ui);
+    assert_eq!(r.status(105), Some(Status::Confirmed));
+    r.ev(6, 0, 0, &app_task(105, "RenderThread"), &ui);
+    assert_eq!(r.status(105), None, "exited");
+}
+
+#[test]
+fn relaunch_classifies_from_the_store_at_creation() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.sqlite");
+    let (ui, worker) = (app_task(APP, "app"), app_task(101, "app"));
+    {
+        let mut r = Rec::new(Store::open(Some(&path), 1 << 20).unwrap());
+        r.ev(4, 0, 0, &ui, &worker); // created by the main thread…
+        r.ev(7, 0, 0, &app_task(101, "req-worker"), &ui); // …then named
+        r.ev(1, 0, 1, &xorg(), &ui);
+        r.ev(2, 0, 1, &ui, &app_task(101, "req-worker"));
+        r.ev(2, 0, 1, &app_task(101, "req-worker"), &ui);
+        r.ev(3, 0, 1, &ui, &xorg());
+    }
+    let mut r = Rec::new(Store::open(Some(&path), 1 << 20).unwrap());
+    let worker2 = app_task(201, "app");
+    r.ev(4, 0, 0, &ui, &worker2);
+    assert_eq!(r.status(201), None, "its name is not known yet");
+    r.ev(7, 0, 0, &app_task(201, "req-worker"), &ui);
+    let s = r.c.snapshot(0);
+    let m = s
+        .critical
+        .iter()
+        .find(|m| m.id.tid == 201)
+        .expect("classified at creation");
+    assert_eq!((m.status, m.source), (Status::Confirmed, Source::Learned));
+    assert!(s.episode.is_none(), "before any episode");
+}

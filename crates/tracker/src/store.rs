@@ -1,0 +1,333 @@
+//! The learning store (seed 003 §4, §6): ⟨context, decision⟩ pairs, in memory with LRU
+//! replacement bounded by bytes (default 2 MB, §6's default) and persisted in SQLite, so a
+//! relaunched app's threads are classified as they are created instead of after an episode.
+//!
+//! Seed 003's context is the Java call stack at the decision; here it is what a native thread
+//! shows at creation: the app's identity (executable + digest of its arguments), the thread's
+//! name and its creator's role and name. A `true` decision is sticky: one episode where a pool
+//! thread fed the UI outweighs later ones where it did not.
+
+use crate::critical::Kind;
+use rusqlite::{params, Connection};
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct Context {
+    /// `<executable> <args digest>` (see [`app_key`]).
+    pub app: String,
+    pub thread: String,
+    /// `<role>:<name>` of the creating thread (`main`, `critical`, `thread`), `partner` or
+    /// `kernel` for threads of other processes, `?` when the creation was not seen.
+    pub creator: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Decision {
+    pub critical: bool,
+    pub kind: Kind,
+    /// Episodes that decided it.
+    pub seen: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Pair {
+    pub context: Context,
+    pub decision: Decision,
+}
+
+/// The app identity of [`Context::app`]: the executable and a 64-bit FNV-1a digest of the
+/// arguments after argv[0] (stable across runs and Rust versions, unlike `DefaultHasher`).
+pub fn app_key(exe: &str, args: &[String]) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for a in args {
+        for b in a.bytes().chain([0]) {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    format!("{exe} {h:016x}")
+}
+
+/// True when `app` (a [`Context::app`]) is what a user typed: the key, the executable's path or
+/// its file name.
+pub fn app_matches(app: &str, wanted: &str) -> bool {
+    let exe = app.rsplit_once(' ').map_or(app, |(e, _)| e);
+    app == wanted || exe == wanted || exe.rsplit('/').next() == Some(wanted)
+}
+
+const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS decisions (
+    app TEXT NOT NULL, thread TEXT NOT NULL, creator TEXT NOT NULL,
+    kind TEXT NOT NULL, critical INTEGER NOT NULL, seen INTEGER NOT NULL,
+    PRIMARY KEY (app, thread, creator))";
+
+/// Rough bytes one pair holds in memory (strings plus map and LRU overhead).
+fn cost(c: &Context) -> usize {
+    c.app.len() + c.thread.len() + c.creator.len() + 160
+}
+
+pub struct Store {
+    db: Option<Connection>,
+    cap_bytes: usize,
+    bytes: usize,
+    tick: u64,
+    pairs: HashMap<Context, (Decision, u64)>,
+    lru: BTreeMap<u64, Context>,
+}
+
+impl Store {
+    /// An in-memory store, persisted in `path` (created with its table) when given.
+    pub fn open(path: Option<&Path>, cap_bytes: usize) -> rusqlite::Result<Store> {
+        let db = match path {
+            Some(p) => {
+                if let Some(dir) = p.parent() {
+                    let _ = std::fs::create_dir_all(dir);
+                }
+                let db = Connection::open(p)?;
+                db.pragma_update(None, "journal_mode", "WAL")?;
+                db.execute(SCHEMA, [])?;
+                Some(db)
+            }
+            None => None,
+        };
+        Ok(Store {
+            db,
+            cap_bytes,
+            bytes: 0,
+            tick: 0,
+            pairs: HashMap::new(),
+            lru: BTreeMap::new(),
+        })
+    }
+
+    /// Bring an app's persisted pairs into memory (on its launch / focus).
+    pub fn load_app(&mut self, app: &str) -> rusqlite::Result<usize> {
+        let rows = match &self.db {
+            Some(db) => query(db, Some(app), true)?,
+            None => return Ok(0),
+        };
+        let n = rows.len();
+        for p in rows {
+            self.put(p.context, p.decision);
+        }
+        Ok(n)
+    }
+
+    fn put(&mut self, c: Context, d: Decision) {
+        self.tick += 1;
+        if let Some((old, t)) = self.pairs.get_mut(&c) {
+            *old = d;
+            self.lru.remove(t);
+            *t = self.tick;
+        } else {
+            self.bytes += cost(&c);
+            self.pairs.insert(c.clone(), (d, self.tick));
+        }
+        self.lru.insert(self.tick, c);
+        while self.bytes > self.cap_bytes {
+            let Some((_, old)) = self.lru.pop_first() else {
+                break;
+            };
+            self.bytes -= cost(&old);
+            self.pairs.remove(&old);
+        }
+    }
+
+    /// The decision for `c`; when the creation was not seen (`creator == "?"`), any pair of the
+    /// same app and thread name that says critical.
+    pub fn lookup(&mut self, c: &Context) -> Option<Decision> {
+        let key = if self.pairs.contains_key(c) {
+            c.clone()
+        } else if c.creator == "?" {
+            self.pairs
+                .iter()
+                .find(|(k, (d, _))| d.critical && k.app == c.app && k.thread == c.thread)
+                .map(|(k, _)| k.clone())?
+        } else {
+            return None;
+        };
+        let (d, _) = self.pairs[&key];
+        self.put(key, d); // touch
+        Some(d)
+    }
+
+    /// Record one episode's decision for `c` (true is sticky) and persist it.
+    pub fn record(&mut self, c: Context, critical: bool, kind: Kind) -> rusqlite::Result<()> {
+        let prev = self.pairs.get(&c).map(|(d, _)| *d);
+        let d = Decision {
+            critical: critical || prev.is_some_and(|p| p.critical),
+            kind,
+            seen: prev.map_or(1, |p| p.seen + 1),
+        };
+        if let Some(db) = &self.db {
+            db.execute(
+                "INSERT INTO decisions (app, thread, creator, kind, critical, seen)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                 ON CONFLICT (app, thread, creator) DO UPDATE SET
+                   kind = ?4, critical = MAX(critical, ?5), seen = seen + 1",
+                params![
+                    c.app,
+                    c.thread,
+                    c.creator,
+                    kind.name(),
+                    d.critical,
+                    d.seen as i64
+                ],
+            )?;
+        }
+        self.put(c, d);
+        Ok(())
+    }
+
+    /// The in-memory pairs of `app`, sorted.
+    pub fn pairs(&self, app: &str) -> Vec<Pair> {
+        let mut v: Vec<Pair> = self
+            .pairs
+            .iter()
+            .filter(|(c, _)| c.app == app)
+            .map(|(c, (d, _))| Pair {
+                context: c.clone(),
+                decision: *d,
+            })
+            .collect();
+        v.sort_by(|a, b| a.context.cmp(&b.context));
+        v
+    }
+
+    /// Bytes held in memory (the LRU's measure).
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+}
+
+/// Every persisted pair, or those of apps matching `app` ([`app_matches`]; exact key when
+/// `exact`).
+pub fn query(db: &Connection, app: Option<&str>, exact: bool) -> rusqlite::Result<Vec<Pair>> {
+    let mut st = db.prepare(
+        "SELECT app, thread, creator, kind, critical, seen FROM decisions ORDER BY app, thread, creator",
+    )?;
+    let rows = st.query_map([], |r| {
+        let kind: String = r.get(3)?;
+        Ok(Pair {
+            context: Context {
+                app: r.get(0)?,
+                thread: r.get(1)?,
+                creator: r.get(2)?,
+            },
+            decision: Decision {
+                critical: r.get(4)?,
+                kind: Kind::parse(&kind).unwrap_or(Kind::App),
+                seen: r.get::<_, i64>(5)? as u64,
+            },
+        })
+    })?;
+    let keep = |p: &Pair| match app {
+        None => true,
+        Some(a) if exact => p.context.app == a,
+        Some(a) => app_matches(&p.context.app, a),
+    };
+    let mut out = Vec::new();
+    for p in rows {
+        let p = p?;
+        if keep(&p) {
+            out.push(p);
+        }
+    }
+    Ok(out)
+}
+
+/// Delete the persisted pairs of apps matching `app`; how many were deleted.
+pub fn forget(db: &Connection, app: &str) -> rusqlite::Result<usize> {
+    db.execute(SCHEMA, [])?;
+    let apps: Vec<String> = query(db, Some(app), false)?
+        .into_iter()
+        .map(|p| p.context.app)
+        .collect();
+    let mut n = 0;
+    for a in apps.iter().collect::<std::collections::BTreeSet<_>>() {
+        n += db.execute("DELETE FROM decisions WHERE app = ?1", [a])?;
+    }
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx(thread: &str, creator: &str) -> Context {
+        Context {
+            app: app_key("/usr/bin/term", &["-e".into(), "sh".into()]),
+            thread: thread.into(),
+            creator: creator.into(),
+        }
+    }
+
+    #[test]
+    fn decisions_persist_and_true_is_sticky() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.sqlite");
+        let mut s = Store::open(Some(&path), 1 << 20).unwrap();
+        s.record(ctx("worker", "main:term"), true, Kind::App)
+            .unwrap();
+        s.record(ctx("worker", "main:term"), false, Kind::App)
+            .unwrap();
+        s.record(ctx("logger", "main:term"), false, Kind::App)
+            .unwrap();
+        let d = s.lookup(&ctx("worker", "main:term")).unwrap();
+        assert!(d.critical);
+        assert_eq!(d.seen, 2);
+        drop(s);
+        let mut s = Store::open(Some(&path), 1 << 20).unwrap();
+        assert_eq!(
+            s.lookup(&ctx("worker", "main:term")),
+            None,
+            "not loaded yet"
+        );
+        let app = ctx("x", "y").app;
+        assert_eq!(s.load_app(&app).unwrap(), 2);
+        assert!(s.lookup(&ctx("worker", "main:term")).unwrap().critical);
+        assert!(
+            s.lookup(&ctx("worker", "?")).unwrap().critical,
+            "wildcard creator"
+        );
+        assert!(!s.lookup(&ctx("logger", "main:term")).unwrap().critical);
+        let db = Connection::open(&path).unwrap();
+        assert_eq!(query(&db, Some("term"), false).unwrap().len(), 2);
+        assert_eq!(query(&db, Some("other"), false).unwrap().len(), 0);
+        assert_eq!(forget(&db, "/usr/bin/term").unwrap(), 2);
+        assert!(query(&db, None, false).unwrap().is_empty());
+    }
+
+    #[test]
+    fn memory_is_bounded_by_bytes_with_lru_replacement() {
+        let mut s = Store::open(None, 10 * cost(&ctx("t000", "main:x"))).unwrap();
+        for i in 0..10 {
+            s.record(ctx(&format!("t{i:03}"), "main:x"), true, Kind::App)
+                .unwrap();
+        }
+        // Touch t000 so t001 is the least recently used.
+        assert!(s.lookup(&ctx("t000", "main:x")).is_some());
+        s.record(ctx("t010", "main:x"), true, Kind::App).unwrap();
+        assert!(s.bytes() <= 10 * cost(&ctx("t000", "main:x")));
+        assert!(s.lookup(&ctx("t001", "main:x")).is_none(), "LRU evicted");
+        assert!(s.lookup(&ctx("t000", "main:x")).is_some());
+        assert!(s.lookup(&ctx("t010", "main:x")).is_some());
+    }
+
+    #[test]
+    fn app_keys_digest_arguments() {
+        assert_ne!(
+            app_key("/bin/a", &["x".into()]),
+            app_key("/bin/a", &["y".into()])
+        );
+        assert_ne!(
+            app_key("/bin/a", &["ab".into(), "c".into()]),
+            app_key("/bin/a", &["a".into(), "bc".into()])
+        );
+        let k = app_key("/usr/bin/xterm", &[]);
+        assert!(
+            app_matches(&k, "xterm") && app_matches(&k, "/usr/bin/xterm") && app_matches(&k, &k)
+        );
+        assert!(!app_matches(&k, "term"));
+    }
+}

@@ -1,0 +1,258 @@
+//! The tracker on the real kernel: loads `bpf/tracker.bpf.c` (libbpf, CO-RE), keeps its maps
+//! in step with the foreground app and the input/display threads, and feeds the ring buffer's
+//! events to the [`Classifier`].
+
+use crate::classify::{App, Classifier};
+use crate::config::TrackerConfig;
+use crate::critical::Snapshot;
+use crate::procfs;
+use crate::store::{app_key, Store};
+use crate::wire::{self, Event};
+use libbpf_rs::{
+    Link, MapCore, MapFlags, Object, ObjectBuilder, PrintLevel, RingBuffer, RingBufferBuilder,
+};
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+static OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/tracker.bpf.o"));
+
+/// Why the tracker cannot run here; the daemon falls back to name-based roles and says so once.
+#[derive(Debug, thiserror::Error)]
+pub enum Unavailable {
+    #[error("loading BPF programs needs root (or CAP_BPF and CAP_PERFMON): {0}")]
+    NotPermitted(String),
+    #[error("kernel lockdown ({0}) forbids BPF tracing; boot with lockdown=integrity or none")]
+    Lockdown(String),
+    #[error("the kernel has no BTF (/sys/kernel/btf/vmlinux): it needs CONFIG_DEBUG_INFO_BTF=y")]
+    NoBtf,
+    #[error("the kernel refused the tracker's BPF programs (kernel ≥ 5.11 with BTF tracepoints is needed): {0}")]
+    Load(String),
+    #[error("cannot open the decision store {path}: {err}")]
+    Store { path: String, err: String },
+}
+
+/// Events between polls, bounded ([`TrackerConfig::max_pending_events`]).
+#[derive(Default)]
+struct Pending {
+    events: VecDeque<Event>,
+    dropped: u64,
+}
+
+pub struct Tracker {
+    obj: Object,
+    _links: Vec<Link>,
+    ring: RingBuffer<'static>,
+    pending: Arc<Mutex<Pending>>,
+    cls: Classifier,
+    cfg: TrackerConfig,
+}
+
+fn lockdown() -> Option<String> {
+    let text = std::fs::read_to_string("/sys/kernel/security/lockdown").ok()?;
+    let mode = text.split('[').nth(1)?.split(']').next()?.to_owned();
+    (mode == "confidentiality").then_some(mode)
+}
+
+fn libbpf_log(level: PrintLevel, msg: String) {
+    match level {
+        PrintLevel::Warn => tracing::warn!("libbpf: {}", msg.trim_end()),
+        _ => tracing::debug!("libbpf: {}", msg.trim_end()),
+    }
+}
+
+impl Tracker {
+    /// Load and attach the BPF programs; the reason when this kernel or user cannot.
+    pub fn start(cfg: TrackerConfig) -> Result<Tracker, Unavailable> {
+        if !std::path::Path::new("/sys/kernel/btf/vmlinux").exists() {
+            return Err(Unavailable::NoBtf);
+        }
+        if let Some(mode) = lockdown() {
+            return Err(Unavailable::Lockdown(mode));
+        }
+        let store =
+            Store::open(cfg.store.as_deref(), cfg.store_bytes).map_err(|e| Unavailable::Store {
+                path: format!("{:?}", cfg.store),
+                err: e.to_string(),
+            })?;
+        libbpf_rs::set_print(Some((PrintLevel::Warn, libbpf_log)));
+        let refused = |e: libbpf_rs::Error| {
+            // SAFETY: geteuid has no preconditions.
+            if e.kind() == libbpf_rs::ErrorKind::PermissionDenied || unsafe { libc::geteuid() } != 0
+            {
+                Unavailable::NotPermitted(e.to_string())
+            } else {
+                Unavailable::Load(e.to_string())
+            }
+        };
+        let obj = ObjectBuilder::default()
+            .open_memory(OBJECT)
+            .and_then(|o| o.load())
+            .map_err(refused)?;
+        // Exits before entries: an IRQ that enters after its entry program is attached but
+        // leaves before its exit program is would leave the CPU marked "in IRQ" for good.
+        let mut progs: Vec<_> = obj.progs_mut().collect();
+        progs.sort_by_key(|p| !p.name().to_string_lossy().ends_with("_exit"));
+        let links = progs
+            .iter()
+            .map(|p| p.attach())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(refused)?;
+        drop(progs);
+        let pending = Arc::new(Mutex::new(Pending::default()));
+        let ring = {
+            let sink = Arc::clone(&pending);
+            let cap = cfg.max_pending_events;
+            let map = find_map(&obj, "events");
+            let mut b = RingBufferBuilder::new();
+            b.add(&map, move |bytes: &[u8]| {
+                let mut p = sink.lock().expect("tracker queue lock");
+                match wire::decode(bytes) {
+                    Some(e) if p.events.len() < cap => p.events.push_back(e),
+                    _ => p.dropped += 1,
+                }
+                0
+            })
+            .map_err(refused)?;
+            b.build().map_err(refused)?
+        };
+        let t = Tracker {
+            obj,
+            _links: links,
+            ring,
+            pending,
+            cls: Classifier::new(cfg.clone(), store),
+            cfg,
+        };
+        t.write_config(0).map_err(refused)?;
+        t.mark_input_irqs();
+        for task in procfs::all_threads() {
+            t.set_partner(task.tid, &task.comm);
+        }
+        Ok(t)
+    }
+
+    fn map(&self, name: &str) -> libbpf_rs::Map<'_> {
+        find_map(&self.obj, name)
+    }
+
+    fn write_config(&self, fg: u32) -> libbpf_rs::Result<()> {
+        let v = wire::encode_config(
+            fg,
+            self.cfg.irq_starts_episode,
+            self.cfg.episode_timeout_ms * 1_000_000,
+            self.cfg.max_depth,
+        );
+        self.map("config")
+            .update(&0u32.to_ne_bytes(), &v, MapFlags::ANY)
+    }
+
+    /// Fill `input_irqs` from /proc/interrupts (devices present at start).
+    fn mark_input_irqs(&self) {
+        let text = std::fs::read_to_string("/proc/interrupts").unwrap_or_default();
+        let map = self.map("input_irqs");
+        for irq in self.cfg.input_irqs(&text) {
+            if let Err(e) = map.update(&irq.to_ne_bytes(), &1u32.to_ne_bytes(), MapFlags::ANY) {
+                tracing::warn!("tracker: cannot mark IRQ {irq} as input: {e}");
+            }
+        }
+    }
+
+    /// Keep the `partners` map in step with a thread's (new) name.
+    fn set_partner(&self, tid: u32, comm: &str) {
+        let bits = self.cfg.role_bits(comm);
+        let map = self.map("partners");
+        let key = tid.to_ne_bytes();
+        let r = if bits != 0 {
+            map.update(&key, &bits.to_ne_bytes(), MapFlags::ANY)
+        } else {
+            // Absent is the usual case; only a renamed partner had an entry.
+            let _ = map.delete(&key);
+            Ok(())
+        };
+        if let Err(e) = r {
+            tracing::warn!("tracker: cannot mark thread {tid} ({comm}) as input/display: {e}");
+        }
+    }
+
+    /// The app in front of the user (`None`: nothing tracked). Its learned decisions are
+    /// loaded and its current threads classified from them at once.
+    pub fn set_foreground(&mut self, pid: Option<u32>) -> std::io::Result<()> {
+        let app = match pid {
+            Some(p) => {
+                let (exe, args) = procfs::identity(p)?;
+                Some(App {
+                    tgid: p,
+                    key: app_key(&exe, &args),
+                })
+            }
+            None => None,
+        };
+        self.write_config(pid.unwrap_or(0))
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        let threads = pid.map(procfs::threads).unwrap_or_default();
+        self.cls
+            .set_foreground(app, &threads, procfs::monotonic_ns());
+        Ok(())
+    }
+
+    /// Wait up to `timeout` for events, classify them, and say where things stand.
+    pub fn poll(&mut self, timeout: Duration) -> Snapshot {
+        if let Err(e) = self.ring.poll(timeout) {
+            tracing::debug!("tracker: ring buffer poll: {e}");
+        }
+        let (events, user_dropped) = {
+            let mut p = self.pending.lock().expect("tracker queue lock");
+            (std::mem::take(&mut p.events), p.dropped)
+        };
+        for ev in events {
+            if let Event::Rename { task, .. } | Event::Exec { task, .. } = &ev {
+                self.set_partner(task.tid, &task.comm);
+            }
+            tracing::trace!("tracker event {ev:?}");
+            self.cls.handle(ev);
+        }
+        self.cls.tick(procfs::monotonic_ns());
+        let mut s = self.cls.snapshot(user_dropped + self.kernel_dropped());
+        for m in &mut s.critical {
+            m.episode_cpu_ns = self.episode_cpu_ns(m.id.tid as u32);
+        }
+        s
+    }
+
+    /// The ring buffer's epoll descriptor, for a caller's own event loop.
+    pub fn fd(&self) -> i32 {
+        self.ring.epoll_fd()
+    }
+
+    fn kernel_dropped(&self) -> u64 {
+        match self
+            .map("dropped")
+            .lookup(&0u32.to_ne_bytes(), MapFlags::ANY)
+        {
+            Ok(Some(v)) if v.len() >= 8 => u64::from_ne_bytes(v[..8].try_into().expect("8")),
+            _ => 0,
+        }
+    }
+
+    /// On-CPU time of `tid` in the kernel's current episode (sched_switch accounting).
+    fn episode_cpu_ns(&self, tid: u32) -> Option<u64> {
+        let st = self
+            .map("state")
+            .lookup(&0u32.to_ne_bytes(), MapFlags::ANY)
+            .ok()??;
+        let epoch = u64::from_ne_bytes(st.get(..8)?.try_into().ok()?);
+        let v = self
+            .map("hot")
+            .lookup(&tid.to_ne_bytes(), MapFlags::ANY)
+            .ok()??;
+        let (e, ran) = wire::hot_ran_ns(&v)?;
+        (e == epoch).then_some(ran)
+    }
+}
+
+fn find_map<'a>(obj: &'a Object, name: &str) -> libbpf_rs::Map<'a> {
+    obj.maps()
+        .find(|m| m.name() == name)
+        .unwrap_or_else(|| panic!("bpf/tracker.bpf.c defines no map {name}"))
+}
