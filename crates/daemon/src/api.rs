@@ -113,6 +113,9 @@ pub struct Status {
     /// journal or setting), each with what to do. Empty when all is well.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub problems: Vec<String>,
+    /// The delay-critical thread tracker: `running`, `off (…)` or `unavailable: why`.
+    #[serde(default)]
+    pub tracker: String,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -163,6 +163,34 @@ pub struct Config {
     pub android: Android,
     pub mutter: Mutter,
     pub x11: X11,
+    pub tracker: Tracker,
+}
+
+/// The delay-critical thread tracker (BPF): who follows the interaction and what they get.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Tracker {
+    /// Follow each interaction through the threads it wakes (needs root and BPF; without them
+    /// the daemon says so once and keeps name-based roles).
+    pub enabled: bool,
+    /// Boost threads of other processes on the path (a shell, a service, the X server) — only
+    /// the app user's own processes and the display server.
+    pub partners: bool,
+    /// Boost kernel workers on the path (pty flush, softirq), bounded like app threads.
+    pub kernel_workers: bool,
+    /// Where learned ⟨context, decision⟩ pairs are kept.
+    pub store: PathBuf,
+}
+
+impl Default for Tracker {
+    fn default() -> Self {
+        Tracker {
+            enabled: true,
+            partners: true,
+            kernel_workers: true,
+            store: "/var/lib/uxsched/tracker.sqlite".into(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -292,6 +320,7 @@ impl Default for Config {
             android: Android::default(),
             mutter: Mutter::default(),
             x11: X11::default(),
+            tracker: Tracker::default(),
         }
     }
 }

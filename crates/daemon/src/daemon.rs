@@ -14,6 +14,7 @@ use crate::journal::{Journal, JournalLock, Value};
 use crate::policy::{self, Desired};
 use crate::reconcile::Reconciler;
 use crate::server::Server;
+use crate::sources::tracker::{Critical, CriticalKind, TrackerHandle};
 use crate::sources::{cpufreq, explicit, Event};
 use crate::state::{self, AppId, History, State};
 use anyhow::Context;
@@ -37,6 +38,11 @@ struct Daemon {
     last_apply: Instant,
     prefetcher: Prefetcher,
     sources_alive: BTreeMap<SourceName, bool>,
+    /// The BPF tracker, when it runs; why not otherwise (shown by `status`).
+    tracker: Option<TrackerHandle>,
+    tracker_state: String,
+    /// The tracker's latest critical set for the app in front.
+    critical: Vec<Critical>,
 }
 
 /// Start the configured sources' threads; a source that cannot start is reported, not fatal.
@@ -62,6 +68,24 @@ fn start_sources(cfg: &Config, tx: &mpsc::Sender<Event>) -> BTreeMap<SourceName,
         alive.insert(source, started.is_ok());
     }
     alive
+}
+
+/// Start the delay-critical thread tracker if the config asks for it; say once why not.
+fn start_tracker(cfg: &Config, tx: &mpsc::Sender<Event>) -> (Option<TrackerHandle>, String) {
+    if !cfg.tracker.enabled {
+        return (None, "off (`[tracker] enabled = false`)".into());
+    }
+    let tcfg = uxsched_tracker::TrackerConfig {
+        store: Some(cfg.tracker.store.clone()),
+        ..Default::default()
+    };
+    match crate::sources::tracker::spawn(tcfg, tx.clone()) {
+        Ok(h) => (Some(h), "running".into()),
+        Err(why) => {
+            warn!("the delay-critical thread tracker is unavailable: {why}; roles fall back to thread names");
+            (None, format!("unavailable: {why}"))
+        }
+    }
 }
 
 /// Run the daemon in the foreground until SIGTERM/SIGINT.
@@ -96,6 +120,7 @@ pub fn run(cfg: Config) -> anyhow::Result<()> {
     }
     rec.reconcile(&Desired::nothing(&cfg))?;
     let sources_alive = start_sources(&cfg, &tx);
+    let (tracker, tracker_state) = start_tracker(&cfg, &tx);
     let mut signals = signal_hook::iterator::Signals::new([
         signal_hook::consts::SIGTERM,
         signal_hook::consts::SIGINT,
@@ -125,6 +150,9 @@ pub fn run(cfg: Config) -> anyhow::Result<()> {
             .unwrap_or_else(Instant::now),
         prefetcher: Prefetcher::default(),
         sources_alive,
+        tracker,
+        tracker_state,
+        critical: Vec::new(),
         cfg,
     };
     let result = d.serve(&rx);
@@ -166,6 +194,12 @@ impl Daemon {
                     if let Err(e) = self.set_focus(source, pid.and_then(|p| AppId::of(p).ok())) {
                         warn!("{e}");
                     }
+                }
+                Ok(Event::Critical(set)) => {
+                    // Applied at once: the tracker decides early so the boost is not too late.
+                    self.critical = set;
+                    self.dirty = true;
+                    self.last_apply = Instant::now() - min_interval;
                 }
                 Err(RecvTimeoutError::Timeout) => {}
             }
@@ -250,6 +284,10 @@ impl Daemon {
                 self.history.push(old);
             }
             self.focus = new;
+            self.critical.clear();
+            if let Some(t) = &self.tracker {
+                t.set_foreground(new.map(|a| a.pid));
+            }
             self.prefetcher.retain_only(new.map(|a| a.pid));
             self.focus_since = Instant::now();
             self.rec.new_episode();
@@ -275,6 +313,10 @@ impl Daemon {
             .iter()
             .filter_map(|id| state::scan_app(*id, false, &self.cfg))
             .collect();
+        let chain = match focus.as_mut() {
+            Some(app) => state::apply_tracker(app, &self.critical, &self.cfg),
+            None => Vec::new(),
+        };
         let cpus_used = focus.iter().flat_map(|a| a.threads.iter().map(|t| t.cpu));
         let autogroup = focus
             .as_ref()
@@ -290,6 +332,7 @@ impl Daemon {
             }),
             cpus: state::cpus_now(),
             autogroup,
+            chain,
         }
     }
 
@@ -390,7 +433,17 @@ impl Daemon {
                     comm: crate::identity::stat(tid)
                         .map(|s| s.comm)
                         .unwrap_or_else(|_| "(exited)".into()),
-                    role: info.map_or("background", |t| role_name(t.role)).to_owned(),
+                    role: info
+                        .map(|t| role_name(t.role))
+                        .or_else(|| {
+                            let c = self.critical.iter().find(|c| c.task == e.via)?;
+                            Some(match c.kind {
+                                CriticalKind::KernelWorker => "kernel-worker",
+                                _ => "partner",
+                            })
+                        })
+                        .unwrap_or("background")
+                        .to_owned(),
                     objects: Vec::new(),
                     original: Settings::default(),
                     current: Settings::default(),
@@ -432,6 +485,7 @@ impl Daemon {
             features: serde_json::to_value(&self.features).unwrap_or_default(),
             daemon_pid: std::process::id(),
             problems,
+            tracker: self.tracker_state.clone(),
         }
     }
 

@@ -4,6 +4,7 @@
 
 use crate::config::Config;
 use crate::identity::{self, TaskId};
+use crate::sources::tracker::{Critical, CriticalKind};
 use serde::Serialize;
 use std::collections::VecDeque;
 use std::io;
@@ -19,7 +20,8 @@ pub enum Role {
     Ui,
     /// A render thread (name in `render_threads`).
     Render,
-    /// A thread named delay-critical by the config (`shuffledog.critical_threads`).
+    /// A delay-critical thread: named by the config (`shuffledog.critical_threads`) or found on
+    /// the interaction's path by the tracker.
     Critical,
     /// Any other thread of the foreground app.
     Other,
@@ -90,6 +92,9 @@ pub struct State {
     /// The focused app is scheduled by its session autogroup (autogroup on, a session of its
     /// own, no other CPU cgroup overriding it).
     pub autogroup: bool,
+    /// Threads outside the app that the tracker found on its interactions' path (partners'
+    /// threads, kernel workers), already bounded by the config and ownership rules.
+    pub chain: Vec<crate::sources::tracker::Critical>,
 }
 
 /// Classify a thread of an app.
@@ -130,6 +135,35 @@ pub fn scan_app(id: AppId, foreground: bool, cfg: &Config) -> Option<App> {
         })
         .collect();
     Some(App { id, threads })
+}
+
+/// Apply the tracker's critical set to the app in front: its own threads on the path become
+/// [`Role::Critical`] (UI and render keep their roles), and the threads outside it are returned
+/// as the chain — bounded by the config (`[tracker] partners`, `kernel_workers`) and by
+/// ownership: a partner must belong to the app's user or be the display server (a thread of
+/// another user is never raised because an app woke it).
+pub fn apply_tracker(app: &mut App, set: &[Critical], cfg: &Config) -> Vec<Critical> {
+    for t in &mut app.threads {
+        if t.role == Role::Other && set.iter().any(|c| c.task == t.task) {
+            t.role = Role::Critical;
+        }
+    }
+    let app_uid = identity::owner_uid(app.id.pid).ok();
+    let display = uxsched_tracker::TrackerConfig::default();
+    set.iter()
+        .filter(|c| c.task.pid != app.id.pid)
+        .filter(|c| match c.kind {
+            CriticalKind::App => false,
+            CriticalKind::KernelWorker => cfg.tracker.kernel_workers,
+            CriticalKind::Partner => {
+                cfg.tracker.partners
+                    && (display.is_display(&c.comm)
+                        || app_uid.is_some() && identity::owner_uid(c.task.pid).ok() == app_uid)
+            }
+        })
+        .filter(|c| identity::still_same(&c.task))
+        .cloned()
+        .collect()
 }
 
 /// Runnable tasks now, from `/proc/stat`'s `procs_running` (includes the reader itself).

@@ -36,6 +36,20 @@ impl Policy for Shuffledog {
                 })
             });
         }
+        // Delay-critical threads of other processes and kernel workers on the path (the
+        // tracker, across processes): CPU precedence like the app's critical threads; their
+        // I/O class is left alone (a shared worker's I/O is not the app's).
+        if state.focus.is_some() {
+            for c in &state.chain {
+                d.threads.insert(
+                    c.task,
+                    Target {
+                        nice: Some((cfg.min_nice + 1).min(0)),
+                        ..Target::default()
+                    },
+                );
+            }
+        }
         for app in &state.background {
             d.each(app, |_| {
                 Some(Target {

@@ -4,7 +4,10 @@
 //! mild bonus so the UI still wins over the app's own workers. Across sessions: with autogroup
 //! on, the app's session autogroup gets `min_nice` (the app stays in its own task group, where
 //! the short slice keeps working — moving it into a cgroup lost that in our measurements);
-//! without autogroup, the foreground cgroup.
+//! without autogroup, the foreground cgroup. With the tracker, the app's threads on the
+//! interaction's path count as critical, and the rest of the chain (partner processes' threads,
+//! kernel workers) gets the UI thread's nice and slice too: an interaction is a chain, and only
+//! the whole chain reaches the idle machine's latency (VISION.md).
 
 use super::{Desired, Policy, Target};
 use crate::actuators::cgroup::Group;
@@ -18,7 +21,7 @@ impl Policy for Uxsched {
         let mut d = Desired::nothing(cfg);
         if let Some(app) = &state.focus {
             d.each(app, |t| {
-                let critical = matches!(t.role, Role::Ui | Role::Render);
+                let critical = matches!(t.role, Role::Ui | Role::Render | Role::Critical);
                 Some(Target {
                     nice: Some(if critical {
                         cfg.min_nice
@@ -32,6 +35,18 @@ impl Policy for Uxsched {
                     autogroup_nice: (state.autogroup && t.role == Role::Ui).then_some(cfg.min_nice),
                 })
             });
+            // The rest of the interaction's chain (tracker): partners' threads and kernel
+            // workers on the path get what the UI thread gets, in the fair class only.
+            for c in &state.chain {
+                d.threads.insert(
+                    c.task,
+                    Target {
+                        nice: Some(cfg.min_nice),
+                        slice_ns: Some(cfg.uxsched.slice_us * 1000),
+                        ..Target::default()
+                    },
+                );
+            }
         }
         d
     }
@@ -59,5 +74,29 @@ mod tests {
         let d = Uxsched.desired(&s, &Config::default());
         assert_eq!(tid(&d, 102).unwrap().group, Some(Group::Fg));
         assert_eq!(tid(&d, 100).unwrap().autogroup_nice, None);
+    }
+
+    #[test]
+    fn the_trackers_chain_gets_the_ui_threads_boost() {
+        use crate::identity::TaskId;
+        use crate::sources::tracker::{Critical, CriticalKind};
+        let mut s = fg_state();
+        s.focus.as_mut().unwrap().threads[2].role = Role::Critical;
+        s.chain = vec![Critical {
+            task: TaskId {
+                tid: 300,
+                pid: 300,
+                start: 1,
+            },
+            comm: "kworker/u8:2".into(),
+            kind: CriticalKind::KernelWorker,
+            provisional: true,
+        }];
+        let d = Uxsched.desired(&s, &Config::default());
+        for t in [102, 300] {
+            let x = tid(&d, t).unwrap();
+            assert_eq!((x.nice, x.slice_ns), (Some(-19), Some(100_000)), "tid {t}");
+            assert_eq!((x.group, x.autogroup_nice), (None, None), "tid {t}");
+        }
     }
 }

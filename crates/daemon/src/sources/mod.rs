@@ -6,6 +6,7 @@ pub mod android;
 pub mod cpufreq;
 pub mod explicit;
 pub mod mutter;
+pub mod tracker;
 pub mod x11;
 
 use crate::api::{Request, Response};
@@ -25,6 +26,8 @@ pub enum Event {
         source: SourceName,
         pid: Option<i32>,
     },
+    /// The tracker's critical set changed.
+    Critical(Vec<tracker::Critical>),
     /// SIGTERM/SIGINT: restore everything and exit.
     Shutdown,
 }

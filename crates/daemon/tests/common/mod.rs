@@ -62,6 +62,15 @@ impl Daemon {
         let cgroup_name = format!("uxsched-test-{}-{n}", std::process::id());
         let socket = dir.join("uxsched.sock");
         let config = dir.join("uxsched.toml");
+        // The tracker's store stays in the test's directory unless the test configures it.
+        let extra = if extra.contains("[tracker]") {
+            extra.to_owned()
+        } else {
+            format!(
+                "{extra}\n[tracker]\nstore = \"{}\"\n",
+                dir.join("tracker.sqlite").display()
+            )
+        };
         std::fs::write(
             &config,
             format!(

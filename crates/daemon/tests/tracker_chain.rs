@@ -1,0 +1,163 @@
+//! The daemon follows an interaction through another process (issue 10): with the BPF tracker,
+//! a keystroke-like chain dispatcher → app → partner service → app → display raises the partner
+//! the app waits on — it shares no session or name with the app — and unfocus restores it.
+
+mod common;
+
+use common::*;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+const STAGE_ENV: &str = "UXSCHED_TEST_STAGE";
+const DIR_ENV: &str = "UXSCHED_TEST_FIFOS";
+
+#[test]
+fn child_entry() {
+    if let Ok(stage) = std::env::var(STAGE_ENV) {
+        run_stage(&stage, Path::new(&std::env::var(DIR_ENV).unwrap()));
+    }
+    run_child_role();
+}
+
+/// One process of the chain, named as the tracker expects (`comm`), relaying one byte at a time
+/// through FIFOs: input → app → partner → app → display.
+fn run_stage(stage: &str, dir: &Path) -> ! {
+    let name = std::ffi::CString::new(stage).unwrap();
+    // SAFETY: PR_SET_NAME with a NUL-terminated string shorter than 16 bytes.
+    unsafe { libc::prctl(libc::PR_SET_NAME, name.as_ptr()) };
+    let open_r = |f: &str| std::fs::File::open(dir.join(f)).unwrap();
+    let open_w = |f: &str| {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(dir.join(f))
+            .unwrap()
+    };
+    let mut b = [0u8; 1];
+    match stage {
+        "dispatcher" => {
+            let mut to_app = open_w("input");
+            loop {
+                std::thread::sleep(Duration::from_millis(30));
+                to_app.write_all(b"k").unwrap();
+            }
+        }
+        "chainapp" => {
+            let (mut input, mut to_partner) = (open_r("input"), open_w("request"));
+            let (mut reply, mut to_display) = (open_r("reply"), open_w("frame"));
+            loop {
+                input.read_exact(&mut b).unwrap();
+                to_partner.write_all(&b).unwrap();
+                reply.read_exact(&mut b).unwrap();
+                to_display.write_all(&b).unwrap();
+            }
+        }
+        "chainpartner" => {
+            let (mut request, mut reply) = (open_r("request"), open_w("reply"));
+            loop {
+                request.read_exact(&mut b).unwrap();
+                reply.write_all(&b).unwrap();
+            }
+        }
+        _ => {
+            let mut frames = open_r("frame"); // "compositor": the display
+            loop {
+                frames.read_exact(&mut b).unwrap();
+            }
+        }
+    }
+}
+
+struct Chain {
+    children: Vec<Child>,
+    dir: PathBuf,
+}
+
+impl Chain {
+    fn start() -> Chain {
+        let dir = std::env::temp_dir().join(format!("uxsched-chain-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for f in ["input", "request", "reply", "frame"] {
+            let path = std::ffi::CString::new(dir.join(f).to_str().unwrap()).unwrap();
+            // SAFETY: mkfifo with a valid path.
+            unsafe { libc::mkfifo(path.as_ptr(), 0o600) };
+        }
+        let children = ["compositor", "chainpartner", "chainapp", "dispatcher"]
+            .into_iter()
+            .map(|stage| {
+                Command::new(std::env::current_exe().unwrap())
+                    .args(["--exact", "child_entry", "--nocapture", "--test-threads=1"])
+                    .env(STAGE_ENV, stage)
+                    .env(DIR_ENV, &dir)
+                    .stdout(Stdio::null())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        Chain { children, dir }
+    }
+
+    fn pid(&self, i: usize) -> i32 {
+        self.children[i].id() as i32
+    }
+
+    /// The thread of child `i` that does the relaying (the test harness runs it on a thread of
+    /// its own, named by the stage).
+    fn worker(&self, i: usize, stage: &str) -> i32 {
+        let mut found = None;
+        wait_until(stage, Duration::from_secs(5), || {
+            found = tids(self.pid(i)).into_iter().find(|&t| comm(t) == stage);
+            found.is_some()
+        });
+        found.unwrap()
+    }
+}
+
+impl Drop for Chain {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[test]
+#[ignore = "needs root and BPF: make test runs it as root"]
+fn the_partner_an_app_waits_on_is_raised_with_it_and_restored() {
+    require_root();
+    let _s = serial();
+    let dir = std::env::temp_dir().join(format!("uxsched-chain-store-{}", std::process::id()));
+    let d = Daemon::start(
+        "uxsched",
+        &format!(
+            "[tracker]\nstore = \"{}\"\n",
+            dir.join("t.sqlite").display()
+        ),
+    );
+    assert_eq!(d.status().tracker, "running", "{:?}", d.status());
+    let chain = Chain::start();
+    let (partner, app) = (chain.worker(1, "chainpartner"), chain.pid(2));
+    d.focus(Some(app));
+    let relay = chain.worker(2, "chainapp");
+    wait_until(
+        "the app's relaying thread raised",
+        Duration::from_secs(5),
+        || nice(relay) == -19,
+    );
+    wait_until(
+        "the partner on the path raised",
+        Duration::from_secs(10),
+        || nice(partner) == -19,
+    );
+    let st = d.status();
+    let b = st.boosted.iter().find(|b| b.tid == partner).unwrap();
+    assert_eq!(b.role, "partner");
+    d.focus(None);
+    wait_until("the partner restored", Duration::from_secs(5), || {
+        nice(partner) == 0
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+}
