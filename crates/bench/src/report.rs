@@ -2,6 +2,7 @@
 //! bootstrap intervals, background throughput relative to `stock`, context switches, and the
 //! warnings a careful reader needs. Rendered as a table or serialized with `--json`.
 
+use crate::layout::Layout;
 use crate::modes::ModeName;
 use crate::runner::{Plan, RunRecord};
 use crate::scenario::scenario;
@@ -16,6 +17,10 @@ pub struct Report {
     pub metric: String,
     pub load: String,
     pub load_workers: usize,
+    /// Where the load sat relative to the app (`crate::layout`), and what was set up or
+    /// emulated for it.
+    pub layout: Layout,
+    pub layout_note: String,
     pub reps: usize,
     pub duration_s: f64,
     pub date_utc: String,
@@ -114,6 +119,8 @@ impl Report {
             },
             load: plan.load.kind.name().into(),
             load_workers: plan.load.workers,
+            layout: plan.layout,
+            layout_note: String::new(),
             reps: plan.reps,
             duration_s: plan.duration.as_secs_f64(),
             date_utc: utc_now(),
@@ -135,11 +142,17 @@ impl Report {
         let mut s = String::new();
         let _ = writeln!(
             s,
-            "{}: {} — load {} ×{}, {} reps × {:.0} s, kernel {}, {} CPUs, {}",
+            "{}: {} — load {} ×{}, layout {}{}, {} reps × {:.0} s, kernel {}, {} CPUs, {}",
             self.scenario,
             self.metric,
             self.load,
             self.load_workers,
+            self.layout.name(),
+            if self.layout_note.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", self.layout_note)
+            },
             self.reps,
             self.duration_s,
             self.kernel,

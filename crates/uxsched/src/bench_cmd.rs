@@ -6,6 +6,7 @@ use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
+use uxsched_bench::layout::Layout;
 use uxsched_bench::loads::{LoadKind, LoadSpec};
 use uxsched_bench::models::{ModelArgs, ModelKind};
 use uxsched_bench::modes::{daemon_available, ModeEnv, ModeName};
@@ -75,6 +76,9 @@ pub struct BenchArgs {
     /// Background load (default: the scenario's own, see `bench list`).
     #[arg(long, value_enum)]
     load: Option<LoadKind>,
+    /// Where the load sits relative to the app (`uxsched bench list` describes them).
+    #[arg(long, value_enum, default_value_t = Layout::OtherSession)]
+    layout: Layout,
     /// Number of load workers (default: 3× the CPU count for `cpu`).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1024))]
     load_workers: Option<u64>,
@@ -299,6 +303,7 @@ fn bench(args: BenchArgs) -> Result<ExitCode> {
                 .map_or(kind.default_workers(), |w| w as usize),
             scratch: scratch.clone(),
         },
+        layout: args.layout,
         seed: args.run.seed,
         compute_ms: args.compute_ms,
     };
@@ -333,6 +338,7 @@ fn demo(args: DemoArgs) -> Result<ExitCode> {
                 workers: LoadKind::Cpu.default_workers(),
                 scratch: scratch.clone(),
             },
+            layout: Layout::OtherSession,
             seed: args.run.seed,
             compute_ms: None,
         })

@@ -1,13 +1,14 @@
-//! Background loads: the real tools (stress-ng, hackbench, fio), each started in its own
-//! session (`setsid`) like a background service — so autogroup puts it in its own group, as
-//! on a desktop — and each reporting its own throughput, which is the background cost.
-//! Every exit path kills the whole session ([`RunningLoad`]'s `Drop`).
+//! Background loads: the real tools (stress-ng, hackbench, fio, a kernel build), each started
+//! where the layout puts it (`crate::layout`: by default its own session, like a background
+//! service, so autogroup gives it its own group) and each reporting its own throughput, which
+//! is the background cost. Every exit path kills the whole load ([`RunningLoad`]'s `Drop`).
 
 mod cpu;
 mod hackbench;
 mod io;
 mod memory;
 
+use crate::layout::Placement;
 use crate::sys;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
@@ -116,22 +117,21 @@ pub fn prepare(spec: &LoadSpec) -> Result<()> {
     Ok(())
 }
 
-pub fn start(spec: &LoadSpec, out: &Path) -> Result<RunningLoad> {
+/// Start the load where the layout says (its own session, or only its own process group in
+/// the app's session; and the layout's cgroup, joined before exec so every child is in it).
+pub fn start(spec: &LoadSpec, out: &Path, place: &Placement) -> Result<RunningLoad> {
     std::fs::create_dir_all(out)?;
     let tool = tool_for(spec.kind);
     let mut cmd = tool.command(spec, out);
     let stdout = std::fs::File::create(out.join("stdout"))?;
     let stderr = std::fs::File::create(out.join("stderr"))?;
     cmd.stdin(Stdio::null()).stdout(stdout).stderr(stderr);
-    // SAFETY: setsid is async-signal-safe; the child becomes leader of a new session, so its
-    // session id is its pid and `kill_session` reaches everything it forks.
+    // The child leads a new session or process group, so its pid names the whole load and
+    // `kill_session` reaches everything it forks.
+    let (own_session, fd) = (place.own_session, place.cgroup_fd());
+    // SAFETY: the closure only makes async-signal-safe syscalls (write, setsid, setpgid).
     unsafe {
-        cmd.pre_exec(|| {
-            if libc::setsid() < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
+        cmd.pre_exec(move || Placement::enter_in_child(own_session, fd));
     }
     let child = cmd
         .spawn()
@@ -146,8 +146,9 @@ pub fn start(spec: &LoadSpec, out: &Path) -> Result<RunningLoad> {
 }
 
 impl RunningLoad {
-    /// Session id (= the leader's pid) that modes use to find the background processes.
-    pub fn session(&self) -> i32 {
+    /// The leader's pid = its session or process group id, which modes use to find the
+    /// background processes ([`sys::load_members`]).
+    pub fn leader(&self) -> i32 {
         self.child.as_ref().map_or(0, |c| c.id() as i32)
     }
 
@@ -163,7 +164,7 @@ impl RunningLoad {
                 sys::kill_session(sid);
                 let _ = child.wait();
                 bail!(
-                    "background load '{}' did not stop within 10 s of SIGINT; killed its session {sid}",
+                    "background load '{}' did not stop within 10 s of SIGINT; killed it (leader {sid})",
                     self.spec.kind.name()
                 );
             }

@@ -95,7 +95,8 @@ impl ModeName {
 pub struct Targets {
     /// The foreground app process (its threads are the foreground).
     pub app: Option<i32>,
-    /// The session of the background load.
+    /// The leader of the background load: its session (other layouts) or process group
+    /// (`same-session`) id, see [`crate::sys::load_members`].
     pub background: Option<i32>,
 }
 
@@ -319,9 +320,9 @@ fn undo(change: &Change) -> Result<()> {
     }
 }
 
-/// Every (pid, tid) of the background session.
-pub(crate) fn background_threads(sid: i32) -> Vec<(i32, i32)> {
-    sys::session_members(sid)
+/// Every (pid, tid) of the background load.
+pub(crate) fn background_threads(leader: i32) -> Vec<(i32, i32)> {
+    sys::load_members(leader)
         .into_iter()
         .flat_map(|pid| sys::threads(pid).into_iter().map(move |tid| (pid, tid)))
         .collect()
