@@ -180,7 +180,7 @@ fn a_layout_that_needs_autogroup_is_refused_when_it_is_off() {
     let refused = Layout::SameSession.enter();
     let refused_other = Layout::OtherSession.enter();
     sys::set_autogroup(before.unwrap()).unwrap();
-    let err = format!("{:#}", refused.err().expect("same-session refused"));
+    let err = format!("{:#}", refused.expect_err("same-session refused"));
     assert!(
         err.contains("needs autogroup") && err.contains("--layout no-autogroup"),
         "{err}"
