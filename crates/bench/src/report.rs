@@ -214,7 +214,10 @@ impl Report {
             .modes
             .iter()
             .filter(|r| {
-                matches!(r.mode, ModeName::Android | ModeName::S76) && r.p95_ratio.is_some()
+                matches!(
+                    r.mode,
+                    ModeName::Android | ModeName::S76 | ModeName::Schedqos
+                ) && r.p95_ratio.is_some()
             })
             .min_by(|a, b| {
                 a.p95_ratio

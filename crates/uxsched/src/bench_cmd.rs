@@ -68,7 +68,7 @@ pub struct BenchArgs {
     #[arg(value_enum, required = true)]
     scenario: Option<ModelKind>,
     /// Comma-separated modes; `idle` is always measured (ratios need it).
-    /// Default: idle, stock, android, s76, fifo, and every daemon mode when available.
+    /// Default: idle, stock, android, s76, schedqos, fifo, and every daemon mode when available.
     #[arg(long, value_enum, value_delimiter = ',')]
     modes: Option<Vec<ModeName>>,
     #[command(flatten)]
@@ -267,7 +267,7 @@ fn resolve_modes(requested: Option<Vec<ModeName>>, daemon: bool) -> Result<Vec<M
     for m in wanted {
         if m.needs_daemon() && !daemon {
             return Err(bad_input(format!(
-                "mode '{}' needs the uxsched daemon, which this build does not have; modes available here: idle, stock, android, s76, fifo",
+                "mode '{}' needs the uxsched daemon, which this build does not have; modes available here: idle, stock, android, s76, schedqos, fifo",
                 m.name()
             )));
         }
