@@ -163,6 +163,14 @@ pub struct Placement {
 }
 
 impl Placement {
+    /// A session of its own and no cgroup change (`other-session`'s placement).
+    pub fn own_session() -> Placement {
+        Placement {
+            own_session: true,
+            cgroup_procs: None,
+        }
+    }
+
     /// The fd the child writes "0" to (joining the cgroup itself) before exec, if any.
     pub fn cgroup_fd(&self) -> Option<RawFd> {
         self.cgroup_procs.as_ref().map(AsRawFd::as_raw_fd)

@@ -135,6 +135,7 @@ fn alive(pid: i32) -> bool {
         .unwrap_or(false)
 }
 
+/// Send `sig` to a process (a negative `pid` signals the process group `-pid`).
 pub fn signal(pid: i32, sig: i32) {
     // SAFETY: a plain syscall; ESRCH (already gone) is fine.
     unsafe { libc::kill(pid, sig) };

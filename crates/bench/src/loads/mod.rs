@@ -6,6 +6,7 @@
 mod cpu;
 mod hackbench;
 mod io;
+pub mod kbuild;
 mod memory;
 
 use crate::layout::Placement;
@@ -28,6 +29,8 @@ pub enum LoadKind {
     Io,
     /// stress-ng virtual-memory workers (page faults, memory bandwidth).
     Memory,
+    /// A real compile: `make -j<2×CPUs>` of the Linux kernel (Debian's linux-source-6.12).
+    Kbuild,
 }
 
 impl LoadKind {
@@ -37,6 +40,7 @@ impl LoadKind {
             LoadKind::Hackbench => "hackbench",
             LoadKind::Io => "io",
             LoadKind::Memory => "memory",
+            LoadKind::Kbuild => "kbuild",
         }
     }
 
@@ -46,6 +50,7 @@ impl LoadKind {
             LoadKind::Cpu | LoadKind::Memory => ("stress-ng", "stress-ng"),
             LoadKind::Hackbench => ("hackbench", "rt-tests"),
             LoadKind::Io => ("fio", "fio"),
+            LoadKind::Kbuild => ("make", "make"),
         }
     }
 
@@ -56,6 +61,7 @@ impl LoadKind {
             LoadKind::Hackbench => 2,
             LoadKind::Io => 4,
             LoadKind::Memory => sys::cpu_count(),
+            LoadKind::Kbuild => 2 * sys::cpu_count(),
         }
     }
 }
@@ -71,6 +77,14 @@ pub struct LoadSpec {
 /// How a tool is started, stopped and read (one implementation per file).
 trait Tool {
     fn command(&self, spec: &LoadSpec, out: &Path) -> Command;
+    /// Per-run setup before the tool starts (not counted in its time).
+    fn before_start(&self, _spec: &LoadSpec, _out: &Path) -> Result<()> {
+        Ok(())
+    }
+    /// Whether the stop signal goes to the load's whole process group, not only its leader.
+    fn stop_whole_group(&self) -> bool {
+        false
+    }
     /// Ask the tool to finish and report (SIGINT makes stress-ng and fio print their metrics).
     fn stop_signal(&self) -> i32 {
         libc::SIGINT
@@ -86,6 +100,7 @@ fn tool_for(kind: LoadKind) -> Box<dyn Tool> {
         LoadKind::Hackbench => Box::new(hackbench::Hackbench),
         LoadKind::Io => Box::new(io::FioRandRead),
         LoadKind::Memory => Box::new(memory::StressVm),
+        LoadKind::Kbuild => Box::new(kbuild::KernelBuild::new()),
     }
 }
 
@@ -111,8 +126,10 @@ pub fn prepare(spec: &LoadSpec) -> Result<()> {
     if which(bin).is_none() {
         bail!("background load '{}' needs `{bin}` (Debian package {pkg}): run `make setup` or `apt-get install {pkg}`", spec.kind.name());
     }
-    if spec.kind == LoadKind::Io {
-        io::prepare(spec)?;
+    match spec.kind {
+        LoadKind::Io => io::prepare(spec)?,
+        LoadKind::Kbuild => kbuild::KernelBuild::new().prepare()?,
+        _ => {}
     }
     Ok(())
 }
@@ -122,6 +139,8 @@ pub fn prepare(spec: &LoadSpec) -> Result<()> {
 pub fn start(spec: &LoadSpec, out: &Path, place: &Placement) -> Result<RunningLoad> {
     std::fs::create_dir_all(out)?;
     let tool = tool_for(spec.kind);
+    tool.before_start(spec, out)
+        .with_context(|| format!("preparing a run of background load '{}'", spec.kind.name()))?;
     let mut cmd = tool.command(spec, out);
     let stdout = std::fs::File::create(out.join("stdout"))?;
     let stderr = std::fs::File::create(out.join("stderr"))?;
@@ -157,7 +176,11 @@ impl RunningLoad {
         let mut child = self.child.take().context("load already stopped")?;
         let sid = child.id() as i32;
         let elapsed = self.started.elapsed();
-        sys::signal(sid, self.tool.stop_signal());
+        if self.tool.stop_whole_group() {
+            sys::signal(-sid, self.tool.stop_signal());
+        } else {
+            sys::signal(sid, self.tool.stop_signal());
+        }
         let deadline = Instant::now() + Duration::from_secs(10);
         while child.try_wait()?.is_none() {
             if Instant::now() > deadline {
@@ -169,6 +192,14 @@ impl RunningLoad {
                 );
             }
             std::thread::sleep(Duration::from_millis(20));
+        }
+        if self.tool.stop_whole_group() {
+            // The leader may exit before the rest of its group has finished stopping (make
+            // deleting half-written objects): wait for them, bounded, before the SIGKILL.
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while !sys::load_members(sid).is_empty() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
         }
         sys::kill_session(sid);
         let value = self
