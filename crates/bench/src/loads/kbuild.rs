@@ -30,7 +30,8 @@ pub struct KernelBuild {
 }
 
 impl KernelBuild {
-    pub fn new() -> KernelBuild {
+    /// The cached kernel tree, or `UXSCHED_KBUILD_TREE` when set.
+    pub fn from_env() -> KernelBuild {
         match std::env::var_os("UXSCHED_KBUILD_TREE") {
             Some(t) => KernelBuild {
                 tree: t.into(),

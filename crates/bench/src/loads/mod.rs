@@ -100,7 +100,7 @@ fn tool_for(kind: LoadKind) -> Box<dyn Tool> {
         LoadKind::Hackbench => Box::new(hackbench::Hackbench),
         LoadKind::Io => Box::new(io::FioRandRead),
         LoadKind::Memory => Box::new(memory::StressVm),
-        LoadKind::Kbuild => Box::new(kbuild::KernelBuild::new()),
+        LoadKind::Kbuild => Box::new(kbuild::KernelBuild::from_env()),
     }
 }
 
@@ -128,7 +128,7 @@ pub fn prepare(spec: &LoadSpec) -> Result<()> {
     }
     match spec.kind {
         LoadKind::Io => io::prepare(spec)?,
-        LoadKind::Kbuild => kbuild::KernelBuild::new().prepare()?,
+        LoadKind::Kbuild => kbuild::KernelBuild::from_env().prepare()?,
         _ => {}
     }
     Ok(())
