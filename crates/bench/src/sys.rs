@@ -76,6 +76,14 @@ pub fn load_members(leader: i32) -> Vec<i32> {
         .collect()
 }
 
+/// Every live process whose session id is `sid`.
+pub fn session_members(sid: i32) -> Vec<i32> {
+    live_pids()
+        .into_iter()
+        .filter(|&pid| session_of(pid) == Some(sid))
+        .collect()
+}
+
 fn live_pids() -> Vec<i32> {
     let Ok(dir) = fs::read_dir("/proc") else {
         return Vec::new();
