@@ -59,14 +59,18 @@ pub fn session_of(pid: i32) -> Option<i32> {
     stat_field(&f, 6).ok().map(|s| s as i32)
 }
 
-/// The process group and session ids of a process (`stat` fields 5 and 6).
+/// The process group and session ids of a live process (`stat` fields 5 and 6); `None` for a
+/// zombie (dead, waiting for its reaper) or a process that is gone.
 fn group_and_session(pid: i32) -> Option<(i32, i32)> {
     let f = stat_fields(Path::new(&format!("/proc/{pid}/stat"))).ok()?;
+    if f.first().is_some_and(|state| state == "Z") {
+        return None;
+    }
     let pgrp = stat_field(&f, 5).ok()? as i32;
     Some((pgrp, stat_field(&f, 6).ok()? as i32))
 }
 
-/// Every live process of the load led by `leader`: its session when the load has one of its
+/// Every live (not zombie) process of the load led by `leader`: its session when the load has one of its
 /// own (`setsid`), else its process group (a load started in the app's session, where the
 /// session also holds the app and the harness).
 pub fn load_members(leader: i32) -> Vec<i32> {
