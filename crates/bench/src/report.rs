@@ -241,6 +241,60 @@ impl Report {
     }
 }
 
+impl Report {
+    /// One sentence: was `uxsched` separable (non-overlapping 95 % bootstrap intervals of the
+    /// p95 ratio) from `stock` and from the best peer (`android`, `s76`, `schedqos` by p95)?
+    /// Says plainly when uxsched does not win. `None` without uxsched, stock or idle.
+    pub fn verdict(&self) -> Option<String> {
+        let get = |m: ModeName| self.modes.iter().find(|r| r.mode == m);
+        let ux = get(ModeName::Uxsched)?.p95_ratio?;
+        let stock = get(ModeName::Stock)?.p95_ratio?;
+        let peer = self
+            .modes
+            .iter()
+            .filter(|r| {
+                matches!(
+                    r.mode,
+                    ModeName::Android | ModeName::S76 | ModeName::Schedqos
+                )
+            })
+            .filter_map(|r| Some((r.mode, r.p95_ratio?)))
+            .min_by(|a, b| a.1.value.total_cmp(&b.1.value));
+        let compare = |other: Ratio| {
+            if ux.hi < other.lo {
+                "separably better than"
+            } else if ux.lo > other.hi {
+                "separably WORSE than"
+            } else {
+                "not separable from"
+            }
+        };
+        let mut s = format!(
+            "{} ({}): uxsched p95 {} idle is {} stock ({})",
+            self.scenario,
+            self.layout.name(),
+            fmt_ratio(Some(ux)),
+            compare(stock),
+            fmt_ratio(Some(stock)),
+        );
+        if let Some((mode, p)) = peer {
+            let _ = write!(
+                s,
+                " and {} the best peer {} ({})",
+                compare(p),
+                mode.name(),
+                fmt_ratio(Some(p))
+            );
+        }
+        let wins = ux.hi < stock.lo && peer.is_none_or(|(_, p)| ux.hi < p.lo);
+        if !wins {
+            s.push_str(" — uxsched does not win here");
+        }
+        s.push('.');
+        Some(s)
+    }
+}
+
 fn fmt_ratio(r: Option<Ratio>) -> String {
     r.map_or("—".into(), |r| {
         format!("{:.2} [{:.2}–{:.2}]", r.value, r.lo, r.hi)
