@@ -12,6 +12,7 @@ const V2_ROOT: &str = "/sys/fs/cgroup";
 #[derive(Debug)]
 pub struct CpuGroup {
     dir: PathBuf,
+    v1: bool,
 }
 
 /// Which hierarchy carries the cpu controller here (v1 first: VISION's hybrid layout).
@@ -27,14 +28,14 @@ fn cpu_root() -> Result<(PathBuf, bool)> {
 }
 
 impl CpuGroup {
-    /// Create `name` with `shares` in v1 units (1024 = a nice-0 task); v2 weight = shares·100/1024.
+    /// Create `name` (a path below the cpu root; its parent must exist) with `shares` in v1 units (1024 = a nice-0 task); v2 weight = shares·100/1024.
     pub fn create(name: &str, shares: u64) -> Result<CpuGroup> {
         let (root, v1) = cpu_root()?;
         let dir = root.join(name);
         if !dir.exists() {
             fs::create_dir(&dir).with_context(|| format!("creating cgroup {}", dir.display()))?;
         }
-        let group = CpuGroup { dir };
+        let group = CpuGroup { dir, v1 };
         let (file, value) = if v1 {
             ("cpu.shares", shares)
         } else {
@@ -64,6 +65,21 @@ impl CpuGroup {
 
     pub fn path(&self) -> &Path {
         &self.dir
+    }
+
+    /// Whether this is the v1 `cpu` hierarchy (`cpu.shares`) rather than v2 (`cpu.weight`).
+    pub fn is_v1(&self) -> bool {
+        self.v1
+    }
+
+    /// Let child groups have their own weight: v2 needs `+cpu` in the parent's
+    /// `cgroup.subtree_control`; v1 controllers apply at every level already.
+    pub fn delegate_cpu(&self) -> Result<()> {
+        if self.v1 {
+            return Ok(());
+        }
+        let file = self.dir.join("cgroup.subtree_control");
+        fs::write(&file, "+cpu").with_context(|| format!("writing +cpu to {}", file.display()))
     }
 
     /// Move the members back to the parent and remove the directory.

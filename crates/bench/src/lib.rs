@@ -7,6 +7,7 @@
 
 pub mod cancel;
 pub mod cgroup;
+pub mod layout;
 pub mod loads;
 pub mod models;
 pub mod modes;
@@ -38,7 +39,11 @@ pub fn list_text(uxsched_exe: Option<&Path>) -> String {
             sc.metric
         );
     }
-    s.push_str("loads (--load): cpu (stress-ng, 3x CPUs), hackbench (nice 10), io (fio randread), memory (stress-ng --vm)\nmodes:\n");
+    s.push_str("loads (--load): cpu (stress-ng, 3x CPUs), hackbench (nice 10), io (fio randread), memory (stress-ng --vm)\nlayouts (--layout; default other-session):\n");
+    for l in layout::Layout::ALL {
+        let _ = writeln!(s, "  {:<13} {}", l.name(), l.description());
+    }
+    s.push_str("modes:\n");
     for m in ModeName::ALL {
         let note = if m.needs_daemon() && !daemon {
             "  [needs the daemon: not in this build]"
@@ -71,11 +76,13 @@ pub fn cleanup_scratch(dir: &Path, keep_logs: bool) {
 
 /// Run a plan and build its report; modes dropped after a failed run are named in its warnings.
 pub fn bench(plan: &runner::Plan, env: &runner::Env) -> Result<report::Report> {
-    let (records, dropped) = runner::run(plan, env)?;
+    let runs = runner::run(plan, env)?;
     let mut kept = plan.clone();
-    kept.modes.retain(|m| !dropped.iter().any(|(d, _)| d == m));
-    let mut report = report::Report::build(&kept, records);
-    for (mode, why) in dropped {
+    kept.modes
+        .retain(|m| !runs.dropped.iter().any(|(d, _)| d == m));
+    let mut report = report::Report::build(&kept, runs.records);
+    report.layout_note = runs.layout_note;
+    for (mode, why) in runs.dropped {
         report.warnings.push(format!(
             "mode {} was dropped after a failed run: {why}",
             mode.name()

@@ -52,7 +52,12 @@ pub fn write_all(report: &Report, dir: &Path) -> Result<Vec<PathBuf>> {
         ("ratios", Plot::Ratios),
         ("percentiles", Plot::Percentiles),
     ] {
-        let base = dir.join(format!("{}-{name}", report.scenario));
+        // Named by scenario, and by layout when it is not the default one.
+        let layout = match report.layout {
+            crate::layout::Layout::OtherSession => String::new(),
+            l => format!("-{}", l.name()),
+        };
+        let base = dir.join(format!("{}{layout}-{name}", report.scenario));
         let svg_path = base.with_extension("svg");
         draw(
             plot,

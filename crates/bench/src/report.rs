@@ -2,6 +2,7 @@
 //! bootstrap intervals, background throughput relative to `stock`, context switches, and the
 //! warnings a careful reader needs. Rendered as a table or serialized with `--json`.
 
+use crate::layout::Layout;
 use crate::modes::ModeName;
 use crate::runner::{Plan, RunRecord};
 use crate::scenario::scenario;
@@ -16,6 +17,10 @@ pub struct Report {
     pub metric: String,
     pub load: String,
     pub load_workers: usize,
+    /// Where the load sat relative to the app (`crate::layout`), and what was set up or
+    /// emulated for it.
+    pub layout: Layout,
+    pub layout_note: String,
     pub reps: usize,
     pub duration_s: f64,
     pub date_utc: String,
@@ -114,6 +119,8 @@ impl Report {
             },
             load: plan.load.kind.name().into(),
             load_workers: plan.load.workers,
+            layout: plan.layout,
+            layout_note: String::new(),
             reps: plan.reps,
             duration_s: plan.duration.as_secs_f64(),
             date_utc: utc_now(),
@@ -135,11 +142,17 @@ impl Report {
         let mut s = String::new();
         let _ = writeln!(
             s,
-            "{}: {} — load {} ×{}, {} reps × {:.0} s, kernel {}, {} CPUs, {}",
+            "{}: {} — load {} ×{}, layout {}{}, {} reps × {:.0} s, kernel {}, {} CPUs, {}",
             self.scenario,
             self.metric,
             self.load,
             self.load_workers,
+            self.layout.name(),
+            if self.layout_note.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", self.layout_note)
+            },
             self.reps,
             self.duration_s,
             self.kernel,
@@ -201,7 +214,10 @@ impl Report {
             .modes
             .iter()
             .filter(|r| {
-                matches!(r.mode, ModeName::Android | ModeName::S76) && r.p95_ratio.is_some()
+                matches!(
+                    r.mode,
+                    ModeName::Android | ModeName::S76 | ModeName::Schedqos
+                ) && r.p95_ratio.is_some()
             })
             .min_by(|a, b| {
                 a.p95_ratio
@@ -222,6 +238,60 @@ impl Report {
             "ratio to idle: {} (goal: p95 ≤ 1.10, p99 ≤ 1.5, background ≥ 0.95× stock)",
             parts.join("; ")
         ))
+    }
+}
+
+impl Report {
+    /// One sentence: was `uxsched` separable (non-overlapping 95 % bootstrap intervals of the
+    /// p95 ratio) from `stock` and from the best peer (`android`, `s76`, `schedqos` by p95)?
+    /// Says plainly when uxsched does not win. `None` without uxsched, stock or idle.
+    pub fn verdict(&self) -> Option<String> {
+        let get = |m: ModeName| self.modes.iter().find(|r| r.mode == m);
+        let ux = get(ModeName::Uxsched)?.p95_ratio?;
+        let stock = get(ModeName::Stock)?.p95_ratio?;
+        let peer = self
+            .modes
+            .iter()
+            .filter(|r| {
+                matches!(
+                    r.mode,
+                    ModeName::Android | ModeName::S76 | ModeName::Schedqos
+                )
+            })
+            .filter_map(|r| Some((r.mode, r.p95_ratio?)))
+            .min_by(|a, b| a.1.value.total_cmp(&b.1.value));
+        let compare = |other: Ratio| {
+            if ux.hi < other.lo {
+                "separably better than"
+            } else if ux.lo > other.hi {
+                "separably WORSE than"
+            } else {
+                "not separable from"
+            }
+        };
+        let mut s = format!(
+            "{} ({}): uxsched p95 {} idle is {} stock ({})",
+            self.scenario,
+            self.layout.name(),
+            fmt_ratio(Some(ux)),
+            compare(stock),
+            fmt_ratio(Some(stock)),
+        );
+        if let Some((mode, p)) = peer {
+            let _ = write!(
+                s,
+                " and {} the best peer {} ({})",
+                compare(p),
+                mode.name(),
+                fmt_ratio(Some(p))
+            );
+        }
+        let wins = ux.hi < stock.lo && peer.is_none_or(|(_, p)| ux.hi < p.lo);
+        if !wins {
+            s.push_str(" — uxsched does not win here");
+        }
+        s.push('.');
+        Some(s)
     }
 }
 

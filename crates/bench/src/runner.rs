@@ -5,6 +5,7 @@
 //! Guards kill the model and the load and restore the mode on every exit path, Ctrl-C included.
 
 use crate::cancel;
+use crate::layout::{ActiveLayout, Layout};
 use crate::loads::{self, LoadSpec, RunningLoad, Throughput};
 use crate::models::{self, ModelKind, ModelOutput};
 use crate::modes::{self, Mode, ModeEnv, ModeName, Targets};
@@ -32,6 +33,8 @@ pub struct Plan {
     pub reps: usize,
     pub duration: Duration,
     pub load: LoadSpec,
+    /// Where the load sits relative to the app (`crate::layout`).
+    pub layout: Layout,
     pub seed: u64,
     /// Override of the model's CPU work per request/frame (ms).
     pub compute_ms: Option<f64>,
@@ -64,15 +67,21 @@ pub struct RunRecord {
     pub background: Option<Throughput>,
 }
 
-/// Run the whole plan; records come back in execution order.
-/// The runs, and the modes dropped after a run under them failed (with the reason).
-pub type Runs = (Vec<RunRecord>, Vec<(ModeName, String)>);
+/// The runs in execution order, the modes dropped after a run under them failed (with the
+/// reason), and what the layout set up or emulated.
+pub struct Runs {
+    pub records: Vec<RunRecord>,
+    pub dropped: Vec<(ModeName, String)>,
+    pub layout_note: String,
+}
 
 /// Run every mode `plan.reps` times, interleaved. A mode whose run fails (e.g. its model was
 /// killed by the mode's own limits) is dropped from the remaining repetitions and reported,
 /// unless it is `idle` (every ratio needs it) or the user interrupted the bench.
 pub fn run(plan: &Plan, env: &Env) -> Result<Runs> {
     cancel::install();
+    // Entered first so it is undone last, after every run's guards (also on errors, Ctrl-C).
+    let mut layout = plan.layout.enter()?;
     std::fs::create_dir_all(&env.modes.scratch)?;
     models::prepare_files(plan.scenario, &env.modes.scratch, plan.seed)?;
     if plan.modes.iter().any(|m| *m != ModeName::Idle) {
@@ -100,7 +109,7 @@ pub fn run(plan: &Plan, env: &Env) -> Result<Runs> {
                 continue;
             }
             bar.set_message(format!("{} (rep {}/{})", mode.name(), rep + 1, plan.reps));
-            let record = run_one(plan, env, mode, rep).with_context(|| {
+            let record = run_one(plan, env, &layout, mode, rep).with_context(|| {
                 format!(
                     "{} under mode {} (rep {})",
                     plan.scenario.name(),
@@ -124,7 +133,12 @@ pub fn run(plan: &Plan, env: &Env) -> Result<Runs> {
         }
     }
     bar.finish_and_clear();
-    Ok((records, dropped))
+    layout.restore()?;
+    Ok(Runs {
+        records,
+        dropped,
+        layout_note: layout.note.clone(),
+    })
 }
 
 /// Restores the mode when dropped, if the normal path did not.
@@ -150,7 +164,13 @@ impl Drop for ModeGuard {
     }
 }
 
-fn run_one(plan: &Plan, env: &Env, name: ModeName, rep: usize) -> Result<RunRecord> {
+fn run_one(
+    plan: &Plan,
+    env: &Env,
+    layout: &ActiveLayout,
+    name: ModeName,
+    rep: usize,
+) -> Result<RunRecord> {
     let dir = env
         .modes
         .scratch
@@ -167,8 +187,8 @@ fn run_one(plan: &Plan, env: &Env, name: ModeName, rep: usize) -> Result<RunReco
     let load: Option<RunningLoad> = if name == ModeName::Idle {
         None
     } else {
-        let l = loads::start(&plan.load, &dir.join("load"))?;
-        targets.background = Some(l.session());
+        let l = loads::start(&plan.load, &dir.join("load"), &layout.load_placement()?)?;
+        targets.background = Some(l.leader());
         Some(l)
     };
     if load.is_some() {
@@ -180,7 +200,7 @@ fn run_one(plan: &Plan, env: &Env, name: ModeName, rep: usize) -> Result<RunReco
         }
     }
     let started = Instant::now();
-    let mut model = ModelProcs::spawn(plan, env, &dir, rep)?;
+    let mut model = ModelProcs::spawn(plan, env, layout, &dir, rep)?;
     targets.app = Some(model.app.id() as i32);
     guard.mode.apply(&targets)?;
     model.go()?;
@@ -221,7 +241,13 @@ struct ModelProcs {
 }
 
 impl ModelProcs {
-    fn spawn(plan: &Plan, env: &Env, dir: &Path, rep: usize) -> Result<ModelProcs> {
+    fn spawn(
+        plan: &Plan,
+        env: &Env,
+        layout: &ActiveLayout,
+        dir: &Path,
+        rep: usize,
+    ) -> Result<ModelProcs> {
         let seed = plan.seed + rep as u64;
         let (app_end, system_end) = if plan.scenario.has_system_side() {
             let (a, b) = UnixStream::pair()?;
@@ -229,14 +255,29 @@ impl ModelProcs {
         } else {
             (None, None)
         };
+        let app_cgroup = layout.app_cgroup()?;
+        let app = Role {
+            name: "app",
+            socket: app_end.as_ref(),
+            own_session: false,
+            cgroup_fd: app_cgroup.as_ref().map(AsRawFd::as_raw_fd),
+        };
         let mut procs = ModelProcs {
-            app: spawn_role(plan, env, dir, seed, "app", app_end.as_ref(), false)?,
+            app: spawn_role(plan, env, dir, seed, &app)?,
             system: None,
             go: Vec::new(),
             outs: vec![dir.join("app.json")],
         };
         if let Some(end) = system_end.as_ref() {
-            procs.system = Some(spawn_role(plan, env, dir, seed, "system", Some(end), true)?);
+            // The system side (input dispatcher + compositor) stays in a session of its own
+            // in every layout: it is not the app's, and not in the app's unit.
+            let system = Role {
+                name: "system",
+                socket: Some(end),
+                own_session: true,
+                cgroup_fd: None,
+            };
+            procs.system = Some(spawn_role(plan, env, dir, seed, &system)?);
             procs.outs.push(dir.join("system.json"));
         }
         // Our copies of the socket ends must close, or the peers never see EOF.
@@ -308,15 +349,17 @@ impl Drop for ModelProcs {
     }
 }
 
-fn spawn_role(
-    plan: &Plan,
-    env: &Env,
-    dir: &Path,
-    seed: u64,
-    role: &str,
-    socket: Option<&UnixStream>,
+/// One model process to start: its role, its end of the app↔system socket, and where it sits.
+struct Role<'a> {
+    name: &'static str,
+    socket: Option<&'a UnixStream>,
     own_session: bool,
-) -> Result<Child> {
+    /// `cgroup.procs` of the layout's app unit, joined before exec.
+    cgroup_fd: Option<std::os::fd::RawFd>,
+}
+
+fn spawn_role(plan: &Plan, env: &Env, dir: &Path, seed: u64, r: &Role) -> Result<Child> {
+    let role = r.name;
     let mut cmd = Command::new(&env.launcher.program);
     cmd.args(&env.launcher.prefix)
         .args(["--model", plan.scenario.name(), "--role", role])
@@ -331,8 +374,9 @@ fn spawn_role(
     if let Some(ms) = plan.compute_ms {
         cmd.arg(format!("--compute-ms={ms}"));
     }
-    let fd = socket.map(|s| s.as_raw_fd());
-    // SAFETY: only async-signal-safe calls (dup2, fcntl, setsid) between fork and exec.
+    let fd = r.socket.map(|s| s.as_raw_fd());
+    let (own_session, cgroup_fd) = (r.own_session, r.cgroup_fd);
+    // SAFETY: only async-signal-safe calls (dup2, fcntl, setsid, write) between fork and exec.
     unsafe {
         cmd.pre_exec(move || {
             if let Some(fd) = fd {
@@ -342,6 +386,7 @@ fn spawn_role(
                     return Err(std::io::Error::last_os_error());
                 }
             }
+            crate::layout::join_cgroup_in_child(cgroup_fd)?;
             if own_session && libc::setsid() < 0 {
                 return Err(std::io::Error::last_os_error());
             }

@@ -59,19 +59,40 @@ pub fn session_of(pid: i32) -> Option<i32> {
     stat_field(&f, 6).ok().map(|s| s as i32)
 }
 
+/// The process group and session ids of a live process (`stat` fields 5 and 6); `None` for a
+/// zombie (dead, waiting for its reaper) or a process that is gone.
+fn group_and_session(pid: i32) -> Option<(i32, i32)> {
+    let f = stat_fields(Path::new(&format!("/proc/{pid}/stat"))).ok()?;
+    if f.first().is_some_and(|state| state == "Z") {
+        return None;
+    }
+    let pgrp = stat_field(&f, 5).ok()? as i32;
+    Some((pgrp, stat_field(&f, 6).ok()? as i32))
+}
+
+/// Every live (not zombie) process of the load led by `leader`: its session when the load has one of its
+/// own (`setsid`), else its process group (a load started in the app's session, where the
+/// session also holds the app and the harness).
+pub fn load_members(leader: i32) -> Vec<i32> {
+    live_pids()
+        .into_iter()
+        .filter(|&pid| group_and_session(pid).is_some_and(|(g, s)| g == leader || s == leader))
+        .collect()
+}
+
+/// Every live process whose session id is `sid`.
+pub fn session_members(sid: i32) -> Vec<i32> {
+    live_pids()
+        .into_iter()
+        .filter(|&pid| session_of(pid) == Some(sid))
+        .collect()
+}
+
 fn live_pids() -> Vec<i32> {
     let Ok(dir) = fs::read_dir("/proc") else {
         return Vec::new();
     };
     dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .collect()
-}
-
-/// Every live process whose session id is `sid` (a background load started with `setsid`).
-pub fn session_members(sid: i32) -> Vec<i32> {
-    live_pids()
-        .into_iter()
-        .filter(|&pid| session_of(pid) == Some(sid))
         .collect()
 }
 
@@ -99,11 +120,12 @@ fn descendants(root: i32) -> Vec<i32> {
     found
 }
 
-/// SIGKILL a whole load: its process group, every member of its session, and every descendant
+/// SIGKILL a whole load: its process group, every member of its session (if it leads one; see
+/// [`load_members`]), and every descendant
 /// of its leader — some tools (fio's job processes) start sessions of their own.
 pub fn kill_session(sid: i32) {
     let mut doomed = descendants(sid);
-    doomed.extend(session_members(sid));
+    doomed.extend(load_members(sid));
     // SAFETY: plain syscalls on integers; errors (already gone) are expected and ignored.
     unsafe { libc::killpg(sid, libc::SIGKILL) };
     for &pid in &doomed {
@@ -125,6 +147,7 @@ fn alive(pid: i32) -> bool {
         .unwrap_or(false)
 }
 
+/// Send `sig` to a process (a negative `pid` signals the process group `-pid`).
 pub fn signal(pid: i32, sig: i32) {
     // SAFETY: a plain syscall; ESRCH (already gone) is fine.
     unsafe { libc::kill(pid, sig) };

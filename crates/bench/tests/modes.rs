@@ -203,3 +203,36 @@ fn fifo_is_bounded_by_rttime_and_restored() {
     }
     assert_eq!(rt_line(limits()), before);
 }
+
+#[test]
+#[ignore = "needs root: make test runs it as root"]
+fn schedqos_sets_policy_nice_and_slice_on_both_sides_and_restores_exactly() {
+    use uxsched_daemon::actuators::sched;
+    let _serial = serial();
+    let scratch = Scratch::new("mode-schedqos");
+    let s = Subjects::start(&scratch);
+    let app = s.app.id() as i32;
+    let bg = s.bg.id() as i32;
+    let tids: Vec<i32> = sys::threads(app).into_iter().chain([bg]).collect();
+    let before: Vec<sched::SchedAttr> = tids.iter().map(|&t| sched::get(t).unwrap()).collect();
+    let mut m = mode(ModeName::Schedqos, &scratch);
+    m.prepare().unwrap();
+    m.apply(&s.targets()).unwrap();
+    for tid in sys::threads(app) {
+        let a = sched::get(tid).unwrap();
+        assert_eq!(
+            (a.policy, a.nice, a.runtime),
+            (sched::SCHED_OTHER, -4, 8_000_000),
+            "app thread {tid}: USER_INTERACTIVE"
+        );
+    }
+    let b = sched::get(bg).unwrap();
+    assert_eq!(
+        (b.policy, b.nice, b.runtime),
+        (sched::SCHED_BATCH, 4, 20_000_000),
+        "background: BACKGROUND"
+    );
+    m.restore().unwrap();
+    let after: Vec<sched::SchedAttr> = tids.iter().map(|&t| sched::get(t).unwrap()).collect();
+    assert_eq!(after, before, "policy, nice and slice back exactly");
+}

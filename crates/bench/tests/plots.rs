@@ -38,6 +38,7 @@ fn report() -> Report {
             workers: 6,
             scratch: "/nonexistent".into(),
         },
+        layout: uxsched_bench::layout::Layout::OtherSession,
         seed: 3,
         compute_ms: None,
     };

@@ -18,7 +18,7 @@ fn unknown_mode_lists_the_valid_ones() {
     let (code, err) = uxsched(&["bench", "painting", "--modes", "stock,turbo"]);
     assert_eq!(code, 2, "{err}");
     assert!(
-        err.contains("turbo") && err.contains("idle, stock, android, s76, fifo"),
+        err.contains("turbo") && err.contains("idle, stock, android, s76, schedqos, fifo"),
         "{err}"
     );
 }

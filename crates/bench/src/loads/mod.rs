@@ -1,13 +1,15 @@
-//! Background loads: the real tools (stress-ng, hackbench, fio), each started in its own
-//! session (`setsid`) like a background service — so autogroup puts it in its own group, as
-//! on a desktop — and each reporting its own throughput, which is the background cost.
-//! Every exit path kills the whole session ([`RunningLoad`]'s `Drop`).
+//! Background loads: the real tools (stress-ng, hackbench, fio, a kernel build), each started
+//! where the layout puts it (`crate::layout`: by default its own session, like a background
+//! service, so autogroup gives it its own group) and each reporting its own throughput, which
+//! is the background cost. Every exit path kills the whole load ([`RunningLoad`]'s `Drop`).
 
 mod cpu;
 mod hackbench;
 mod io;
+pub mod kbuild;
 mod memory;
 
+use crate::layout::Placement;
 use crate::sys;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
@@ -27,6 +29,8 @@ pub enum LoadKind {
     Io,
     /// stress-ng virtual-memory workers (page faults, memory bandwidth).
     Memory,
+    /// A real compile: `make -j<2×CPUs>` of the Linux kernel (Debian's linux-source-6.12).
+    Kbuild,
 }
 
 impl LoadKind {
@@ -36,6 +40,7 @@ impl LoadKind {
             LoadKind::Hackbench => "hackbench",
             LoadKind::Io => "io",
             LoadKind::Memory => "memory",
+            LoadKind::Kbuild => "kbuild",
         }
     }
 
@@ -45,6 +50,7 @@ impl LoadKind {
             LoadKind::Cpu | LoadKind::Memory => ("stress-ng", "stress-ng"),
             LoadKind::Hackbench => ("hackbench", "rt-tests"),
             LoadKind::Io => ("fio", "fio"),
+            LoadKind::Kbuild => ("make", "make"),
         }
     }
 
@@ -55,6 +61,7 @@ impl LoadKind {
             LoadKind::Hackbench => 2,
             LoadKind::Io => 4,
             LoadKind::Memory => sys::cpu_count(),
+            LoadKind::Kbuild => 2 * sys::cpu_count(),
         }
     }
 }
@@ -70,6 +77,14 @@ pub struct LoadSpec {
 /// How a tool is started, stopped and read (one implementation per file).
 trait Tool {
     fn command(&self, spec: &LoadSpec, out: &Path) -> Command;
+    /// Per-run setup before the tool starts (not counted in its time).
+    fn before_start(&self, _spec: &LoadSpec, _out: &Path) -> Result<()> {
+        Ok(())
+    }
+    /// Whether the stop signal goes to the load's whole process group, not only its leader.
+    fn stop_whole_group(&self) -> bool {
+        false
+    }
     /// Ask the tool to finish and report (SIGINT makes stress-ng and fio print their metrics).
     fn stop_signal(&self) -> i32 {
         libc::SIGINT
@@ -85,6 +100,7 @@ fn tool_for(kind: LoadKind) -> Box<dyn Tool> {
         LoadKind::Hackbench => Box::new(hackbench::Hackbench),
         LoadKind::Io => Box::new(io::FioRandRead),
         LoadKind::Memory => Box::new(memory::StressVm),
+        LoadKind::Kbuild => Box::new(kbuild::KernelBuild::from_env()),
     }
 }
 
@@ -110,28 +126,31 @@ pub fn prepare(spec: &LoadSpec) -> Result<()> {
     if which(bin).is_none() {
         bail!("background load '{}' needs `{bin}` (Debian package {pkg}): run `make setup` or `apt-get install {pkg}`", spec.kind.name());
     }
-    if spec.kind == LoadKind::Io {
-        io::prepare(spec)?;
+    match spec.kind {
+        LoadKind::Io => io::prepare(spec)?,
+        LoadKind::Kbuild => kbuild::KernelBuild::from_env().prepare()?,
+        _ => {}
     }
     Ok(())
 }
 
-pub fn start(spec: &LoadSpec, out: &Path) -> Result<RunningLoad> {
+/// Start the load where the layout says (its own session, or only its own process group in
+/// the app's session; and the layout's cgroup, joined before exec so every child is in it).
+pub fn start(spec: &LoadSpec, out: &Path, place: &Placement) -> Result<RunningLoad> {
     std::fs::create_dir_all(out)?;
     let tool = tool_for(spec.kind);
+    tool.before_start(spec, out)
+        .with_context(|| format!("preparing a run of background load '{}'", spec.kind.name()))?;
     let mut cmd = tool.command(spec, out);
     let stdout = std::fs::File::create(out.join("stdout"))?;
     let stderr = std::fs::File::create(out.join("stderr"))?;
     cmd.stdin(Stdio::null()).stdout(stdout).stderr(stderr);
-    // SAFETY: setsid is async-signal-safe; the child becomes leader of a new session, so its
-    // session id is its pid and `kill_session` reaches everything it forks.
+    // The child leads a new session or process group, so its pid names the whole load and
+    // `kill_session` reaches everything it forks.
+    let (own_session, fd) = (place.own_session, place.cgroup_fd());
+    // SAFETY: the closure only makes async-signal-safe syscalls (write, setsid, setpgid).
     unsafe {
-        cmd.pre_exec(|| {
-            if libc::setsid() < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
+        cmd.pre_exec(move || Placement::enter_in_child(own_session, fd));
     }
     let child = cmd
         .spawn()
@@ -146,8 +165,9 @@ pub fn start(spec: &LoadSpec, out: &Path) -> Result<RunningLoad> {
 }
 
 impl RunningLoad {
-    /// Session id (= the leader's pid) that modes use to find the background processes.
-    pub fn session(&self) -> i32 {
+    /// The leader's pid = its session or process group id, which modes use to find the
+    /// background processes ([`sys::load_members`]).
+    pub fn leader(&self) -> i32 {
         self.child.as_ref().map_or(0, |c| c.id() as i32)
     }
 
@@ -156,18 +176,30 @@ impl RunningLoad {
         let mut child = self.child.take().context("load already stopped")?;
         let sid = child.id() as i32;
         let elapsed = self.started.elapsed();
-        sys::signal(sid, self.tool.stop_signal());
+        if self.tool.stop_whole_group() {
+            sys::signal(-sid, self.tool.stop_signal());
+        } else {
+            sys::signal(sid, self.tool.stop_signal());
+        }
         let deadline = Instant::now() + Duration::from_secs(10);
         while child.try_wait()?.is_none() {
             if Instant::now() > deadline {
                 sys::kill_session(sid);
                 let _ = child.wait();
                 bail!(
-                    "background load '{}' did not stop within 10 s of SIGINT; killed its session {sid}",
+                    "background load '{}' did not stop within 10 s of SIGINT; killed it (leader {sid})",
                     self.spec.kind.name()
                 );
             }
             std::thread::sleep(Duration::from_millis(20));
+        }
+        if self.tool.stop_whole_group() {
+            // The leader may exit before the rest of its group has finished stopping (make
+            // deleting half-written objects): wait for them, bounded, before the SIGKILL.
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while !sys::load_members(sid).is_empty() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
         }
         sys::kill_session(sid);
         let value = self

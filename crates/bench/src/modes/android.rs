@@ -38,7 +38,7 @@ impl Mode for Android {
             }
         }
         if let Some(sid) = t.background {
-            for pid in sys::session_members(sid) {
+            for pid in sys::load_members(sid) {
                 if self.moved.insert(pid) {
                     if let Some(g) = self.changes.groups().next() {
                         g.add(pid)?;

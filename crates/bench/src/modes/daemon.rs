@@ -43,7 +43,7 @@ impl Daemon {
             .filter(|e| daemon_available(Some(e)));
         let Some(exe) = exe else {
             bail!(
-                "mode '{}' needs the uxsched daemon, which this build does not have (`uxsched daemon --help` fails); choose among idle, stock, android, s76, fifo",
+                "mode '{}' needs the uxsched daemon, which this build does not have (`uxsched daemon --help` fails); choose among idle, stock, android, s76, schedqos, fifo",
                 mode.name()
             );
         };

@@ -8,13 +8,15 @@ mod android;
 mod daemon;
 mod fifo;
 mod s76;
+mod schedqos;
 
 use crate::cgroup::CpuGroup;
 use crate::sys;
-use anyhow::Result;
+use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::path::PathBuf;
+use uxsched_daemon::actuators::sched::{self, SchedAttr};
 
 pub use daemon::daemon_available;
 
@@ -25,6 +27,7 @@ pub enum ModeName {
     Stock,
     Android,
     S76,
+    Schedqos,
     Fifo,
     Eimos,
     Vtcfs,
@@ -35,11 +38,12 @@ pub enum ModeName {
 }
 
 impl ModeName {
-    pub const ALL: [ModeName; 11] = [
+    pub const ALL: [ModeName; 12] = [
         ModeName::Idle,
         ModeName::Stock,
         ModeName::Android,
         ModeName::S76,
+        ModeName::Schedqos,
         ModeName::Fifo,
         ModeName::Eimos,
         ModeName::Vtcfs,
@@ -55,6 +59,7 @@ impl ModeName {
             ModeName::Stock => "stock",
             ModeName::Android => "android",
             ModeName::S76 => "s76",
+            ModeName::Schedqos => "schedqos",
             ModeName::Fifo => "fifo",
             ModeName::Eimos => "eimos",
             ModeName::Vtcfs => "vtcfs",
@@ -69,7 +74,12 @@ impl ModeName {
     pub fn needs_daemon(self) -> bool {
         !matches!(
             self,
-            ModeName::Idle | ModeName::Stock | ModeName::Android | ModeName::S76 | ModeName::Fifo
+            ModeName::Idle
+                | ModeName::Stock
+                | ModeName::Android
+                | ModeName::S76
+                | ModeName::Schedqos
+                | ModeName::Fifo
         )
     }
 
@@ -79,6 +89,7 @@ impl ModeName {
             ModeName::Stock => "under load, nothing done",
             ModeName::Android => "Android top app: ui/render threads nice -10; background nice 10 in a cpu.shares=52 group",
             ModeName::S76 => "system76-scheduler defaults: autogroup off; foreground nice 0 io BE0; background nice 6 io idle",
+            ModeName::Schedqos => "Sched QoS v0.1 published defaults: foreground USER_INTERACTIVE (nice -4, 8 ms slice); background BACKGROUND (SCHED_BATCH nice 4, 20 ms slice)",
             ModeName::Fifo => "foreground threads SCHED_FIFO 1 (soft RLIMIT_RTTIME 200 ms): the latency reference",
             ModeName::Eimos => "uxsched daemon --mode eimos (seed 001)",
             ModeName::Vtcfs => "uxsched daemon --mode vtcfs (seed 000)",
@@ -95,7 +106,8 @@ impl ModeName {
 pub struct Targets {
     /// The foreground app process (its threads are the foreground).
     pub app: Option<i32>,
-    /// The session of the background load.
+    /// The leader of the background load: its session (other layouts) or process group
+    /// (`same-session`) id, see [`crate::sys::load_members`].
     pub background: Option<i32>,
 }
 
@@ -135,6 +147,7 @@ pub fn build(name: ModeName, env: &ModeEnv) -> Result<Box<dyn Mode>> {
         ModeName::Idle | ModeName::Stock => Box::new(Nothing),
         ModeName::Android => Box::new(android::Android::default()),
         ModeName::S76 => Box::new(s76::S76::default()),
+        ModeName::Schedqos => Box::new(schedqos::SchedQos::default()),
         ModeName::Fifo => Box::new(fifo::Fifo::default()),
         daemon_mode => Box::new(daemon::Daemon::new(daemon_mode, env)?),
     })
@@ -163,6 +176,13 @@ enum Change {
     RtLimit {
         pid: i32,
         old: (u64, u64),
+    },
+    /// Policy, nice and slice together (`sched_setattr`).
+    Attr {
+        pid: i32,
+        tid: i32,
+        old: SchedAttr,
+        new: SchedAttr,
     },
     Autogroup {
         old: bool,
@@ -218,6 +238,39 @@ impl Changes {
             old,
             new_policy: policy,
         });
+        Ok(())
+    }
+
+    /// Set a fair thread's policy, nice and custom slice in one `sched_setattr` (EEVDF ≥ 6.12
+    /// takes `sched_runtime` as the slice). Threads that are not fair-class are left alone.
+    pub fn sched_attr(
+        &mut self,
+        pid: i32,
+        tid: i32,
+        policy: u32,
+        nice: i32,
+        slice_ns: u64,
+    ) -> Result<()> {
+        if !self.first_time("attr", tid) || sys::thread_sched(pid, tid).is_err() {
+            return Ok(());
+        }
+        let Ok(old) = sched::get(tid) else {
+            return Ok(());
+        };
+        if !old.is_fair() {
+            return Ok(());
+        }
+        let new = SchedAttr {
+            policy,
+            flags: 0,
+            nice,
+            runtime: slice_ns,
+            ..old
+        };
+        sched::set(tid, &new).with_context(|| {
+            format!("sched_setattr(tid {tid}, policy {policy}, nice {nice}, slice {slice_ns} ns)")
+        })?;
+        self.log.push(Change::Attr { pid, tid, old, new });
         Ok(())
     }
 
@@ -314,14 +367,27 @@ fn undo(change: &Change) -> Result<()> {
             }
             Ok(())
         }
+        Change::Attr { pid, tid, old, new } => {
+            let now = match (sys::thread_sched(pid, tid), sched::get(tid)) {
+                (Ok(_), Ok(now)) => now,
+                _ => return Ok(()),
+            };
+            if sched::holds(&now, &new) {
+                // Our own thread runs at the kernel's default slice (the daemon's rule).
+                let default_slice = sched::get(0).map_or(0, |a| a.runtime);
+                sched::set(tid, &sched::restorable(&old, default_slice))
+                    .with_context(|| format!("restoring sched_attr of tid {tid}"))?;
+            }
+            Ok(())
+        }
         Change::Autogroup { old } => sys::set_autogroup(old),
         Change::Group(ref g) => g.remove(),
     }
 }
 
-/// Every (pid, tid) of the background session.
-pub(crate) fn background_threads(sid: i32) -> Vec<(i32, i32)> {
-    sys::session_members(sid)
+/// Every (pid, tid) of the background load.
+pub(crate) fn background_threads(leader: i32) -> Vec<(i32, i32)> {
+    sys::load_members(leader)
         .into_iter()
         .flat_map(|pid| sys::threads(pid).into_iter().map(move |tid| (pid, tid)))
         .collect()

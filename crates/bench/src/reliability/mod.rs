@@ -2,7 +2,7 @@
 //! (issue 8) — random SIGKILLs during focus churn in every mode (settings left changed), a
 //! pid-recycling storm (changes that landed on a recycled task), a socket flood (crashes, RSS)
 //! and sustained focus churn (RSS). A benchmark, not a test: the figures go in the README; a
-//! smoke run with tiny numbers is a test.
+//! smoke run with tiny numbers is a test (crates/uxsched/tests/reliability_cli.rs).
 
 pub mod apps;
 pub mod churn;
