@@ -344,6 +344,8 @@ fn serve(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
 
     #[test]
     fn each_pool_and_uid_has_its_own_room() {
@@ -367,5 +369,162 @@ mod tests {
         s.give_back(65534, Pool::Others);
         s.take(65534, Pool::Others).unwrap();
         assert_eq!(s.pools[&Pool::Others], 32);
+    }
+
+    /// Reads its bytes in chunks of random sizes, as a socket may deliver them.
+    struct Chunked<'a> {
+        data: &'a [u8],
+        rng: ChaCha8Rng,
+    }
+
+    impl Read for Chunked<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let n = self
+                .rng
+                .gen_range(1..=700)
+                .min(buf.len())
+                .min(self.data.len());
+            buf[..n].copy_from_slice(&self.data[..n]);
+            self.data = &self.data[n..];
+            Ok(n)
+        }
+    }
+
+    /// One hostile request: random bytes, a mutated valid request, deep nesting, or huge.
+    fn hostile(rng: &mut ChaCha8Rng) -> Vec<u8> {
+        let valid = [
+            &br#"{"cmd":"status"}"#[..],
+            br#"{"cmd":"focus","pid":42}"#,
+            br#"{"cmd":"mode","mode":"eimos"}"#,
+        ];
+        match rng.gen_range(0..5) {
+            0 => (0..rng.gen_range(0..6000)).map(|_| rng.gen()).collect(),
+            1 => {
+                let mut v = valid[rng.gen_range(0..valid.len())].to_vec();
+                for _ in 0..rng.gen_range(1..6) {
+                    let at = rng.gen_range(0..=v.len());
+                    match rng.gen_range(0..3) {
+                        0 => v.insert(at, rng.gen()),
+                        1 if at < v.len() => v[at] = rng.gen(),
+                        _ if at < v.len() => drop(v.remove(at)),
+                        _ => {}
+                    }
+                }
+                v.push(b'\n');
+                v
+            }
+            2 => {
+                let depth = rng.gen_range(1..5000);
+                let mut v = vec![b'['; depth];
+                v.extend(std::iter::repeat(b']').take(depth));
+                v
+            }
+            3 => format!(
+                r#"{{"cmd":"mode","mode":"{}"}}"#,
+                "x".repeat(rng.gen_range(0..9000))
+            )
+            .into_bytes(),
+            _ => valid[rng.gen_range(0..valid.len())].to_vec(), // unterminated
+        }
+    }
+
+    #[test]
+    fn fuzzed_request_lines_get_a_request_or_a_clear_error_never_a_panic() {
+        let mut rng = ChaCha8Rng::seed_from_u64(8);
+        let (mut ok, mut refused) = (0, 0);
+        for _ in 0..5_000 {
+            let bytes = hostile(&mut rng);
+            let mut r = Chunked {
+                data: &bytes,
+                rng: ChaCha8Rng::seed_from_u64(rng.gen()),
+            };
+            // The oracle: the first line, or everything without a newline.
+            let want = bytes.split(|&b| b == b'\n').next().unwrap();
+            match read_line(&mut r, |_| Ok(())) {
+                Ok(line) => {
+                    assert!(want.len() <= MAX_REQUEST);
+                    assert_eq!(line, want);
+                    match parse_request(&line) {
+                        Ok(_) => ok += 1,
+                        Err(e) => {
+                            assert!(e.starts_with("bad request: "), "{e}");
+                            refused += 1;
+                        }
+                    }
+                }
+                Err(e) => {
+                    assert!(want.len() > MAX_REQUEST, "{e}");
+                    assert!(e.contains("longer than 4096 bytes"), "{e}");
+                    refused += 1;
+                }
+            }
+        }
+        assert!(ok > 100 && refused > 2_000, "ok {ok}, refused {refused}");
+    }
+
+    /// A server on a fresh socket whose "daemon loop" answers every request with ok.
+    fn server() -> (tempfile::TempDir, PathBuf, Server) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.sock");
+        let (tx, rx) = mpsc::channel();
+        let server = Server::start(&path, Vec::new(), tx).unwrap();
+        std::thread::spawn(move || {
+            for ev in rx {
+                if let Event::Client { reply, .. } = ev {
+                    let _ = reply.send(Response::ok());
+                }
+            }
+        });
+        (dir, path, server)
+    }
+
+    /// Send `bytes` (then stop writing) and read the one reply line.
+    fn exchange(path: &Path, bytes: &[u8], pause: Duration) -> Response {
+        let mut s = UnixStream::connect(path).unwrap();
+        let _ = s.write_all(bytes); // the server may stop reading an oversized line
+        std::thread::sleep(pause);
+        let _ = s.shutdown(Shutdown::Write);
+        let mut line = String::new();
+        let _ = s.read_to_string(&mut line);
+        serde_json::from_str(line.trim_end()).unwrap_or_else(|e| panic!("{line:?}: {e}"))
+    }
+
+    #[test]
+    fn the_socket_answers_malformed_oversized_slow_and_nested_requests_with_an_error() {
+        let (_dir, path, _server) = server();
+        let none = Duration::ZERO;
+        let error = |r: Response| r.error.unwrap_or_else(|| panic!("not refused"));
+        let e = error(exchange(&path, &[b'a'; 100_000], none));
+        assert!(e.contains("longer than 4096"), "{e}");
+        let e = error(exchange(&path, b"\xff\xfe{}\n", none));
+        assert!(e.contains("not UTF-8"), "{e}");
+        let mut nested = r#"{"a":"#.repeat(700).into_bytes();
+        nested.push(b'\n');
+        let e = error(exchange(&path, &nested, none));
+        assert!(e.contains("recursion limit"), "{e}");
+        let e = error(exchange(&path, b"\n", none));
+        assert!(e.contains("empty line"), "{e}");
+        // A request without its newline, then end of file: still a request.
+        assert!(exchange(&path, br#"{"cmd":"status"}"#, none).ok);
+        // Half a request, then silence: dropped after the deadline, with a reason.
+        let t = Instant::now();
+        let slow = REQUEST_TIMEOUT + Duration::from_millis(300);
+        let e = error(exchange(&path, br#"{"cmd":"#, slow));
+        assert!(e.contains("timed out"), "{e}");
+        assert!(t.elapsed() < slow + Duration::from_secs(2));
+        // A control request from a uid without the right (unless this runs as root).
+        // SAFETY: getuid has no preconditions.
+        if unsafe { libc::getuid() } != 0 {
+            let e = error(exchange(&path, b"{\"cmd\":\"restore\"}\n", none));
+            assert!(e.contains("control_uids"), "{e}");
+        }
+        // After all that, and a burst of random messages, it still serves.
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        for _ in 0..200 {
+            let bytes = hostile(&mut rng);
+            let r = exchange(&path, &bytes, none);
+            assert!(r.ok || r.error.is_some());
+        }
+        assert!(exchange(&path, b"{\"cmd\":\"status\"}\n", none).ok);
     }
 }
