@@ -416,7 +416,7 @@ mod tests {
             2 => {
                 let depth = rng.gen_range(1..5000);
                 let mut v = vec![b'['; depth];
-                v.extend(std::iter::repeat(b']').take(depth));
+                v.resize(2 * depth, b']');
                 v
             }
             3 => format!(

@@ -85,6 +85,18 @@ pub fn admit(pid: i32, owner: Owner) -> Result<AppId, String> {
     Ok(app)
 }
 
+/// The daemon's channel is closed: the source stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DaemonGone;
+
+impl std::fmt::Display for DaemonGone {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the daemon stopped")
+    }
+}
+
+impl std::error::Error for DaemonGone {}
+
 /// Sends a source's focus changes: admits each pid named, and says once per pid why one is
 /// not acted on (then it counts as nothing in front).
 pub struct Reporter {
@@ -106,7 +118,11 @@ impl Reporter {
 
     /// The source sees `pid` (or nothing) in front, named for `owner` (Err: for nobody it
     /// may act for, and why). Err once the daemon is gone.
-    pub fn seen(&mut self, pid: Option<i32>, owner: Result<Owner, String>) -> Result<(), ()> {
+    pub fn seen(
+        &mut self,
+        pid: Option<i32>,
+        owner: Result<Owner, String>,
+    ) -> Result<(), DaemonGone> {
         if pid == self.last {
             return Ok(());
         }
@@ -127,11 +143,11 @@ impl Reporter {
             source: self.source,
             app,
         };
-        self.events.send(ev).map_err(|_| ())
+        self.events.send(ev).map_err(|_| DaemonGone)
     }
 
     /// Report the source's health (sent only when it changes).
-    pub fn health(&mut self, error: Option<String>) -> Result<(), ()> {
+    pub fn health(&mut self, error: Option<String>) -> Result<(), DaemonGone> {
         if error == self.error {
             return Ok(());
         }
@@ -140,7 +156,7 @@ impl Reporter {
             source: self.source,
             error,
         };
-        self.events.send(ev).map_err(|_| ())
+        self.events.send(ev).map_err(|_| DaemonGone)
     }
 }
 

@@ -321,15 +321,13 @@ mod tests {
         set_xattr(&w, "1234567");
         let (tx, rx) = mpsc::channel();
         spawn(root.clone(), false, tx).unwrap();
-        let next = || loop {
-            match rx.recv_timeout(Duration::from_secs(3)).unwrap() {
-                Event::Focus { source, app } => {
-                    assert_eq!(source, SourceName::Mutter);
-                    return app.map(|a| a.pid as u32);
-                }
-                Event::Health { error, .. } => panic!("degraded: {error:?}"),
-                _ => panic!("unexpected event"),
+        let next = || match rx.recv_timeout(Duration::from_secs(3)).unwrap() {
+            Event::Focus { source, app } => {
+                assert_eq!(source, SourceName::Mutter);
+                app.map(|a| a.pid as u32)
             }
+            Event::Health { error, .. } => panic!("degraded: {error:?}"),
+            _ => panic!("unexpected event"),
         };
         assert_eq!(next(), Some(term.pid()));
         // Focus moves to Firefox: Mutter stamps the terminal and marks Firefox -1.

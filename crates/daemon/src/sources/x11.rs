@@ -8,7 +8,7 @@
 //! other end of the connection, SO_PEERCRED): see [`super::admit`]. A rootful X server, or one
 //! reached over TCP, has no such user; then only `sources_any_owner = true` makes the source act.
 
-use super::{Event, Owner, Reporter};
+use super::{DaemonGone, Event, Owner, Reporter};
 use crate::config::SourceName;
 use std::sync::mpsc::Sender;
 use std::time::Duration;
@@ -97,7 +97,7 @@ fn serve(
     tracing::info!(display = shown, owner = owner.uid, "x11 source connected");
     loop {
         let now = active_pid(&conn, root, &atoms)?;
-        reporter.seen(now, Ok(owner)).map_err(|()| Gone)?;
+        reporter.seen(now, Ok(owner))?;
         // Block until the active window changes.
         loop {
             if let XEvent::PropertyNotify(e) = conn.wait_for_event()? {
@@ -108,18 +108,6 @@ fn serve(
         }
     }
 }
-
-/// The daemon's channel is closed: the source stops.
-#[derive(Debug)]
-struct Gone;
-
-impl std::fmt::Display for Gone {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("the daemon stopped")
-    }
-}
-
-impl std::error::Error for Gone {}
 
 /// Run the source on a thread: connect, follow the active window, reconnect on loss.
 /// `any_owner`: act on any process a window names (`sources_any_owner`).
@@ -145,7 +133,7 @@ pub fn spawn(
                     return;
                 }
                 match err {
-                    Err(e) if e.is::<Gone>() => return,
+                    Err(e) if e.is::<DaemonGone>() => return,
                     // Said once at info level, then quietly retried.
                     Err(e) if !warned => {
                         warned = true;
