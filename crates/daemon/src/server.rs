@@ -294,7 +294,18 @@ pub fn parse_request(line: &[u8]) -> Result<Request, String> {
     if text.trim().is_empty() {
         return Err(r#"bad request: empty line; send e.g. {"cmd":"status"}"#.into());
     }
-    serde_json::from_str(text).map_err(|e| format!("bad request: {e}"))
+    let request = serde_json::from_str(text).map_err(|e| format!("bad request: {e}"))?;
+    // serde ignores `deny_unknown_fields` on a unit variant of an internally tagged enum.
+    if request == Request::Status {
+        let fields: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(text).map_err(|e| format!("bad request: {e}"))?;
+        if let Some(extra) = fields.keys().find(|k| *k != "cmd") {
+            return Err(format!(
+                "bad request: unknown field `{extra}`; status takes none"
+            ));
+        }
+    }
+    Ok(request)
 }
 
 fn serve(
@@ -504,6 +515,8 @@ mod tests {
         assert!(e.contains("recursion limit"), "{e}");
         let e = error(exchange(&path, b"\n", none));
         assert!(e.contains("empty line"), "{e}");
+        let e = error(exchange(&path, b"{\"cmd\":\"status\",\"x\":1}\n", none));
+        assert!(e.contains("unknown field `x`"), "{e}");
         // A request without its newline, then end of file: still a request.
         assert!(exchange(&path, br#"{"cmd":"status"}"#, none).ok);
         // Half a request, then silence: dropped after the deadline, with a reason.

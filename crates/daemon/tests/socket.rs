@@ -66,6 +66,7 @@ fn hog(socket: &Path) -> ! {
 #[test]
 #[ignore = "needs root: make test runs it"]
 fn a_user_holding_64_connections_neither_locks_root_out_nor_gets_less_than_busy() {
+    require_root();
     let _s = serial();
     let d = Daemon::start("uxsched", "");
     let mut hog = Command::new(std::env::current_exe().unwrap())

@@ -167,7 +167,11 @@ impl Prefetcher {
                 continue;
             }
             let chunk = read_ahead_kb(f.dev).unwrap_or_else(|e| {
-                tracing::debug!(pid, fd = f.fd, "no block queue ({e}): kernel default read-ahead");
+                tracing::debug!(
+                    pid,
+                    fd = f.fd,
+                    "no block queue ({e}): kernel default read-ahead"
+                );
                 NO_QUEUE_READ_AHEAD_KB
             }) * 1024;
             let window = (factor * chunk).min(MAX_WINDOW).min(f.len - f.pos);

@@ -306,6 +306,12 @@ mod tests {
     #[ignore = "needs root: make test runs it"]
     fn scopes_xattrs_drive_focus_events_and_only_the_sessions_own_processes_count() {
         const USER: u32 = 65534;
+        // SAFETY: geteuid has no preconditions.
+        let root = unsafe { libc::geteuid() } == 0;
+        assert!(
+            root,
+            "mounts a tmpfs and runs processes as uid 65534: needs root"
+        );
         let fs = Tmpfs::mount();
         let root = fs.0.path().to_owned();
         let (term, web, other_user) = (Proc::of(USER), Proc::of(USER), Proc::of(65533));
