@@ -197,4 +197,43 @@ mod tests {
         };
         assert!(admit(pid, other).unwrap_err().contains("belongs to uid"));
     }
+
+    #[test]
+    fn a_reporter_sends_changes_only_and_a_refused_pid_as_nothing_in_front() {
+        let (pid, uid) = me();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let mut r = Reporter::new(SourceName::X11, tx);
+        let owner = Ok(Owner { uid, any: true });
+        r.seen(Some(pid), owner.clone()).unwrap();
+        r.seen(Some(pid), owner.clone()).unwrap(); // unchanged: not sent again
+        r.seen(
+            Some(1),
+            Ok(Owner {
+                uid: 65534,
+                any: false,
+            }),
+        )
+        .unwrap();
+        r.seen(Some(pid), Err("not a session".into())).unwrap();
+        r.health(Some("degraded: x".into())).unwrap();
+        r.health(Some("degraded: x".into())).unwrap();
+        r.health(None).unwrap();
+        drop(r);
+        let got: Vec<String> = rx
+            .iter()
+            .map(|ev| match ev {
+                Event::Focus { app, .. } => format!("focus {:?}", app.map(|a| a.pid)),
+                Event::Health { error, .. } => format!("health {error:?}"),
+                _ => "other".into(),
+            })
+            .collect();
+        let want = [
+            format!("focus Some({pid})"),
+            "focus None".into(),
+            "focus None".into(),
+            "health Some(\"degraded: x\")".into(),
+            "health None".into(),
+        ];
+        assert_eq!(got, want);
+    }
 }
