@@ -106,24 +106,26 @@ impl Report {
         );
         let _ = writeln!(
             t,
-            "  {:<11} {:>9} {:>9} {:>9} {:>9} {:>18} {:>8}",
+            "  {:<11} {:>9} {:>9} {:>9} {:>9} {:>9} {:>18} {:>8}",
             "mode",
             "processes",
             "accepted",
             "recycled",
             "same_tick",
+            "inspected",
             "landed_on_recycled",
             "crashes"
         );
         for s in &self.storm {
             let _ = writeln!(
                 t,
-                "  {:<11} {:>9} {:>9} {:>9} {:>9} {:>18} {:>8}",
+                "  {:<11} {:>9} {:>9} {:>9} {:>9} {:>9} {:>18} {:>8}",
                 s.mode,
                 s.processes,
                 s.focus_accepted,
                 s.recycled,
                 s.same_tick,
+                s.inspected,
                 s.landed_on_recycled.len(),
                 s.daemon_crashes
             );
