@@ -11,8 +11,10 @@ use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::Duration;
 
-/// Longest request or reply line accepted (bounds a client's memory use of the daemon).
+/// Longest reply line a client accepts.
 pub const MAX_LINE: u64 = 1 << 20;
+/// Longest request line the daemon accepts (bounds what a client can make it hold).
+pub const MAX_REQUEST: usize = 4096;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "cmd", rename_all = "snake_case", deny_unknown_fields)]
@@ -98,6 +100,9 @@ pub struct SourceStatus {
     pub name: String,
     pub alive: bool,
     pub focus: Option<i32>,
+    /// What is wrong with the source while it runs degraded (and what to do), if anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -144,9 +149,15 @@ pub fn call(socket: &Path, req: &Request) -> Result<Response, ClientError> {
     stream.set_read_timeout(Some(Duration::from_secs(10)))?;
     let mut line = serde_json::to_string(req)?;
     line.push('\n');
-    (&stream).write_all(line.as_bytes())?;
+    // A daemon that refuses the connection ("busy") answers without reading the request and
+    // closes: the write can fail then, but the answer is still there to read.
+    let written = (&stream).write_all(line.as_bytes());
     let mut reply = String::new();
-    BufReader::new((&stream).take_limit()).read_line(&mut reply)?;
+    let read = BufReader::new((&stream).take_limit()).read_line(&mut reply);
+    if reply.is_empty() {
+        written?;
+        read?;
+    }
     let resp: Response = serde_json::from_str(&reply)?;
     if !resp.ok {
         return Err(ClientError::Refused(resp.error.unwrap_or_default()));

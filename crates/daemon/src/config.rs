@@ -141,6 +141,9 @@ pub struct Config {
     pub log_level: String,
     pub control_uids: Vec<u32>,
     pub sources: Vec<SourceName>,
+    /// Let desktop sources (x11, mutter) name any process, not only those of the user who owns
+    /// the display or session (and never root's or a system service's).
+    pub sources_any_owner: bool,
     #[serde(deserialize_with = "min_nice")]
     pub min_nice: i32,
     #[serde(deserialize_with = "shares")]
@@ -296,6 +299,7 @@ impl Default for Config {
             log_level: "info".into(),
             control_uids: Vec::new(),
             sources: vec![SourceName::Explicit],
+            sources_any_owner: false,
             min_nice: -19,
             fg_shares: 71755,
             bg_shares: 128,

@@ -43,6 +43,8 @@ struct Daemon {
     tracker_state: String,
     /// The tracker's latest critical set for the app in front.
     critical: Vec<Critical>,
+    /// What is wrong with each source that runs degraded.
+    source_errors: BTreeMap<SourceName, String>,
 }
 
 /// Start the configured sources' threads; a source that cannot start is reported, not fatal.
@@ -57,10 +59,16 @@ fn start_sources(cfg: &Config, tx: &mpsc::Sender<Event>) -> BTreeMap<SourceName,
                 Duration::from_millis(cfg.android.poll_ms),
                 tx.clone(),
             ),
-            SourceName::Mutter => {
-                crate::sources::mutter::spawn(cfg.mutter.cgroup_root.clone(), tx.clone())
-            }
-            SourceName::X11 => crate::sources::x11::spawn(cfg.x11.display.clone(), tx.clone()),
+            SourceName::Mutter => crate::sources::mutter::spawn(
+                cfg.mutter.cgroup_root.clone(),
+                cfg.sources_any_owner,
+                tx.clone(),
+            ),
+            SourceName::X11 => crate::sources::x11::spawn(
+                cfg.x11.display.clone(),
+                cfg.sources_any_owner,
+                tx.clone(),
+            ),
         };
         if let Err(e) = &started {
             warn!(?source, "source could not start: {e}");
@@ -153,6 +161,7 @@ pub fn run(cfg: Config) -> anyhow::Result<()> {
         tracker,
         tracker_state,
         critical: Vec::new(),
+        source_errors: BTreeMap::new(),
         cfg,
     };
     let result = d.serve(&rx);
@@ -190,8 +199,21 @@ impl Daemon {
                     uid,
                     reply,
                 }) => pending = Some((reply, self.handle(request, uid))),
-                Ok(Event::Focus { source, pid }) => {
-                    if let Err(e) = self.set_focus(source, pid.and_then(|p| AppId::of(p).ok())) {
+                Ok(Event::Focus { source, app }) => {
+                    // Identity was captured where the source saw the pid: a process that is
+                    // gone by now (its pid perhaps reused) is not focused.
+                    let app = app.filter(|a| {
+                        let alive = a.alive();
+                        if !alive {
+                            info!(
+                                ?source,
+                                pid = a.pid,
+                                "focus dropped: the process has exited"
+                            );
+                        }
+                        alive
+                    });
+                    if let Err(e) = self.set_focus(source, app) {
                         warn!("{e}");
                     }
                 }
@@ -201,6 +223,14 @@ impl Daemon {
                     self.dirty = true;
                     self.last_apply = Instant::now() - min_interval;
                 }
+                Ok(Event::Health { source, error }) => match error {
+                    Some(e) => {
+                        self.source_errors.insert(source, e);
+                    }
+                    None => {
+                        self.source_errors.remove(&source);
+                    }
+                },
                 Err(RecvTimeoutError::Timeout) => {}
             }
             let now = Instant::now();
@@ -375,7 +405,7 @@ impl Daemon {
             if let Some(app) = &state.focus {
                 if let Err(e) = self
                     .prefetcher
-                    .scan(app.id.pid, self.cfg.eimos.readahead_factor)
+                    .scan(app.id, self.cfg.eimos.readahead_factor)
                 {
                     tracing::debug!(pid = app.id.pid, "prefetch: {e}");
                 }
@@ -480,6 +510,7 @@ impl Daemon {
                     name: format!("{s:?}").to_lowercase(),
                     alive: self.sources_alive.get(s).copied().unwrap_or(false),
                     focus: self.focus_by_source.get(s).map(|a| a.pid),
+                    error: self.source_errors.get(s).cloned(),
                 })
                 .collect(),
             features: serde_json::to_value(&self.features).unwrap_or_default(),

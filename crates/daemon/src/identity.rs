@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::path::PathBuf;
 
 /// A kernel task (thread) as uxsched knows it: its tid, its process (tgid) and its start time
@@ -89,13 +90,103 @@ pub fn threads(pid: i32) -> Vec<i32> {
     tids
 }
 
-/// Owner uid of a process (real uid from `/proc/<pid>/status`).
-pub fn owner_uid(pid: i32) -> io::Result<u32> {
-    let text = std::fs::read_to_string(proc_root().join(pid.to_string()).join("status"))?;
-    text.lines()
-        .find_map(|l| l.strip_prefix("Uid:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "no Uid"))
+/// A pidfd (`pidfd_open(2)`, Linux ≥ 5.3): it names one process for the process's whole life,
+/// whatever later happens to its pid. Reads of `/proc/<pid>` made while the pidfd's process has
+/// not exited describe that process (a pid is reused only after its process has exited).
+#[derive(Debug)]
+pub struct Pidfd(OwnedFd);
+
+impl Pidfd {
+    /// Open a pidfd for process `pid` (a thread id that is not a process is refused: EINVAL).
+    pub fn open(pid: i32) -> io::Result<Pidfd> {
+        // SAFETY: plain integer arguments; a non-negative result is a new fd we own.
+        let r = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+        if r < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `r` is a fresh descriptor returned by the kernel.
+        Ok(Pidfd(unsafe { OwnedFd::from_raw_fd(r as i32) }))
+    }
+
+    /// True once the process has exited (zombie or reaped): a pidfd polls readable then.
+    pub fn exited(&self) -> bool {
+        let mut pfd = libc::pollfd {
+            fd: self.0.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd; zero timeout.
+        let r = unsafe { libc::poll(&mut pfd, 1, 0) };
+        r != 0 // readable, or poll failed: either way not provably alive
+    }
+}
+
+impl AsFd for Pidfd {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.0.as_fd()
+    }
+}
+
+/// A process as seen at one instant: every field read while a pidfd opened before the reads
+/// showed it alive, so they all describe the same process (no recycled pid in between).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Process {
+    pub pid: i32,
+    pub start: u64,
+    /// Real, effective, saved and filesystem uid (`Uid:` of `/proc/<pid>/status`).
+    pub uids: [u32; 4],
+    /// Its cgroup v2 path (`0::` line of `/proc/<pid>/cgroup`), if it has one.
+    pub cgroup: Option<String>,
+}
+
+impl Process {
+    /// Whether every uid of the process is `uid` (a set-uid program run by `uid` is not).
+    pub fn owned_by(&self, uid: u32) -> bool {
+        self.uids.iter().all(|&u| u == uid)
+    }
+}
+
+/// Look at process `pid` consistently: pidfd first, then one read each of `status` and `stat`
+/// (and `cgroup`), then a check that the pidfd's process is still alive.
+pub fn observe(pid: i32) -> io::Result<(Process, Pidfd)> {
+    let pidfd = Pidfd::open(pid)?;
+    let dir = proc_root().join(pid.to_string());
+    let status = std::fs::read_to_string(dir.join("status"))?;
+    let start = stat(pid)?.start;
+    let cgroup = std::fs::read_to_string(dir.join("cgroup"))?;
+    if pidfd.exited() {
+        return Err(io::Error::new(io::ErrorKind::NotFound, "exited"));
+    }
+    let bad = |what: &str| io::Error::new(io::ErrorKind::InvalidData, format!("no {what}"));
+    let field = |name: &str| status.lines().find_map(|l| l.strip_prefix(name));
+    let tgid: i32 = field("Tgid:")
+        .and_then(|v| v.trim().parse().ok())
+        .ok_or_else(|| bad("Tgid"))?;
+    if tgid != pid {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{pid} is a thread of process {tgid}, not a process"),
+        ));
+    }
+    let uids: Vec<u32> = field("Uid:")
+        .map(|v| {
+            v.split_whitespace()
+                .filter_map(|u| u.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    let uids: [u32; 4] = uids.try_into().map_err(|_| bad("Uid"))?;
+    let cgroup = cgroup
+        .lines()
+        .find_map(|l| l.strip_prefix("0::"))
+        .map(str::to_owned);
+    let process = Process {
+        pid,
+        start,
+        uids,
+        cgroup,
+    };
+    Ok((process, pidfd))
 }
 
 #[cfg(test)]
@@ -139,12 +230,35 @@ mod tests {
         let pid = child.id() as i32;
         let id = task_id(pid).expect("a live child has an identity");
         assert!(still_same(&id));
+        let (seen, pidfd) = observe(pid).expect("a live child can be observed");
+        assert_eq!((seen.pid, seen.start), (id.pid, id.start));
         child.kill().unwrap();
         child.wait().unwrap();
         assert!(
             !still_same(&id),
             "an exited (reaped) process is not the same task"
         );
+        assert!(pidfd.exited());
+        assert!(observe(pid).is_err());
         assert!(threads(pid).is_empty());
+    }
+
+    #[test]
+    fn observing_gives_this_process_its_owner_and_refuses_a_thread() {
+        let me = std::process::id() as i32;
+        let (p, pidfd) = observe(me).unwrap();
+        assert_eq!(p.start, stat(me).unwrap().start);
+        // SAFETY: getuid has no preconditions.
+        assert!(p.owned_by(unsafe { libc::getuid() }));
+        assert!(!pidfd.exited());
+        let (tx, rx) = std::sync::mpsc::channel();
+        let t = std::thread::spawn(move || {
+            // SAFETY: gettid has no preconditions.
+            tx.send(unsafe { libc::gettid() }).unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        });
+        let tid = rx.recv().unwrap();
+        assert!(observe(tid).is_err(), "a thread is not a process");
+        t.join().unwrap();
     }
 }

@@ -2,28 +2,110 @@
 //! connection. The caller's uid comes from the kernel (SO_PEERCRED), never from the message.
 //!
 //! Safety rules: anyone may read `status`; changing anything needs root or a uid in
-//! `control_uids` (a local user must not be able to boost arbitrary processes); requests are
-//! bounded in size and in concurrent connections, and a slow client times out (no client can
-//! grow the daemon's memory or stall the loop).
+//! `control_uids` (a local user must not be able to boost arbitrary processes). No client can
+//! lock others out or grow the daemon's memory: connections are counted per uid, in separate
+//! pools for root, for `control_uids` and for everyone else (so a flood from an unprivileged
+//! user never takes root's room); a client over its share gets a "busy" reply, not a reset; a
+//! request line longer than [`MAX_REQUEST`] bytes is refused, and one that has not arrived within
+//! [`REQUEST_TIMEOUT`] is dropped.
 
-use crate::api::{Request, Response, MAX_LINE};
+use crate::api::{Request, Response, MAX_REQUEST};
 use crate::sources::Event;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::collections::HashMap;
+use std::io::{self, Read, Write};
+use std::net::Shutdown;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::io::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Sender};
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 use tracing::{debug, warn};
 
-const MAX_CONNECTIONS: usize = 32;
-const CLIENT_TIMEOUT: Duration = Duration::from_secs(5);
+/// A client must send its whole request line within this time.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(1);
+/// How long the daemon loop may take to answer, and a client to take the reply.
+const REPLY_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The uid of the process at the other end of `stream`.
-pub fn peer_uid(stream: &UnixStream) -> std::io::Result<u32> {
+/// Who a connection counts against: (pool, room in the pool, room per uid in it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Pool {
+    Root,
+    Control,
+    Others,
+}
+
+impl Pool {
+    fn of(uid: u32, control_uids: &[u32]) -> Pool {
+        match uid {
+            0 => Pool::Root,
+            u if control_uids.contains(&u) => Pool::Control,
+            _ => Pool::Others,
+        }
+    }
+
+    fn who(self) -> &'static str {
+        match self {
+            Pool::Root => "root",
+            Pool::Control => "`control_uids` users",
+            Pool::Others => "unprivileged users",
+        }
+    }
+
+    /// (connections open at once in the pool, per uid).
+    fn room(self) -> (usize, usize) {
+        match self {
+            Pool::Root => (16, 16),
+            Pool::Control => (16, 4),
+            Pool::Others => (32, 4),
+        }
+    }
+}
+
+/// Open connections per pool and per uid.
+#[derive(Debug, Default)]
+struct Slots {
+    pools: HashMap<Pool, usize>,
+    uids: HashMap<u32, usize>,
+}
+
+impl Slots {
+    /// Take a slot for `uid`, or say why not.
+    fn take(&mut self, uid: u32, pool: Pool) -> Result<(), String> {
+        let (in_pool, per_uid) = pool.room();
+        let mine = self.uids.get(&uid).copied().unwrap_or(0);
+        if mine >= per_uid {
+            return Err(format!(
+                "busy: uid {uid} already has {mine} connections open (at most {per_uid}); \
+                 close some and retry"
+            ));
+        }
+        let pooled = self.pools.get(&pool).copied().unwrap_or(0);
+        if pooled >= in_pool {
+            return Err(format!(
+                "busy: {pooled} connections of {} are open (at most {in_pool}); retry in a moment",
+                pool.who()
+            ));
+        }
+        *self.uids.entry(uid).or_default() += 1;
+        *self.pools.entry(pool).or_default() += 1;
+        Ok(())
+    }
+
+    fn give_back(&mut self, uid: u32, pool: Pool) {
+        for n in [self.uids.get_mut(&uid), self.pools.get_mut(&pool)]
+            .into_iter()
+            .flatten()
+        {
+            *n = n.saturating_sub(1);
+        }
+        self.uids.retain(|_, n| *n > 0);
+    }
+}
+
+/// The uid of the process at the other end of the Unix socket `stream`.
+pub fn peer_uid(stream: &impl AsRawFd) -> std::io::Result<u32> {
     let mut cred = libc::ucred {
         pid: 0,
         uid: 0,
@@ -76,32 +158,9 @@ impl Server {
             .map_err(|e| anyhow::anyhow!("cannot bind {}: {e}", path.display()))?;
         // Everyone may connect; what they may do is decided per request from SO_PEERCRED.
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o666))?;
-        let active = Arc::new(AtomicUsize::new(0));
-        let control_uids = Arc::new(control_uids);
         std::thread::Builder::new()
             .name("uxsched-server".into())
-            .spawn(move || {
-                for stream in listener.incoming().flatten() {
-                    if active.load(Ordering::Relaxed) >= MAX_CONNECTIONS {
-                        let _ = reply(&stream, &Response::error("busy: too many connections"));
-                        continue;
-                    }
-                    active.fetch_add(1, Ordering::Relaxed);
-                    let (active, uids, events) =
-                        (active.clone(), control_uids.clone(), events.clone());
-                    let spawned = std::thread::Builder::new()
-                        .name("uxsched-client".into())
-                        .spawn(move || {
-                            if let Err(e) = serve(&stream, &uids, &events) {
-                                debug!("client: {e}");
-                            }
-                            active.fetch_sub(1, Ordering::Relaxed);
-                        });
-                    if let Err(e) = spawned {
-                        warn!("cannot serve a client: {e}");
-                    }
-                }
-            })?;
+            .spawn(move || accept_loop(listener, Arc::new(control_uids), events))?;
         Ok(Server {
             path: path.to_owned(),
         })
@@ -114,21 +173,159 @@ impl Drop for Server {
     }
 }
 
-fn reply(mut stream: &UnixStream, resp: &Response) -> std::io::Result<()> {
+/// Admit each connection into its uid's share (or answer "busy") and serve it on a thread.
+fn accept_loop(listener: UnixListener, control_uids: Arc<Vec<u32>>, events: Sender<Event>) {
+    let slots = Arc::new(Mutex::new(Slots::default()));
+    for stream in listener.incoming() {
+        let stream = match stream {
+            Ok(s) => s,
+            Err(e) => {
+                // EMFILE and the like: do not spin; the clients waiting are kept in the backlog.
+                warn!("control socket: cannot accept a client: {e}; check the daemon's fd limit");
+                std::thread::sleep(Duration::from_millis(50));
+                continue;
+            }
+        };
+        let Ok(uid) = peer_uid(&stream) else {
+            continue;
+        };
+        let pool = Pool::of(uid, &control_uids);
+        let taken = slots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take(uid, pool);
+        if let Err(why) = taken {
+            debug!(uid, "{why}");
+            refuse(&stream, &why);
+            continue;
+        }
+        let (held, uids, events) = (slots.clone(), control_uids.clone(), events.clone());
+        let spawned = std::thread::Builder::new()
+            .name("uxsched-client".into())
+            .spawn(move || {
+                if let Err(e) = serve(&stream, uid, &uids, &events) {
+                    debug!(uid, "client: {e}");
+                }
+                held.lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .give_back(uid, pool);
+            });
+        if let Err(e) = spawned {
+            warn!("cannot serve a client: {e}");
+            slots
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .give_back(uid, pool);
+        }
+    }
+}
+
+/// Answer a client without reading its request: never blocks the accept loop. What it already
+/// sent is drained first, so that closing does not turn into a reset before it reads the reply.
+fn refuse(stream: &UnixStream, why: &str) {
+    if stream.set_nonblocking(true).is_err() {
+        return;
+    }
+    let mut sink = [0u8; 1024];
+    let mut left = 4 * MAX_REQUEST;
+    while let Ok(n @ 1..) = (&*stream).read(&mut sink) {
+        left = left.saturating_sub(n);
+        if left == 0 {
+            break;
+        }
+    }
+    let _ = reply(stream, &Response::error(why));
+    let _ = stream.shutdown(Shutdown::Write);
+}
+
+fn reply(mut stream: &UnixStream, resp: &Response) -> io::Result<()> {
     let mut line = serde_json::to_string(resp)?;
     line.push('\n');
     stream.write_all(line.as_bytes())
 }
 
-fn serve(stream: &UnixStream, control_uids: &[u32], events: &Sender<Event>) -> std::io::Result<()> {
-    stream.set_read_timeout(Some(CLIENT_TIMEOUT))?;
-    stream.set_write_timeout(Some(CLIENT_TIMEOUT))?;
-    let uid = peer_uid(stream)?;
-    let mut line = String::new();
-    BufReader::new(stream.take(MAX_LINE)).read_line(&mut line)?;
-    let request: Request = match serde_json::from_str(&line) {
+/// Read one request line (without its newline) from `r`, at most [`MAX_REQUEST`] bytes; the
+/// last line may end at end of file instead. `arm` runs before each read (sets the deadline).
+pub fn read_line<R: Read>(
+    r: &mut R,
+    mut arm: impl FnMut(&mut R) -> io::Result<()>,
+) -> Result<Vec<u8>, String> {
+    let mut line = Vec::with_capacity(128);
+    let mut chunk = [0u8; 512];
+    loop {
+        arm(r).map_err(|e| format!("{e}"))?;
+        let n = match r.read(&mut chunk) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                return Err(too_slow());
+            }
+            Err(e) => return Err(format!("reading the request: {e}")),
+        };
+        let end = chunk[..n].iter().position(|&b| b == b'\n');
+        let take = end.unwrap_or(n);
+        if line.len() + take > MAX_REQUEST {
+            return Err(format!(
+                "bad request: longer than {MAX_REQUEST} bytes; send one JSON object per line"
+            ));
+        }
+        line.extend_from_slice(&chunk[..take]);
+        if end.is_some() || n == 0 {
+            return Ok(line);
+        }
+    }
+}
+
+fn too_slow() -> String {
+    format!(
+        "timed out: send the whole request line within {} ms",
+        REQUEST_TIMEOUT.as_millis()
+    )
+}
+
+/// Parse one request line; the error says what a well-formed request looks like.
+pub fn parse_request(line: &[u8]) -> Result<Request, String> {
+    let text = std::str::from_utf8(line).map_err(|e| format!("bad request: not UTF-8 ({e})"))?;
+    if text.trim().is_empty() {
+        return Err(r#"bad request: empty line; send e.g. {"cmd":"status"}"#.into());
+    }
+    let request = serde_json::from_str(text).map_err(|e| format!("bad request: {e}"))?;
+    // serde ignores `deny_unknown_fields` on a unit variant of an internally tagged enum.
+    if request == Request::Status {
+        let fields: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(text).map_err(|e| format!("bad request: {e}"))?;
+        if let Some(extra) = fields.keys().find(|k| *k != "cmd") {
+            return Err(format!(
+                "bad request: unknown field `{extra}`; status takes none"
+            ));
+        }
+    }
+    Ok(request)
+}
+
+fn serve(
+    stream: &UnixStream,
+    uid: u32,
+    control_uids: &[u32],
+    events: &Sender<Event>,
+) -> io::Result<()> {
+    stream.set_write_timeout(Some(REPLY_TIMEOUT))?;
+    let deadline = Instant::now() + REQUEST_TIMEOUT;
+    let arm = |s: &mut &UnixStream| {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::Error::new(io::ErrorKind::TimedOut, too_slow()));
+        }
+        s.set_read_timeout(Some(left))
+    };
+    let request = match read_line(&mut &*stream, arm).and_then(|l| parse_request(&l)) {
         Ok(r) => r,
-        Err(e) => return reply(stream, &Response::error(format!("bad request: {e}"))),
+        Err(e) => return reply(stream, &Response::error(e)),
     };
     if request.is_control() && uid != 0 && !control_uids.contains(&uid) {
         return reply(
@@ -150,7 +347,197 @@ fn serve(stream: &UnixStream, control_uids: &[u32], events: &Sender<Event>) -> s
         return reply(stream, &Response::error("the daemon is shutting down"));
     }
     let resp = rx
-        .recv_timeout(CLIENT_TIMEOUT)
+        .recv_timeout(REPLY_TIMEOUT)
         .unwrap_or_else(|_| Response::error("the daemon did not answer in time"));
     reply(stream, &resp)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    #[test]
+    fn each_pool_and_uid_has_its_own_room() {
+        let mut s = Slots::default();
+        for _ in 0..4 {
+            s.take(65534, Pool::Others).unwrap();
+        }
+        let e = s.take(65534, Pool::Others).unwrap_err();
+        assert!(e.starts_with("busy") && e.contains("uid 65534"), "{e}");
+        // Eight users fill the unprivileged pool; root and control uids still get in.
+        for uid in 1000..1007 {
+            for _ in 0..4 {
+                s.take(uid, Pool::Others).unwrap();
+            }
+        }
+        assert!(s.take(2000, Pool::Others).unwrap_err().starts_with("busy"));
+        for _ in 0..16 {
+            s.take(0, Pool::Root).unwrap();
+        }
+        s.take(500, Pool::Control).unwrap();
+        s.give_back(65534, Pool::Others);
+        s.take(65534, Pool::Others).unwrap();
+        assert_eq!(s.pools[&Pool::Others], 32);
+    }
+
+    /// Reads its bytes in chunks of random sizes, as a socket may deliver them.
+    struct Chunked<'a> {
+        data: &'a [u8],
+        rng: ChaCha8Rng,
+    }
+
+    impl Read for Chunked<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let n = self
+                .rng
+                .gen_range(1..=700)
+                .min(buf.len())
+                .min(self.data.len());
+            buf[..n].copy_from_slice(&self.data[..n]);
+            self.data = &self.data[n..];
+            Ok(n)
+        }
+    }
+
+    /// One hostile request: random bytes, a mutated valid request, deep nesting, or huge.
+    fn hostile(rng: &mut ChaCha8Rng) -> Vec<u8> {
+        let valid = [
+            &br#"{"cmd":"status"}"#[..],
+            br#"{"cmd":"focus","pid":42}"#,
+            br#"{"cmd":"mode","mode":"eimos"}"#,
+        ];
+        match rng.gen_range(0..5) {
+            0 => (0..rng.gen_range(0..6000)).map(|_| rng.gen()).collect(),
+            1 => {
+                let mut v = valid[rng.gen_range(0..valid.len())].to_vec();
+                for _ in 0..rng.gen_range(1..6) {
+                    let at = rng.gen_range(0..=v.len());
+                    match rng.gen_range(0..3) {
+                        0 => v.insert(at, rng.gen()),
+                        1 if at < v.len() => v[at] = rng.gen(),
+                        _ if at < v.len() => drop(v.remove(at)),
+                        _ => {}
+                    }
+                }
+                v.push(b'\n');
+                v
+            }
+            2 => {
+                let depth = rng.gen_range(1..5000);
+                let mut v = vec![b'['; depth];
+                v.resize(2 * depth, b']');
+                v
+            }
+            3 => format!(
+                r#"{{"cmd":"mode","mode":"{}"}}"#,
+                "x".repeat(rng.gen_range(0..9000))
+            )
+            .into_bytes(),
+            _ => valid[rng.gen_range(0..valid.len())].to_vec(), // unterminated
+        }
+    }
+
+    #[test]
+    fn fuzzed_request_lines_get_a_request_or_a_clear_error_never_a_panic() {
+        let mut rng = ChaCha8Rng::seed_from_u64(8);
+        let (mut ok, mut refused) = (0, 0);
+        for _ in 0..5_000 {
+            let bytes = hostile(&mut rng);
+            let mut r = Chunked {
+                data: &bytes,
+                rng: ChaCha8Rng::seed_from_u64(rng.gen()),
+            };
+            // The oracle: the first line, or everything without a newline.
+            let want = bytes.split(|&b| b == b'\n').next().unwrap();
+            match read_line(&mut r, |_| Ok(())) {
+                Ok(line) => {
+                    assert!(want.len() <= MAX_REQUEST);
+                    assert_eq!(line, want);
+                    match parse_request(&line) {
+                        Ok(_) => ok += 1,
+                        Err(e) => {
+                            assert!(e.starts_with("bad request: "), "{e}");
+                            refused += 1;
+                        }
+                    }
+                }
+                Err(e) => {
+                    assert!(want.len() > MAX_REQUEST, "{e}");
+                    assert!(e.contains("longer than 4096 bytes"), "{e}");
+                    refused += 1;
+                }
+            }
+        }
+        assert!(ok > 100 && refused > 2_000, "ok {ok}, refused {refused}");
+    }
+
+    /// A server on a fresh socket whose "daemon loop" answers every request with ok.
+    fn server() -> (tempfile::TempDir, PathBuf, Server) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.sock");
+        let (tx, rx) = mpsc::channel();
+        let server = Server::start(&path, Vec::new(), tx).unwrap();
+        std::thread::spawn(move || {
+            for ev in rx {
+                if let Event::Client { reply, .. } = ev {
+                    let _ = reply.send(Response::ok());
+                }
+            }
+        });
+        (dir, path, server)
+    }
+
+    /// Send `bytes` (then stop writing) and read the one reply line.
+    fn exchange(path: &Path, bytes: &[u8], pause: Duration) -> Response {
+        let mut s = UnixStream::connect(path).unwrap();
+        let _ = s.write_all(bytes); // the server may stop reading an oversized line
+        std::thread::sleep(pause);
+        let _ = s.shutdown(Shutdown::Write);
+        let mut line = String::new();
+        let _ = s.read_to_string(&mut line);
+        serde_json::from_str(line.trim_end()).unwrap_or_else(|e| panic!("{line:?}: {e}"))
+    }
+
+    #[test]
+    fn the_socket_answers_malformed_oversized_slow_and_nested_requests_with_an_error() {
+        let (_dir, path, _server) = server();
+        let none = Duration::ZERO;
+        let error = |r: Response| r.error.unwrap_or_else(|| panic!("not refused"));
+        let e = error(exchange(&path, &[b'a'; 100_000], none));
+        assert!(e.contains("longer than 4096"), "{e}");
+        let e = error(exchange(&path, b"\xff\xfe{}\n", none));
+        assert!(e.contains("not UTF-8"), "{e}");
+        let mut nested = r#"{"a":"#.repeat(700).into_bytes();
+        nested.push(b'\n');
+        let e = error(exchange(&path, &nested, none));
+        assert!(e.contains("recursion limit"), "{e}");
+        let e = error(exchange(&path, b"\n", none));
+        assert!(e.contains("empty line"), "{e}");
+        let e = error(exchange(&path, b"{\"cmd\":\"status\",\"x\":1}\n", none));
+        assert!(e.contains("unknown field `x`"), "{e}");
+        // A request without its newline, then end of file: still a request.
+        assert!(exchange(&path, br#"{"cmd":"status"}"#, none).ok);
+        // Half a request, then silence: dropped after the deadline, with a reason.
+        let t = Instant::now();
+        let slow = REQUEST_TIMEOUT + Duration::from_millis(300);
+        let e = error(exchange(&path, br#"{"cmd":"#, slow));
+        assert!(e.contains("timed out"), "{e}");
+        assert!(t.elapsed() < slow + Duration::from_secs(2));
+        // A control request from a uid without the right (unless this runs as root).
+        // SAFETY: getuid has no preconditions.
+        if unsafe { libc::getuid() } != 0 {
+            let e = error(exchange(&path, b"{\"cmd\":\"restore\"}\n", none));
+            assert!(e.contains("control_uids"), "{e}");
+        }
+        // After all that, and a burst of random messages, it still serves.
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        for _ in 0..200 {
+            let bytes = hostile(&mut rng);
+            let r = exchange(&path, &bytes, none);
+            assert!(r.ok || r.error.is_some());
+        }
+        assert!(exchange(&path, b"{\"cmd\":\"status\"}\n", none).ok);
+    }
 }

@@ -148,7 +148,10 @@ pub fn apply_tracker(app: &mut App, set: &[Critical], cfg: &Config) -> Vec<Criti
             t.role = Role::Critical;
         }
     }
-    let app_uid = identity::owner_uid(app.id.pid).ok();
+    // Uids from one consistent look at each process (`identity::observe`); a partner must have
+    // every uid of the app's user (a set-uid program is not the user's).
+    let app_uid = identity::observe(app.id.pid).ok().map(|(p, _)| p.uids[0]);
+    let owned = |pid: i32, uid: u32| identity::observe(pid).is_ok_and(|(p, _)| p.owned_by(uid));
     let display = uxsched_tracker::TrackerConfig::default();
     set.iter()
         .filter(|c| c.task.pid != app.id.pid)
@@ -158,7 +161,7 @@ pub fn apply_tracker(app: &mut App, set: &[Critical], cfg: &Config) -> Vec<Criti
             CriticalKind::Partner => {
                 cfg.tracker.partners
                     && (display.is_display(&c.comm)
-                        || app_uid.is_some() && identity::owner_uid(c.task.pid).ok() == app_uid)
+                        || app_uid.is_some_and(|u| owned(c.task.pid, u)))
             }
         })
         .filter(|c| identity::still_same(&c.task))

@@ -3,9 +3,14 @@
 //! `_NET_ACTIVE_WINDOW`, as an EWMH window manager does when focus changes. Then the server goes
 //! away and comes back: the source clears the focus and reconnects.
 //!
+//! The X server and the legitimate windows run as one user (uid 65534 when the test runs as
+//! root, else the test's own user); a hostile client names pid 1 and, as root, another user's
+//! process in `_NET_WM_PID`: the source must not hand them to the daemon.
+//!
 //! Needs the Debian package `xvfb` (scripts/setup.sh installs it).
 
 use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -32,8 +37,11 @@ fn child_entry() {
     }
 }
 
-/// A real X client: one mapped window with `_NET_WM_PID` = this process; prints the window id.
+/// A real X client: one mapped window with `_NET_WM_PID` = this process (or the pid in
+/// `UXSCHED_TEST_WM_PID`: a hostile client's claim); prints the window id.
 fn window_client() -> ! {
+    let claim: u32 =
+        std::env::var("UXSCHED_TEST_WM_PID").map_or(std::process::id(), |p| p.parse().unwrap());
     let (conn, screen) = x11rb::connect(None).unwrap();
     let s = &conn.setup().roots[screen];
     let win = conn.generate_id().unwrap();
@@ -57,14 +65,8 @@ fn window_client() -> ! {
         .reply()
         .unwrap()
         .atom;
-    conn.change_property32(
-        PropMode::REPLACE,
-        win,
-        wm_pid,
-        AtomEnum::CARDINAL,
-        &[std::process::id()],
-    )
-    .unwrap();
+    conn.change_property32(PropMode::REPLACE, win, wm_pid, AtomEnum::CARDINAL, &[claim])
+        .unwrap();
     conn.map_window(win).unwrap();
     conn.flush().unwrap();
     println!("{win}");
@@ -82,7 +84,24 @@ fn free_display() -> u32 {
         .expect("no free X display number")
 }
 
-fn xvfb(display: &str) -> Option<Kill> {
+/// Who runs the X server and its legitimate clients.
+fn user() -> u32 {
+    // SAFETY: getuid has no preconditions.
+    match unsafe { libc::getuid() } {
+        0 => 65534,
+        me => me,
+    }
+}
+
+fn xvfb(display: &str) -> Kill {
+    if user() == 65534 {
+        // The socket directory the X server would create as root (it cannot as nobody).
+        let dir = std::path::Path::new("/tmp/.X11-unix");
+        if std::fs::create_dir(dir).is_ok() {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        }
+    }
     let child = Command::new("Xvfb")
         // -noreset: without it the server resets (dropping windows and root properties) each
         // time its last client disconnects, e.g. the probe connection below.
@@ -97,26 +116,37 @@ fn xvfb(display: &str) -> Option<Kill> {
         ])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
+        .uid(user())
+        .gid(user())
         .spawn()
-        .ok()?;
+        .expect("Xvfb (Debian package xvfb; `make setup` installs it)");
     let guard = Kill(child);
     let end = Instant::now() + Duration::from_secs(10);
     while x11rb::connect(Some(display)).is_err() {
         assert!(Instant::now() < end, "Xvfb {display} did not start");
         std::thread::sleep(Duration::from_millis(50));
     }
-    Some(guard)
+    guard
 }
 
-/// A client-window process on `display`: (guard, pid, window id).
+/// A client-window process of [`user`] on `display`: (guard, pid, window id).
 fn client(display: &str) -> (Kill, u32, u32) {
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child_entry", "--nocapture", "--test-threads=1"])
+    client_claiming(display, None)
+}
+
+/// A client-window process on `display`; `claim`: a hostile client (run by the test's own
+/// user) whose window names that pid instead of its own.
+fn client_claiming(display: &str, claim: Option<u32>) -> (Kill, u32, u32) {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args(["--exact", "child_entry", "--nocapture", "--test-threads=1"])
         .env("UXSCHED_TEST_ROLE", "window")
         .env("DISPLAY", display)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .stdout(Stdio::piped());
+    match claim {
+        Some(pid) => cmd.env("UXSCHED_TEST_WM_PID", pid.to_string()),
+        None => cmd.uid(user()).gid(user()),
+    };
+    let mut child = cmd.spawn().unwrap();
     let out = BufReader::new(child.stdout.take().unwrap());
     let pid = child.id();
     let guard = Kill(child);
@@ -160,9 +190,9 @@ fn activate(display: &str, win: u32) {
 fn next_focus(rx: &mpsc::Receiver<Event>, step: &str) -> Option<i32> {
     let ev = rx.recv_timeout(Duration::from_secs(15));
     match ev.unwrap_or_else(|e| panic!("no focus event after {step}: {e}")) {
-        Event::Focus { source, pid } => {
+        Event::Focus { source, app } => {
             assert_eq!(source, SourceName::X11);
-            pid
+            app.map(|a| a.pid)
         }
         _ => panic!("unexpected event"),
     }
@@ -171,12 +201,11 @@ fn next_focus(rx: &mpsc::Receiver<Event>, step: &str) -> Option<i32> {
 #[test]
 fn follows_the_active_window_and_survives_the_display_going_away() {
     let display = format!(":{}", free_display());
-    let server = xvfb(&display)
-        .expect("Xvfb is not installed: Debian package xvfb (scripts/setup.sh installs it; make test runs it)");
+    let server = xvfb(&display);
     let (_a, pid_a, win_a) = client(&display);
     let (_b, pid_b, win_b) = client(&display);
     let (tx, rx) = mpsc::channel();
-    x11::spawn(Some(display.clone()), tx).unwrap();
+    x11::spawn(Some(display.clone()), false, tx).unwrap();
     std::thread::sleep(Duration::from_millis(300)); // connected, no active window yet
 
     activate(&display, win_a);
@@ -188,10 +217,25 @@ fn follows_the_active_window_and_survives_the_display_going_away() {
     activate(&display, win_a);
     assert_eq!(next_focus(&rx, "activating A again"), Some(pid_a as i32));
 
+    // Hostile windows: one names pid 1 (root's), one (as root) another user's process.
+    let other = (user() == 65534).then(|| {
+        let c = Command::new("sleep").arg("60").uid(65533).spawn().unwrap();
+        Kill(c)
+    });
+    let mut claims = vec![1];
+    claims.extend(other.as_ref().map(|o| o.0.id()));
+    for claim in claims {
+        let (_h, _, win_h) = client_claiming(&display, Some(claim));
+        activate(&display, win_h);
+        assert_eq!(next_focus(&rx, &format!("a window naming {claim}")), None);
+        activate(&display, win_a);
+        assert_eq!(next_focus(&rx, "activating A after it"), Some(pid_a as i32));
+    }
+
     // The X server dies: focus cleared; it comes back: the source reconnects by itself.
     drop(server);
     assert_eq!(next_focus(&rx, "killing the server"), None);
-    let _server = xvfb(&display).unwrap();
+    let _server = xvfb(&display);
     let (_c, pid_c, win_c) = client(&display);
     activate(&display, win_c);
     assert_eq!(

@@ -174,6 +174,11 @@ fn render_status(s: &Status) -> String {
         .map(|x| format!("{}{}", x.name, if x.alive { "" } else { " (down)" }))
         .collect();
     push_line!(o, "sources: {}", sources.join(", "));
+    for x in s.sources.iter() {
+        if let Some(e) = &x.error {
+            push_line!(o, "  {}: {e}", x.name);
+        }
+    }
     push_line!(o, "boosted: {} thread(s)", s.boosted.len());
     if !s.boosted.is_empty() {
         push_line!(

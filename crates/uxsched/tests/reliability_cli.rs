@@ -49,7 +49,11 @@ fn smoke_run_leaves_nothing_changed_and_never_touches_a_recycled_pid() {
     }
     let storm = r["storm"].as_array().unwrap();
     let recycled: u64 = storm.iter().map(|s| s["recycled"].as_u64().unwrap()).sum();
-    assert!(recycled > 0, "the storm recycled no pid: it tested nothing");
+    let inspected: u64 = storm.iter().map(|s| s["inspected"].as_u64().unwrap()).sum();
+    assert!(
+        recycled > 0 && inspected > 0,
+        "the storm inspected no recycled pid: it tested nothing"
+    );
     for s in storm {
         let landed = s["landed_on_recycled"].as_array().unwrap();
         assert!(landed.is_empty(), "{}: {landed:#?}", s["mode"]);

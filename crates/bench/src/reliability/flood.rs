@@ -24,10 +24,6 @@ pub struct FloodResult {
     pub refused: u64,
     /// Replies that said `ok` to a malformed message (must be 0).
     pub accepted: u64,
-    /// `{"cmd":"status","extra":1}` answered with the status: serde ignores
-    /// `deny_unknown_fields` on unit variants of an internally tagged enum. Read-only, so not
-    /// counted in `accepted`; shown until `api.rs` rejects it.
-    pub status_with_unknown_field_answered: u64,
     pub daemon_crashes: u32,
     pub rss_kib_before: u64,
     pub rss_kib_after: u64,
@@ -35,8 +31,7 @@ pub struct FloodResult {
     pub still_works: bool,
 }
 
-/// The malformed requests, one per line; the last one is the read-only `status` with an
-/// unknown field.
+/// The malformed requests, one per line.
 const MALFORMED: [&[u8]; 7] = [
     b"garbage\n",
     b"{\"cmd\":\"focus\",\"pid\":\"x\"}\n",
@@ -53,8 +48,8 @@ pub fn run(exe: &Path, scratch: &Path, messages: u64) -> Result<FloodResult> {
     let pid = daemon.pid().unwrap();
     let rss_kib_before = super::settings::rss_kib(pid).unwrap_or(0);
     let sent = AtomicU64::new(0);
-    // connections, refused, accepted, status with an unknown field answered
-    let counts: [AtomicU64; 4] = Default::default();
+    // connections, refused, accepted
+    let counts: [AtomicU64; 3] = Default::default();
     let socket = daemon.socket();
     let nesting = format!("{}\n", "[".repeat(100_000));
     std::thread::scope(|s| {
@@ -63,12 +58,11 @@ pub fn run(exe: &Path, scratch: &Path, messages: u64) -> Result<FloodResult> {
             s.spawn(move || {
                 let mut i = t;
                 while sent.load(Ordering::Relaxed) < messages {
-                    let (n, ok, lax) = one_connection(socket, i, nesting);
+                    let (n, ok) = one_connection(socket, i, nesting);
                     sent.fetch_add(n, Ordering::Relaxed);
                     counts[0].fetch_add(1, Ordering::Relaxed);
                     match ok {
                         Some(false) => counts[1].fetch_add(1, Ordering::Relaxed),
-                        Some(true) if lax => counts[3].fetch_add(1, Ordering::Relaxed),
                         Some(true) => counts[2].fetch_add(1, Ordering::Relaxed),
                         None => 0,
                     };
@@ -86,7 +80,6 @@ pub fn run(exe: &Path, scratch: &Path, messages: u64) -> Result<FloodResult> {
         connections: counts[0].load(Ordering::Relaxed),
         refused: counts[1].load(Ordering::Relaxed),
         accepted: counts[2].load(Ordering::Relaxed),
-        status_with_unknown_field_answered: counts[3].load(Ordering::Relaxed),
         daemon_crashes: daemon.crashes,
         rss_kib_before,
         rss_kib_after,
@@ -94,39 +87,37 @@ pub fn run(exe: &Path, scratch: &Path, messages: u64) -> Result<FloodResult> {
     })
 }
 
-/// One connection of kind `i`: returns the messages sent, whether the reply said ok (`None`:
-/// no reply, e.g. a connection that sent nothing) and whether the (first) request was the
-/// read-only `status` with an unknown field.
-fn one_connection(socket: &Path, i: u64, nesting: &str) -> (u64, Option<bool>, bool) {
+/// One connection of kind `i`: returns the messages sent and whether the reply said ok
+/// (`None`: no reply, e.g. a connection that sent nothing).
+fn one_connection(socket: &Path, i: u64, nesting: &str) -> (u64, Option<bool>) {
     let Ok(mut s) = UnixStream::connect(socket) else {
-        return (0, None, false);
+        return (0, None);
     };
     let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
     let _ = s.set_write_timeout(Some(Duration::from_secs(10)));
-    let lax_line = MALFORMED.len() - 1;
-    let (bytes, n, lax): (Vec<u8>, u64, bool) = if i % OVERSIZED_EVERY == OVERSIZED_EVERY - 1 {
-        (vec![b'{'; 2 << 20], 1, false)
+    let (bytes, n): (Vec<u8>, u64) = if i % OVERSIZED_EVERY == OVERSIZED_EVERY - 1 {
+        (vec![b'{'; 2 << 20], 1)
     } else {
         match (i % 10) as usize {
-            k @ 0..=6 => (MALFORMED[k].to_vec(), 1, k == lax_line),
-            7 => (nesting.as_bytes().to_vec(), 1, false),
+            k @ 0..=6 => (MALFORMED[k].to_vec(), 1),
+            7 => (nesting.as_bytes().to_vec(), 1),
             8 => {
                 let k = (i / 10 % 7) as usize;
                 let lines = MALFORMED[k].repeat(FLOOD_LINES);
-                (lines, FLOOD_LINES as u64, k == lax_line)
+                (lines, FLOOD_LINES as u64)
             }
-            _ => return (0, None, false), // connect, send nothing, hang up
+            _ => return (0, None), // connect, send nothing, hang up
         }
     };
     if s.write_all(&bytes).is_err() {
-        return (n, None, lax); // the daemon hung up first (a line past its limit)
+        return (n, None); // the daemon hung up first (a line past its limit)
     }
     let mut reply = Vec::new();
     let _ = s.shutdown(std::net::Shutdown::Write);
     let _ = (&mut s).take(1 << 16).read_to_end(&mut reply);
     let text = String::from_utf8_lossy(&reply);
     let ok = (!text.is_empty()).then(|| text.contains("\"ok\":true"));
-    (n, ok, lax)
+    (n, ok)
 }
 
 /// The daemon still answers `status` and applies a focus.

@@ -106,24 +106,26 @@ impl Report {
         );
         let _ = writeln!(
             t,
-            "  {:<11} {:>9} {:>9} {:>9} {:>9} {:>18} {:>8}",
+            "  {:<11} {:>9} {:>9} {:>9} {:>9} {:>9} {:>18} {:>8}",
             "mode",
             "processes",
             "accepted",
             "recycled",
             "same_tick",
+            "inspected",
             "landed_on_recycled",
             "crashes"
         );
         for s in &self.storm {
             let _ = writeln!(
                 t,
-                "  {:<11} {:>9} {:>9} {:>9} {:>9} {:>18} {:>8}",
+                "  {:<11} {:>9} {:>9} {:>9} {:>9} {:>9} {:>18} {:>8}",
                 s.mode,
                 s.processes,
                 s.focus_accepted,
                 s.recycled,
                 s.same_tick,
+                s.inspected,
                 s.landed_on_recycled.len(),
                 s.daemon_crashes
             );
@@ -133,9 +135,6 @@ impl Report {
         }
         if let Some(f) = &self.flood {
             let _ = writeln!(t, "socket flood: {} messages on {} connections ({} refused, {} accepted), crashes {}, RSS {} → {} KiB, still works: {}", f.messages, f.connections, f.refused, f.accepted, f.daemon_crashes, f.rss_kib_before, f.rss_kib_after, f.still_works);
-            if f.status_with_unknown_field_answered > 0 {
-                let _ = writeln!(t, "  note: {} `status` requests with an unknown field were answered (read-only; api.rs does not reject them)", f.status_with_unknown_field_answered);
-            }
         }
         if let Some(c) = &self.churn {
             let _ = writeln!(t, "focus churn ({}): {} focus changes in {} s, RSS start {} / peak {} / end {} KiB, crashes {}, leftovers {}", c.mode, c.focus_requests, c.seconds, c.rss_kib_start, c.rss_kib_peak, c.rss_kib_end, c.daemon_crashes, c.leftovers);

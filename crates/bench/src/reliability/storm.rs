@@ -17,7 +17,7 @@ use std::collections::VecDeque;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-use uxsched_daemon::identity::{task_id, TaskId};
+use uxsched_daemon::identity::{still_same, task_id, TaskId};
 
 /// How long after its birth a recycler is inspected: past the focus coalescing (100 ms) and a
 /// rescan (200 ms).
@@ -35,6 +35,8 @@ pub struct StormResult {
     pub recycled: u32,
     /// Recyclers born in the named process's clock tick (same identity): left out.
     pub same_tick: u32,
+    /// Recyclers inspected while still running (all of `recycled` unless one died early).
+    pub inspected: u32,
     /// Recyclers found with a changed setting: the daemon acted on the wrong task.
     pub landed_on_recycled: Vec<Leftover>,
     pub journal_rows: usize,
@@ -60,7 +62,7 @@ fn spawn_sleep(secs: &str) -> std::io::Result<Child> {
 fn recycle(pid: i32) -> Result<Option<(Child, TaskId)>> {
     std::fs::write("/proc/sys/kernel/ns_last_pid", (pid - 1).to_string())
         .context("writing /proc/sys/kernel/ns_last_pid (needs root)")?;
-    let mut c = spawn_sleep("2")?;
+    let mut c = spawn_sleep("60")?;
     if c.id() as i32 != pid {
         let _ = c.kill();
         let _ = c.wait();
@@ -94,6 +96,7 @@ pub fn run(
         focus_accepted: 0,
         recycled: 0,
         same_tick: 0,
+        inspected: 0,
         landed_on_recycled: Vec::new(),
         journal_rows: 0,
         daemon_crashes: 0,
@@ -123,7 +126,7 @@ pub fn run(
         }
         while pending.front().is_some_and(|p| p.0.elapsed() > SETTLE) {
             let (_, c, named_id, id) = pending.pop_front().unwrap();
-            inspect(c, named_id, id, &want, &mut r.landed_on_recycled);
+            r.inspected += u32::from(inspect(c, named_id, id, &want, &mut r.landed_on_recycled));
         }
         if !daemon.alive() {
             daemon.start(mode)?;
@@ -131,7 +134,7 @@ pub fn run(
     }
     std::thread::sleep(SETTLE);
     for (_, c, named_id, id) in pending.drain(..) {
-        inspect(c, named_id, id, &want, &mut r.landed_on_recycled);
+        r.inspected += u32::from(inspect(c, named_id, id, &want, &mut r.landed_on_recycled));
     }
     daemon.stop()?;
     r.journal_rows = daemon.journal_rows()?;
@@ -139,8 +142,18 @@ pub fn run(
     Ok(r)
 }
 
-fn inspect(mut c: Child, named: TaskId, id: TaskId, want: &Thread, out: &mut Vec<Leftover>) {
-    if let Some(now) = Thread::read(id.tid) {
+/// Compare a live recycler with an untouched process. A recycler is our unreaped child, so its
+/// pid cannot be taken again; it must still run (an exited task shows the root cgroups).
+fn inspect(
+    mut c: Child,
+    named: TaskId,
+    id: TaskId,
+    want: &Thread,
+    out: &mut Vec<Leftover>,
+) -> bool {
+    let now = Thread::read(id.tid).filter(|_| still_same(&id));
+    let inspected = now.is_some();
+    if let Some(now) = now {
         let changes = now.diff(want);
         if !changes.is_empty() {
             out.push(Leftover {
@@ -154,4 +167,5 @@ fn inspect(mut c: Child, named: TaskId, id: TaskId, want: &Thread, out: &mut Vec
     }
     let _ = c.kill();
     let _ = c.wait();
+    inspected
 }

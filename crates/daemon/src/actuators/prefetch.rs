@@ -7,9 +7,11 @@
 //! ≥ 5.6; the pidfd also pins the process identity) and issues `POSIX_FADV_WILLNEED` from the
 //! file position over the window. Nothing is journalled: page cache is not a setting to restore.
 
+use crate::identity::{self, Pidfd};
+use crate::state::AppId;
 use std::collections::HashMap;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 
@@ -29,19 +31,9 @@ pub struct Prefetcher {
     pub advised_bytes: u64,
 }
 
-fn pidfd_open(pid: i32) -> io::Result<OwnedFd> {
+fn pidfd_getfd(pidfd: &Pidfd, fd: i32) -> io::Result<OwnedFd> {
     // SAFETY: plain integer arguments; a non-negative result is a new fd we own.
-    let r = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-    if r < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `r` is a fresh descriptor returned by the kernel.
-    Ok(unsafe { OwnedFd::from_raw_fd(r as i32) })
-}
-
-fn pidfd_getfd(pidfd: &OwnedFd, fd: i32) -> io::Result<OwnedFd> {
-    // SAFETY: plain integer arguments; a non-negative result is a new fd we own.
-    let r = unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_raw_fd(), fd, 0) };
+    let r = unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_fd().as_raw_fd(), fd, 0) };
     if r < 0 {
         return Err(io::Error::last_os_error());
     }
@@ -84,73 +76,116 @@ pub fn read_ahead_kb(dev: u64) -> io::Result<u64> {
     })
 }
 
+/// `POSIX_FADV_WILLNEED` over `window` bytes from `pos`, one read-ahead `chunk` at a time (the
+/// kernel caps one WILLNEED at the device's read-ahead size). Returns the bytes advised.
+fn advise(file: &OwnedFd, pos: u64, window: u64, chunk: u64) -> u64 {
+    let mut off = 0;
+    while off < window {
+        let len = chunk.min(window - off);
+        // SAFETY: `file` is a valid descriptor for the call's duration.
+        let r = unsafe {
+            libc::posix_fadvise(
+                file.as_raw_fd(),
+                (pos + off) as libc::off_t,
+                len as libc::off_t,
+                libc::POSIX_FADV_WILLNEED,
+            )
+        };
+        if r != 0 {
+            break;
+        }
+        off += len;
+    }
+    off
+}
+
+/// A readable regular file open in the process, as read from `/proc/<pid>/fd{,info}`.
+struct OpenFile {
+    fd: i32,
+    key: FileKey,
+    pos: u64,
+    len: u64,
+    dev: u64,
+}
+
+/// The readable regular files `pid` has open (at most [`MAX_FDS`] descriptors looked at).
+fn open_files(pid: i32) -> io::Result<Vec<OpenFile>> {
+    let mut files = Vec::new();
+    let dir = std::fs::read_dir(format!("/proc/{pid}/fd"))?;
+    for entry in dir.flatten().take(MAX_FDS) {
+        let Some(fd) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        // Follows the magic link: the metadata of the open file itself.
+        let Ok(meta) = std::fs::metadata(entry.path()) else {
+            continue;
+        };
+        let Some((pos, flags)) = fdinfo(pid, fd) else {
+            continue;
+        };
+        let readable = flags & libc::O_ACCMODE as u32 != libc::O_WRONLY as u32;
+        if meta.is_file() && readable {
+            files.push(OpenFile {
+                fd,
+                key: (pid, fd, meta.ino()),
+                pos,
+                len: meta.len(),
+                dev: meta.dev(),
+            });
+        }
+    }
+    Ok(files)
+}
+
 impl Prefetcher {
-    /// One scan of process `pid`: advise the kernel to read ahead of every file it reads
+    /// One scan of process `app`: advise the kernel to read ahead of every file it reads
     /// sequentially. `factor` is EIMOS's multiplier (8 or 16). Returns the files advised.
-    pub fn scan(&mut self, pid: i32, factor: u64) -> io::Result<usize> {
-        let pidfd = pidfd_open(pid)?;
-        let mut seen: Vec<FileKey> = Vec::new();
+    ///
+    /// The pid is trusted only while it is `app`: the pidfd is opened first, the start time
+    /// checked after it (so the pidfd names `app`), and what `/proc/<pid>/fd` said is used only
+    /// if the pidfd's process is still alive after reading it (so no recycled pid answered).
+    pub fn scan(&mut self, app: AppId, factor: u64) -> io::Result<usize> {
+        let pid = app.pid;
+        let pidfd = Pidfd::open(pid)?;
+        let recycled = || io::Error::new(io::ErrorKind::NotFound, "no longer the focused process");
+        if identity::stat(pid)?.start != app.start {
+            return Err(recycled());
+        }
+        let files = open_files(pid)?;
+        if pidfd.exited() {
+            return Err(recycled());
+        }
         let mut advised = 0;
-        let dir = std::fs::read_dir(format!("/proc/{pid}/fd"))?;
-        for entry in dir.flatten().take(MAX_FDS) {
-            let Some(fd) = entry
-                .file_name()
-                .to_str()
-                .and_then(|s| s.parse::<i32>().ok())
-            else {
-                continue;
-            };
-            // Follows the magic link: the metadata of the open file itself.
-            let Ok(meta) = std::fs::metadata(entry.path()) else {
-                continue;
-            };
-            let Some((pos, flags)) = fdinfo(pid, fd) else {
-                continue;
-            };
-            let readable = flags & libc::O_ACCMODE as u32 != libc::O_WRONLY as u32;
-            if !meta.is_file() || !readable {
+        for f in &files {
+            let previous = self.last_pos.insert(f.key, f.pos);
+            let sequential = previous.is_some_and(|p| f.pos > p);
+            if !sequential || f.pos >= f.len {
                 continue;
             }
-            let key = (pid, fd, meta.ino());
-            seen.push(key);
-            let previous = self.last_pos.insert(key, pos);
-            let sequential = previous.is_some_and(|p| pos > p);
-            if !sequential || pos >= meta.len() {
-                continue;
-            }
-            let chunk = read_ahead_kb(meta.dev()).unwrap_or_else(|e| {
-                tracing::debug!(pid, fd, "no block queue ({e}): kernel default read-ahead");
+            let chunk = read_ahead_kb(f.dev).unwrap_or_else(|e| {
+                tracing::debug!(
+                    pid,
+                    fd = f.fd,
+                    "no block queue ({e}): kernel default read-ahead"
+                );
                 NO_QUEUE_READ_AHEAD_KB
             }) * 1024;
-            let window = (factor * chunk).min(MAX_WINDOW).min(meta.len() - pos);
-            let Ok(local) = pidfd_getfd(&pidfd, fd) else {
+            let window = (factor * chunk).min(MAX_WINDOW).min(f.len - f.pos);
+            let Ok(local) = pidfd_getfd(&pidfd, f.fd) else {
                 continue; // closed meanwhile, or not permitted
             };
-            // The kernel caps one WILLNEED at the device's read-ahead size, so the window is
-            // advised one read-ahead chunk at a time.
-            let mut off = 0;
-            while off < window {
-                let len = chunk.min(window - off);
-                // SAFETY: `local` is a valid descriptor for the call's duration.
-                let r = unsafe {
-                    libc::posix_fadvise(
-                        local.as_raw_fd(),
-                        (pos + off) as libc::off_t,
-                        len as libc::off_t,
-                        libc::POSIX_FADV_WILLNEED,
-                    )
-                };
-                if r != 0 {
-                    break;
-                }
-                off += len;
-            }
-            tracing::debug!(pid, fd, pos, bytes = off, "prefetched");
+            let bytes = advise(&local, f.pos, window, chunk);
+            tracing::debug!(pid, fd = f.fd, pos = f.pos, bytes, "prefetched");
             advised += 1;
-            self.advised_bytes += off;
+            self.advised_bytes += bytes;
         }
         // Forget files of this process that were closed (bounded memory).
-        self.last_pos.retain(|k, _| k.0 != pid || seen.contains(k));
+        self.last_pos
+            .retain(|k, _| k.0 != pid || files.iter().any(|f| f.key == *k));
         Ok(advised)
     }
 
@@ -196,5 +231,25 @@ mod tests {
         // Device 0:0 has no queue: an error, not a made-up value.
         let e = read_ahead_kb(0).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::NotFound, "{e}");
+    }
+
+    #[test]
+    fn a_process_that_is_not_the_one_named_is_not_read() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .unwrap();
+        let app = AppId::of(child.id() as i32).unwrap();
+        let mut p = Prefetcher::default();
+        assert_eq!(p.scan(app, 8).unwrap(), 0, "first scan: nothing moved yet");
+        let recycled = AppId {
+            start: app.start + 1,
+            ..app
+        };
+        let e = p.scan(recycled, 8).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::NotFound, "{e}");
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(p.scan(app, 8).is_err());
     }
 }

@@ -3,7 +3,7 @@
 //! cpuset, the app-uid (≥ 10000) process at adj 0 is taken. Polled: neither procfs nor the
 //! cpuset files notify on change. Both roots are configurable for fixtures.
 
-use super::Event;
+use super::{Event, Owner, Reporter};
 use crate::config::SourceName;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::Sender;
@@ -63,24 +63,18 @@ pub fn spawn(
     period: Duration,
     events: Sender<Event>,
 ) -> std::io::Result<()> {
+    // The top-app cpuset and oom_score_adj are written only by the system server: any app is
+    // acted on, its identity captured when it is seen.
+    let owner = Ok(Owner { uid: 0, any: true });
+    let mut reporter = Reporter::new(SourceName::Android, events);
     std::thread::Builder::new()
         .name("uxsched-android".into())
-        .spawn(move || {
-            let mut last = None;
-            loop {
-                let now = top_app(&proc_root, &cpuset_root);
-                if now != last {
-                    last = now;
-                    let ev = Event::Focus {
-                        source: SourceName::Android,
-                        pid: now,
-                    };
-                    if events.send(ev).is_err() {
-                        return;
-                    }
-                }
-                std::thread::sleep(period);
+        .spawn(move || loop {
+            let now = top_app(&proc_root, &cpuset_root);
+            if reporter.seen(now, owner.clone()).is_err() {
+                return;
             }
+            std::thread::sleep(period);
         })?;
     Ok(())
 }
@@ -88,6 +82,7 @@ pub fn spawn(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::process::Command;
     use std::sync::mpsc;
 
     fn proc_entry(root: &Path, pid: i32, adj: i32, uid: u32) {
@@ -107,14 +102,22 @@ mod tests {
         let (procfs, cpuset) = (dir.path().join("proc"), dir.path().join("cpuset"));
         proc_entry(&procfs, 1, -1000, 0); // init
         proc_entry(&procfs, 700, 0, 1000); // a system process at adj 0, not an app
-        proc_entry(&procfs, 4100, 0, 10_057); // the foreground app
-        proc_entry(&procfs, 4200, 900, 10_060); // a cached app
-                                                // No cpuset: fall back to app uids at adj 0.
-        assert_eq!(top_app(&procfs, &cpuset), Some(4100));
+                                           // Live processes stand for the apps: the source captures their identity from /proc.
+        let mut apps: Vec<_> = (0..2)
+            .map(|_| Command::new("sleep").arg("60").spawn().unwrap())
+            .collect();
+        let mut pids: Vec<i32> = apps.iter().map(|c| c.id() as i32).collect();
+        pids.sort_unstable();
+        let (fg, cached) = (pids[0], pids[1]);
+        proc_entry(&procfs, fg, 0, 10_057); // the foreground app
+        proc_entry(&procfs, cached, 900, 10_060); // a cached app
+                                                  // No cpuset: fall back to app uids at adj 0.
+        assert_eq!(top_app(&procfs, &cpuset), Some(fg));
         // With the top-app cpuset: its adj-0 member.
         std::fs::create_dir_all(cpuset.join("top-app")).unwrap();
-        std::fs::write(cpuset.join("top-app/cgroup.procs"), "4100\n4200\n").unwrap();
-        assert_eq!(top_app(&procfs, &cpuset), Some(4100));
+        let members = format!("{fg}\n{cached}\n");
+        std::fs::write(cpuset.join("top-app/cgroup.procs"), members).unwrap();
+        assert_eq!(top_app(&procfs, &cpuset), Some(fg));
 
         let (tx, rx) = mpsc::channel();
         spawn(
@@ -125,18 +128,22 @@ mod tests {
         )
         .unwrap();
         let next = || match rx.recv_timeout(Duration::from_secs(5)).unwrap() {
-            Event::Focus { source, pid } => {
+            Event::Focus { source, app } => {
                 assert_eq!(source, SourceName::Android);
-                pid
+                app.map(|a| a.pid)
             }
             _ => panic!("unexpected event"),
         };
-        assert_eq!(next(), Some(4100));
-        // The user switches apps: 4200 comes to the front, 4100 is cached.
-        proc_entry(&procfs, 4200, 0, 10_060);
-        proc_entry(&procfs, 4100, 900, 10_057);
-        assert_eq!(next(), Some(4200));
+        assert_eq!(next(), Some(fg));
+        // The user switches apps: the cached one comes to the front.
+        proc_entry(&procfs, cached, 0, 10_060);
+        proc_entry(&procfs, fg, 900, 10_057);
+        assert_eq!(next(), Some(cached));
         std::fs::write(cpuset.join("top-app/cgroup.procs"), "").unwrap();
         assert_eq!(next(), None);
+        for a in &mut apps {
+            a.kill().unwrap();
+            a.wait().unwrap();
+        }
     }
 }

@@ -3,27 +3,20 @@
 //! focus that process — root may focus anything, a `control_uids` user only its own processes
 //! (else any allowed user could boost someone else's hog).
 
-use crate::identity;
+use super::{admit, Owner};
 use crate::state::AppId;
 
-/// Check a focus request from `uid` for `pid`; `Ok(None)` clears the focus.
+/// Check a focus request from `uid` for `pid`; `Ok(None)` clears the focus. Identity and owner
+/// come from one consistent look at the process ([`admit`]).
 pub fn authorize(uid: u32, pid: Option<i32>) -> Result<Option<AppId>, String> {
     let Some(pid) = pid else {
         return Ok(None);
     };
-    if pid <= 0 {
-        return Err(format!("pid {pid} is not a process id"));
-    }
-    let app = AppId::of(pid).map_err(|e| format!("cannot focus pid {pid}: {e}"))?;
-    if uid != 0 {
-        let owner = identity::owner_uid(pid).map_err(|e| format!("pid {pid}: {e}"))?;
-        if owner != uid {
-            return Err(format!(
-                "pid {pid} belongs to uid {owner}; uid {uid} may only focus its own processes"
-            ));
-        }
-    }
-    Ok(Some(app))
+    let owner = Owner { uid, any: uid == 0 };
+    admit(pid, owner).map(Some).map_err(|e| match uid {
+        0 => e,
+        _ => format!("{e}; uid {uid} may only focus its own processes"),
+    })
 }
 
 #[cfg(test)]

@@ -3,10 +3,12 @@
 //! PropertyNotify on the root window. When the display goes away the focus is cleared and the
 //! source reconnects with a bounded back-off.
 //!
-//! `_NET_WM_PID` is a client's claim about itself; it only selects which process the daemon
-//! treats as in front (the same process could be focused by its owner over the socket anyway).
+//! `_NET_WM_PID` is a client's claim about itself (any client may write any pid there), so the
+//! pid is acted on only if its process belongs to the user who runs the X server (the uid at the
+//! other end of the connection, SO_PEERCRED): see [`super::admit`]. A rootful X server, or one
+//! reached over TCP, has no such user; then only `sources_any_owner = true` makes the source act.
 
-use super::Event;
+use super::{DaemonGone, Event, Owner, Reporter};
 use crate::config::SourceName;
 use std::sync::mpsc::Sender;
 use std::time::Duration;
@@ -46,15 +48,40 @@ fn active_pid(conn: &impl Connection, root: Window, atoms: &Atoms) -> XResult<Op
         .filter(|&p| p > 0))
 }
 
+/// Whose processes this display's windows may name: the X server's uid.
+fn display_owner(conn: &x11rb::rust_connection::RustConnection, any: bool) -> Owner {
+    match crate::server::peer_uid(conn.stream()) {
+        Ok(uid) => {
+            if uid == 0 && !any {
+                tracing::warn!(
+                    "x11 source: the X server runs as root, so it names no user whose windows \
+                     may be boosted; run a rootless X server or set `sources_any_owner = true`"
+                );
+            }
+            Owner { uid, any }
+        }
+        Err(e) => {
+            if !any {
+                tracing::warn!(
+                    "x11 source: cannot tell who runs the X server ({e}: not a local socket?); \
+                     its windows are not acted on unless `sources_any_owner = true`"
+                );
+            }
+            Owner { uid: 0, any }
+        }
+    }
+}
+
 /// Serve one connection until it fails; sends every change of the active pid. `connected` is
 /// set once the display answered (so the caller resets its back-off).
 fn serve(
     display: Option<&str>,
-    last: &mut Option<i32>,
+    any_owner: bool,
+    reporter: &mut Reporter,
     connected: &mut bool,
-    events: &Sender<Event>,
 ) -> XResult<()> {
     let (conn, screen) = x11rb::connect(display)?;
+    let owner = display_owner(&conn, any_owner);
     let root = conn.setup().roots[screen].root;
     let atoms = Atoms {
         active: conn
@@ -67,16 +94,10 @@ fn serve(
     conn.change_window_attributes(root, &mask)?.check()?;
     *connected = true;
     let shown = display.unwrap_or("$DISPLAY");
-    tracing::info!(display = shown, "x11 source connected");
+    tracing::info!(display = shown, owner = owner.uid, "x11 source connected");
     loop {
         let now = active_pid(&conn, root, &atoms)?;
-        if now != *last {
-            *last = now;
-            events.send(Event::Focus {
-                source: SourceName::X11,
-                pid: now,
-            })?;
-        }
+        reporter.seen(now, Ok(owner))?;
         // Block until the active window changes.
         loop {
             if let XEvent::PropertyNotify(e) = conn.wait_for_event()? {
@@ -89,32 +110,30 @@ fn serve(
 }
 
 /// Run the source on a thread: connect, follow the active window, reconnect on loss.
-pub fn spawn(display: Option<String>, events: Sender<Event>) -> std::io::Result<()> {
+/// `any_owner`: act on any process a window names (`sources_any_owner`).
+pub fn spawn(
+    display: Option<String>,
+    any_owner: bool,
+    events: Sender<Event>,
+) -> std::io::Result<()> {
+    let mut reporter = Reporter::new(SourceName::X11, events);
     std::thread::Builder::new()
         .name("uxsched-x11".into())
         .spawn(move || {
-            let mut last = None;
             let mut backoff = Duration::from_millis(100);
             let mut warned = false;
             loop {
                 let mut connected = false;
-                let err = serve(display.as_deref(), &mut last, &mut connected, &events);
+                let err = serve(display.as_deref(), any_owner, &mut reporter, &mut connected);
                 if connected {
                     backoff = Duration::from_millis(100);
                     warned = false;
                 }
-                if last.is_some() {
-                    last = None;
-                    let ev = Event::Focus {
-                        source: SourceName::X11,
-                        pid: None,
-                    };
-                    if events.send(ev).is_err() {
-                        return;
-                    }
+                if reporter.seen(None, Err(String::new())).is_err() {
+                    return;
                 }
                 match err {
-                    Err(e) if e.is::<std::sync::mpsc::SendError<Event>>() => return,
+                    Err(e) if e.is::<DaemonGone>() => return,
                     // Said once at info level, then quietly retried.
                     Err(e) if !warned => {
                         warned = true;
