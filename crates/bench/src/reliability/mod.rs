@@ -74,6 +74,23 @@ impl Report {
 
     pub fn table(&self) -> String {
         let mut t = String::new();
+        if !self.kills.is_empty() {
+            self.kills_table(&mut t);
+        }
+        if !self.storm.is_empty() {
+            self.storm_table(&mut t);
+        }
+        if let Some(f) = &self.flood {
+            let _ = writeln!(t, "socket flood: {} messages on {} connections ({} refused, {} accepted), crashes {}, RSS {} → {} KiB, still works: {}", f.messages, f.connections, f.refused, f.accepted, f.daemon_crashes, f.rss_kib_before, f.rss_kib_after, f.still_works);
+        }
+        if let Some(c) = &self.churn {
+            let _ = writeln!(t, "focus churn ({}): {} focus changes in {} s, RSS start {} / peak {} / end {} KiB, crashes {}, leftovers {}", c.mode, c.focus_requests, c.seconds, c.rss_kib_start, c.rss_kib_peak, c.rss_kib_end, c.daemon_crashes, c.leftovers);
+        }
+        let _ = writeln!(t, "failures (must be 0): {}", self.failures());
+        t
+    }
+
+    fn kills_table(&self, t: &mut String) {
         let _ = writeln!(t, "SIGKILLs during focus churn (8 apps: 3 plain, 3 forking once boosted, 2 sharing a session with a CPU hog):");
         let _ = writeln!(
             t,
@@ -100,6 +117,9 @@ impl Report {
                 let _ = writeln!(t, "      {l}");
             }
         }
+    }
+
+    fn storm_table(&self, t: &mut String) {
         let _ = writeln!(
             t,
             "pid-recycling storm (short-lived processes focused, each freed pid taken at once):"
@@ -133,14 +153,6 @@ impl Report {
                 let _ = writeln!(t, "      {l}");
             }
         }
-        if let Some(f) = &self.flood {
-            let _ = writeln!(t, "socket flood: {} messages on {} connections ({} refused, {} accepted), crashes {}, RSS {} → {} KiB, still works: {}", f.messages, f.connections, f.refused, f.accepted, f.daemon_crashes, f.rss_kib_before, f.rss_kib_after, f.still_works);
-        }
-        if let Some(c) = &self.churn {
-            let _ = writeln!(t, "focus churn ({}): {} focus changes in {} s, RSS start {} / peak {} / end {} KiB, crashes {}, leftovers {}", c.mode, c.focus_requests, c.seconds, c.rss_kib_start, c.rss_kib_peak, c.rss_kib_end, c.daemon_crashes, c.leftovers);
-        }
-        let _ = writeln!(t, "failures (must be 0): {}", self.failures());
-        t
     }
 }
 
