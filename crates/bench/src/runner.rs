@@ -75,11 +75,39 @@ pub struct Runs {
     pub layout_note: String,
 }
 
+/// Where benches take their machine-wide lock.
+const MACHINE_LOCK: &str = "/run/lock/uxsched-bench.lock";
+
+/// Hold the machine for one bench at a time. Runs change machine-wide settings (the autogroup
+/// sysctl, cgroups) and restore what they found: two benches at once would each restore the
+/// other's value (one saw "on", the other "off") and leave the machine changed — and their
+/// loads would disturb each other's figures. Waits, saying so, while another bench runs.
+fn exclusive_machine() -> Result<std::fs::File> {
+    std::fs::create_dir_all("/run/lock")?;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(MACHINE_LOCK)
+        .with_context(|| format!("cannot open the bench lock {MACHINE_LOCK}"))?;
+    // SAFETY: flock on a descriptor we own.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        eprintln!("uxsched bench: another bench holds {MACHINE_LOCK}; waiting for it to finish");
+        // SAFETY: as above, blocking.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            return Err(std::io::Error::last_os_error())
+                .with_context(|| format!("cannot lock {MACHINE_LOCK}"));
+        }
+    }
+    Ok(file)
+}
+
 /// Run every mode `plan.reps` times, interleaved. A mode whose run fails (e.g. its model was
 /// killed by the mode's own limits) is dropped from the remaining repetitions and reported,
 /// unless it is `idle` (every ratio needs it) or the user interrupted the bench.
 pub fn run(plan: &Plan, env: &Env) -> Result<Runs> {
     cancel::install();
+    let _machine = exclusive_machine()?;
     // Entered first so it is undone last, after every run's guards (also on errors, Ctrl-C).
     let mut layout = plan.layout.enter()?;
     std::fs::create_dir_all(&env.modes.scratch)?;
