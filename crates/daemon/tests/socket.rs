@@ -69,7 +69,7 @@ fn a_user_holding_64_connections_neither_locks_root_out_nor_gets_less_than_busy(
     require_root();
     let _s = serial();
     let d = Daemon::start("uxsched", "");
-    let mut hog = Command::new(std::env::current_exe().unwrap())
+    let mut hog = Command::new(any_user::exe_for_any_user())
         .args(["--exact", "child_entry", "--nocapture", "--test-threads=1"])
         .env(ROLE_ENV, "hog")
         .env(CONFIG_ENV, &d.socket)

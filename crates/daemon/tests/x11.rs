@@ -9,6 +9,9 @@
 //!
 //! Needs the Debian package `xvfb` (scripts/setup.sh installs it).
 
+#[path = "common/any_user.rs"]
+mod any_user;
+
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
@@ -137,7 +140,8 @@ fn client(display: &str) -> (Kill, u32, u32) {
 /// A client-window process on `display`; `claim`: a hostile client (run by the test's own
 /// user) whose window names that pid instead of its own.
 fn client_claiming(display: &str, claim: Option<u32>) -> (Kill, u32, u32) {
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    // It may run as another user: a copy of this binary that user can reach.
+    let mut cmd = Command::new(any_user::exe_for_any_user());
     cmd.args(["--exact", "child_entry", "--nocapture", "--test-threads=1"])
         .env("UXSCHED_TEST_ROLE", "window")
         .env("DISPLAY", display)

@@ -7,6 +7,8 @@
 
 #![allow(dead_code)]
 
+pub mod any_user;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, MutexGuard};
