@@ -5,14 +5,16 @@ set -euo pipefail
 
 # Debian packages: the real tools the harness and tests drive (rt-app examples for the workload
 # reader, stress-ng/hackbench/fio as background loads, Xvfb/xdotool for the X11 focus source,
-# clang/libbpf for the BPF tracker, sqlite is bundled by rusqlite; QEMU and a static busybox
-# boot the test guest of crates/guest, a pure cgroup2 kernel from ../shared/kernels/; the kernel
-# source (~150 MB, a 25 s download here) and its build tools for the `kbuild` load: the field's
-# standard compile).
+# xterm, xedit (x11-apps), openbox and xterm's fonts (xfonts-base) for the real-application
+# scenarios, clang/libbpf for the BPF tracker, sqlite is bundled by rusqlite; QEMU and a static
+# busybox boot the test guest of crates/guest, a pure cgroup2 kernel from ../shared/kernels/; the
+# kernel source (~150 MB, a 25 s download here) and its build tools for the `kbuild` load: the
+# field's standard compile).
 PKGS=(build-essential pkg-config curl ca-certificates rt-app rt-tests stress-ng fio
       xvfb x11-utils xdotool clang llvm libbpf-dev libelf-dev zlib1g-dev bpftool util-linux procps
       fonts-dejavu-core qemu-system-x86 busybox-static
-      linux-source-6.12 flex bison bc libssl-dev)
+      linux-source-6.12 flex bison bc libssl-dev
+      xterm x11-apps openbox xfonts-base)
 
 missing=()
 for p in "${PKGS[@]}"; do

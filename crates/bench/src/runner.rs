@@ -111,6 +111,12 @@ pub fn run(plan: &Plan, env: &Env) -> Result<Runs> {
     // Entered first so it is undone last, after every run's guards (also on errors, Ctrl-C).
     let mut layout = plan.layout.enter()?;
     std::fs::create_dir_all(&env.modes.scratch)?;
+    if plan.scenario.is_xapp() {
+        models::xapp::require_programs(
+            plan.scenario,
+            &std::env::var_os("PATH").unwrap_or_default(),
+        )?;
+    }
     models::prepare_files(plan.scenario, &env.modes.scratch, plan.seed)?;
     if plan.modes.iter().any(|m| *m != ModeName::Idle) {
         loads::prepare(&plan.load)?;
@@ -228,8 +234,15 @@ fn run_one(
         }
     }
     let started = Instant::now();
-    let mut model = ModelProcs::spawn(plan, env, layout, &dir, rep)?;
-    targets.app = Some(model.app.id() as i32);
+    let seed = plan.seed + rep as u64;
+    let mut model: Box<dyn Foreground> = if plan.scenario.is_xapp() {
+        Box::new(models::xapp::XappProcs::spawn(
+            plan, env, layout, &dir, seed,
+        )?)
+    } else {
+        Box::new(ModelProcs::spawn(plan, env, layout, &dir, seed)?)
+    };
+    model.targets(&mut targets);
     guard.mode.apply(&targets)?;
     model.go()?;
     let deadline = Instant::now() + plan.duration + HANG_MARGIN;
@@ -260,6 +273,19 @@ fn run_one(
     })
 }
 
+/// The foreground of one run: a model's own processes, or a real program under X
+/// (`models/xapp`). Dropping it kills what it started.
+pub(crate) trait Foreground {
+    /// Fill in what modes act on: the app, and what else the foreground names.
+    fn targets(&self, t: &mut Targets);
+    /// Tell it to start measuring (after the mode was applied).
+    fn go(&mut self) -> Result<()>;
+    /// Whether it finished measuring; an error if a process failed.
+    fn finished(&mut self) -> Result<bool>;
+    /// Its samples, extras and the app's context switches.
+    fn collect(&self) -> Result<ModelOutput>;
+}
+
 /// The model's processes; killed if still alive when dropped.
 struct ModelProcs {
     app: Child,
@@ -274,9 +300,8 @@ impl ModelProcs {
         env: &Env,
         layout: &ActiveLayout,
         dir: &Path,
-        rep: usize,
+        seed: u64,
     ) -> Result<ModelProcs> {
-        let seed = plan.seed + rep as u64;
         let (app_end, system_end) = if plan.scenario.has_system_side() {
             let (a, b) = UnixStream::pair()?;
             (Some(a), Some(b))
@@ -316,6 +341,12 @@ impl ModelProcs {
             procs.go.push(child.stdin.take().context("model stdin")?);
         }
         Ok(procs)
+    }
+}
+
+impl Foreground for ModelProcs {
+    fn targets(&self, t: &mut Targets) {
+        t.app = Some(self.app.id() as i32);
     }
 
     fn go(&mut self) -> Result<()> {
@@ -386,8 +417,8 @@ struct Role<'a> {
     cgroup_fd: Option<std::os::fd::RawFd>,
 }
 
-fn spawn_role(plan: &Plan, env: &Env, dir: &Path, seed: u64, r: &Role) -> Result<Child> {
-    let role = r.name;
+/// The command line of a model process in `role` (`app`, `system`), writing `dir/<role>.json`.
+pub(crate) fn model_command(plan: &Plan, env: &Env, dir: &Path, seed: u64, role: &str) -> Command {
     let mut cmd = Command::new(&env.launcher.program);
     cmd.args(&env.launcher.prefix)
         .args(["--model", plan.scenario.name(), "--role", role])
@@ -396,12 +427,17 @@ fn spawn_role(plan: &Plan, env: &Env, dir: &Path, seed: u64, r: &Role) -> Result
         .arg(dir.join(format!("{role}.json")))
         .arg("--scratch")
         .arg(&env.modes.scratch)
-        .arg(format!("--seed={seed}"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped());
+        .arg(format!("--seed={seed}"));
     if let Some(ms) = plan.compute_ms {
         cmd.arg(format!("--compute-ms={ms}"));
     }
+    cmd
+}
+
+fn spawn_role(plan: &Plan, env: &Env, dir: &Path, seed: u64, r: &Role) -> Result<Child> {
+    let role = r.name;
+    let mut cmd = model_command(plan, env, dir, seed, role);
+    cmd.stdin(Stdio::piped()).stdout(Stdio::piped());
     let fd = r.socket.map(|s| s.as_raw_fd());
     let (own_session, cgroup_fd) = (r.own_session, r.cgroup_fd);
     // SAFETY: only async-signal-safe calls (dup2, fcntl, setsid, write) between fork and exec.

@@ -12,7 +12,7 @@ pub struct Scenario {
     pub source: &'static str,
 }
 
-pub const ALL: [ModelKind; 7] = [
+pub const ALL: [ModelKind; 9] = [
     ModelKind::Painting,
     ModelKind::Worker,
     ModelKind::Frames,
@@ -20,6 +20,8 @@ pub const ALL: [ModelKind; 7] = [
     ModelKind::Player,
     ModelKind::Reader,
     ModelKind::Gallery,
+    ModelKind::Xterm,
+    ModelKind::Xedit,
 ];
 
 pub fn scenario(model: ModelKind) -> Scenario {
@@ -58,6 +60,16 @@ pub fn scenario(model: ModelKind) -> Scenario {
             LoadKind::Io,
             "flip → image ready: a 1.5 MiB file read cold and decoded (3 ms)",
             "seed 003",
+        ),
+        ModelKind::Xterm => (
+            LoadKind::Cpu,
+            "keystroke → screen: XTEST key sent → xterm's window damaged (echoed by `cat` through a pty); client SCHED_FIFO 10",
+            "real app",
+        ),
+        ModelKind::Xedit => (
+            LoadKind::Cpu,
+            "keystroke → screen: XTEST key sent → xedit's window damaged (Xaw text draws it); client SCHED_FIFO 10",
+            "real app",
         ),
     };
     Scenario {

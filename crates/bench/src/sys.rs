@@ -341,3 +341,43 @@ mod tests {
         assert_eq!(ioprio_value(IOPRIO_CLASS_IDLE, 7), 0x6007);
     }
 }
+
+/// SIGKILL a process and every descendant (found before anything is killed), waiting a
+/// bounded time until they are gone: a program started in the caller's own session, whose
+/// session therefore cannot be killed as a whole.
+pub fn kill_tree(pid: i32) {
+    let mut doomed = descendants(pid);
+    doomed.push(pid);
+    for &p in &doomed {
+        // SAFETY: a plain syscall; ESRCH (already gone) is fine.
+        unsafe { libc::kill(p, libc::SIGKILL) };
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while doomed.iter().any(|&p| alive(p)) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// The live children of a process.
+pub fn children(pid: i32) -> Vec<i32> {
+    live_pids()
+        .into_iter()
+        .filter(|&p| parent_of(p) == Some(pid))
+        .collect()
+}
+
+/// Voluntary + involuntary context switches of all threads of a process so far (0 once it
+/// has exited).
+pub fn context_switches(pid: i32) -> u64 {
+    threads(pid)
+        .into_iter()
+        .filter_map(|tid| fs::read_to_string(format!("/proc/{pid}/task/{tid}/status")).ok())
+        .flat_map(|status| {
+            status
+                .lines()
+                .filter(|l| l.contains("ctxt_switches:"))
+                .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+                .collect::<Vec<_>>()
+        })
+        .sum()
+}

@@ -14,6 +14,7 @@ mod painting;
 mod player;
 mod reader;
 mod worker;
+pub mod xapp;
 
 use crate::sys;
 use anyhow::{bail, Context, Result};
@@ -35,12 +36,20 @@ pub enum ModelKind {
     Player,
     Reader,
     Gallery,
+    /// Real programs under Xvfb (`xapp/`).
+    Xterm,
+    Xedit,
 }
 
 impl ModelKind {
     /// Whether this model has a separate system process (dispatcher + compositor).
     pub fn has_system_side(self) -> bool {
         matches!(self, ModelKind::Painting | ModelKind::Worker)
+    }
+
+    /// Whether this scenario drives a real program under X (`xapp/`) instead of a model.
+    pub fn is_xapp(self) -> bool {
+        matches!(self, ModelKind::Xterm | ModelKind::Xedit)
     }
 
     pub fn name(self) -> &'static str {
@@ -52,6 +61,8 @@ impl ModelKind {
             ModelKind::Player => "player",
             ModelKind::Reader => "reader",
             ModelKind::Gallery => "gallery",
+            ModelKind::Xterm => "xterm",
+            ModelKind::Xedit => "xedit",
         }
     }
 }
@@ -84,6 +95,9 @@ pub struct ModelArgs {
     /// CPU work per request/frame in ms (each model has its own default).
     #[arg(long)]
     pub compute_ms: Option<f64>,
+    /// The real program a measuring client types into (`xterm`, `xedit`).
+    #[arg(long)]
+    pub app_pid: Option<i32>,
 }
 
 /// What a model process reports.
@@ -108,11 +122,23 @@ pub fn run_model(args: &ModelArgs) -> Result<()> {
         (ModelKind::Player, Role::App) => player::app(args)?,
         (ModelKind::Reader, Role::App) => reader::app(args)?,
         (ModelKind::Gallery, Role::App) => gallery::app(args)?,
+        // The measuring client counts the real program's context switches, not its own.
+        (ModelKind::Xterm | ModelKind::Xedit, Role::System) => xapp::client_main(args)?,
+        (m @ (ModelKind::Xterm | ModelKind::Xedit), Role::App) => {
+            bail!(
+                "the app of {} is the real program, started by the runner",
+                m.name()
+            )
+        }
         (m, Role::System) => bail!("model {} has no system process", m.name()),
     };
-    let output = ModelOutput {
-        context_switches: own_context_switches(),
-        ..output
+    let output = if args.model.is_xapp() {
+        output
+    } else {
+        ModelOutput {
+            context_switches: own_context_switches(),
+            ..output
+        }
     };
     let json = serde_json::to_vec(&output)?;
     std::fs::write(&args.out, json).with_context(|| format!("writing {}", args.out.display()))

@@ -109,6 +109,10 @@ pub struct Targets {
     /// The leader of the background load: its session (other layouts) or process group
     /// (`same-session`) id, see [`crate::sys::load_members`].
     pub background: Option<i32>,
+    /// Real-application scenarios: the X server the app draws through.
+    pub x_server: Option<i32>,
+    /// Real-application scenarios: the app's child on the input path (xterm's `cat`).
+    pub app_child: Option<i32>,
 }
 
 /// Where a mode can find the uxsched binary and a private scratch directory.

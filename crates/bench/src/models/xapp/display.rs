@@ -1,0 +1,213 @@
+//! The virtual desktop of the real-application scenarios: an Xvfb server and a window manager
+//! (openbox, EWMH: it focuses new windows and publishes `_NET_ACTIVE_WINDOW`), each a system
+//! service in a session of its own, like a display manager's. Xvfb picks a free display number
+//! itself (`-displayfd`), so concurrent runs and tests never collide. Dropping a [`Desktop`]
+//! kills both sessions.
+
+use crate::sys;
+use anyhow::{bail, Context, Result};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use x11rb::connection::Connection;
+use x11rb::protocol::xproto::{AtomEnum, ConnectionExt};
+
+const START_TIMEOUT: Duration = Duration::from_secs(15);
+/// Screen of the virtual display: room for an 80×24 terminal and an editor.
+const SCREEN: &str = "1024x768x24";
+
+/// A running Xvfb + window manager.
+pub struct Desktop {
+    display: String,
+    server: Option<Child>,
+    wm: Option<Child>,
+}
+
+impl Desktop {
+    /// Start Xvfb, then openbox, and wait until the window manager has announced itself
+    /// (`_NET_SUPPORTING_WM_CHECK` on the root window). Logs go to `dir/{xvfb,wm}.log`.
+    pub fn start(dir: &Path) -> Result<Desktop> {
+        std::fs::create_dir_all(dir)?;
+        let (server, display) = start_server(dir)?;
+        let mut desktop = Desktop {
+            display,
+            server: Some(server),
+            wm: None,
+        };
+        let wm_home = dir.join("wm");
+        std::fs::create_dir_all(&wm_home)?;
+        let mut wm = Command::new("openbox");
+        wm.arg("--sm-disable")
+            .env("DISPLAY", &desktop.display)
+            // An empty private config and cache: openbox falls back to /etc/xdg/openbox/rc.xml
+            // and writes nothing into the user's home.
+            .env("XDG_CONFIG_HOME", &wm_home)
+            .env("XDG_CACHE_HOME", &wm_home);
+        desktop.wm = Some(spawn_service(wm, &dir.join("wm.log"), "openbox")?);
+        desktop.wait_for_wm(&dir.join("wm.log"))?;
+        Ok(desktop)
+    }
+
+    /// The `DISPLAY` value, e.g. `:3`.
+    pub fn display(&self) -> &str {
+        &self.display
+    }
+
+    /// The X server's pid (modes and the daemon's X11 source may act on it).
+    pub fn server_pid(&self) -> i32 {
+        self.server.as_ref().map_or(0, |c| c.id() as i32)
+    }
+
+    fn wait_for_wm(&mut self, log: &Path) -> Result<()> {
+        let (conn, screen) = x11rb::connect(Some(&self.display))
+            .with_context(|| format!("connecting to Xvfb on {}", self.display))?;
+        let root = conn.setup().roots[screen].root;
+        let check = conn
+            .intern_atom(false, b"_NET_SUPPORTING_WM_CHECK")?
+            .reply()?
+            .atom;
+        let end = Instant::now() + START_TIMEOUT;
+        loop {
+            let prop = conn
+                .get_property(false, root, check, AtomEnum::WINDOW, 0, 1)?
+                .reply()?;
+            if prop.value32().and_then(|mut v| v.next()).is_some() {
+                return Ok(());
+            }
+            if let Some(wm) = self.wm.as_mut() {
+                if let Some(status) = wm.try_wait()? {
+                    bail!(
+                        "openbox exited ({status}) before managing the display; its log is {}",
+                        log.display()
+                    );
+                }
+            }
+            if Instant::now() > end {
+                bail!(
+                    "openbox did not announce itself on {} within {} s; its log is {}",
+                    self.display,
+                    START_TIMEOUT.as_secs(),
+                    log.display()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Desktop {
+    fn drop(&mut self) {
+        // The window manager first, so it does not see its server die.
+        for child in [self.wm.take(), self.server.take()].into_iter().flatten() {
+            stop_session(child);
+        }
+    }
+}
+
+fn stop_session(mut child: Child) {
+    sys::kill_session(child.id() as i32);
+    let _ = child.wait();
+}
+
+/// Start `cmd` as the leader of a new session, its output in `log`.
+fn spawn_service(mut cmd: Command, log: &Path, what: &str) -> Result<Child> {
+    let out = std::fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
+    cmd.stdin(Stdio::null())
+        .stdout(out.try_clone()?)
+        .stderr(out);
+    // SAFETY: setsid is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setsid() < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd.spawn().with_context(|| format!("starting {what}"))
+}
+
+/// Xvfb with `-displayfd`: it writes the display number it chose, once it accepts clients.
+fn start_server(dir: &Path) -> Result<(Child, String)> {
+    let (read_end, write_end) = pipe()?;
+    let log = dir.join("xvfb.log");
+    let mut cmd = Command::new("Xvfb");
+    // -noreset: without it the server resets (dropping windows and root properties) whenever
+    // its last client disconnects.
+    cmd.args(["-noreset", "-nolisten", "tcp", "-screen", "0", SCREEN])
+        .args(["-displayfd", "3"]);
+    let fd = write_end.as_raw_fd();
+    // SAFETY: dup2/fcntl are async-signal-safe; fd 3 is the pipe's write end in the child.
+    unsafe {
+        cmd.pre_exec(move || {
+            if fd == 3 {
+                libc::fcntl(3, libc::F_SETFD, 0);
+            } else if libc::dup2(fd, 3) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut server = spawn_service(cmd, &log, "Xvfb")?;
+    drop(write_end);
+    match read_display(&read_end) {
+        Ok(n) => Ok((server, format!(":{n}"))),
+        Err(e) => {
+            let pid = server.id() as i32;
+            sys::kill_session(pid);
+            let _ = server.wait();
+            Err(e.context(format!("Xvfb did not start; its log is {}", log.display())))
+        }
+    }
+}
+
+fn pipe() -> Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: `fds` is a valid out-array of two ints.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
+        return Err(std::io::Error::last_os_error()).context("pipe2");
+    }
+    // SAFETY: pipe2 just returned these two fds; we own them.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// Read the display number line, bounded by [`START_TIMEOUT`].
+fn read_display(fd: &OwnedFd) -> Result<u32> {
+    let end = Instant::now() + START_TIMEOUT;
+    let mut text = Vec::new();
+    while !text.ends_with(b"\n") {
+        let left = end.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            bail!("no display number within {} s", START_TIMEOUT.as_secs());
+        }
+        let mut pfd = libc::pollfd {
+            fd: fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd.
+        if unsafe { libc::poll(&mut pfd, 1, left.as_millis() as i32) } <= 0 {
+            continue;
+        }
+        let mut buf = [0u8; 16];
+        // SAFETY: reading into a stack buffer of the given length.
+        let n = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+        if n <= 0 {
+            bail!("Xvfb closed -displayfd without a display number (it exited?)");
+        }
+        text.extend_from_slice(&buf[..n as usize]);
+    }
+    let s = String::from_utf8_lossy(&text);
+    s.trim()
+        .parse()
+        .with_context(|| format!("Xvfb wrote {s:?} as its display number"))
+}
+
+/// Where a program would be run from, if it is installed (`PATH` lookup).
+pub fn find_program(bin: &str, path: &std::ffi::OsStr) -> Option<PathBuf> {
+    std::env::split_paths(path)
+        .map(|d| d.join(bin))
+        .find(|p| p.is_file())
+}

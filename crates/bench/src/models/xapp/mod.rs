@@ -1,0 +1,233 @@
+//! Real applications (issue 9): unmodified Debian programs on a virtual desktop (Xvfb + openbox,
+//! `display.rs`), typed into through XTEST by a real-time measuring client (`client.rs`,
+//! `input.rs`) that times each keystroke until the program's window reports damage
+//! (`damage.rs`): keystroke → screen latency.
+//!
+//! - `xterm`: the keystroke travels X server → xterm → pty (a kernel worker flushes it) →
+//!   `cat` in raw mode, which echoes it → pty → xterm → X server. The child is on the path.
+//! - `xedit`: an Xaw text widget draws the keystroke itself: X server → xedit → X server.
+//!
+//! Processes of one run: the desktop (two sessions of their own, like system services), the
+//! program — the **app** modes act on — started where the layout puts the models' apps (the
+//! runner's session; in `units`, the app's cgroup, its child with it), and the measuring
+//! client in a session of its own. [`XappProcs`] plays the runner's
+//! side of the model protocol (`ready`, go, output JSON) through the client.
+
+mod client;
+mod damage;
+mod display;
+mod input;
+
+pub use client::{run as client_main, Probe, CLIENT_RT_PRIORITY};
+pub use display::Desktop;
+
+use crate::layout::ActiveLayout;
+use crate::models::{self, ModelKind, ModelOutput};
+use crate::modes::Targets;
+use crate::runner::{self, Foreground, Plan};
+use crate::sys;
+use anyhow::{bail, Context, Result};
+use std::ffi::OsStr;
+use std::io::{BufReader, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+
+/// The desktop's programs and their Debian packages.
+const DESKTOP: [(&str, &str); 2] = [("Xvfb", "xvfb"), ("openbox", "openbox")];
+
+/// The program a real-application scenario runs, and its Debian package.
+pub fn program(kind: ModelKind) -> Option<(&'static str, &'static str)> {
+    match kind {
+        ModelKind::Xterm => Some(("xterm", "xterm")),
+        ModelKind::Xedit => Some(("xedit", "x11-apps")),
+        _ => None,
+    }
+}
+
+/// Refuse, naming the packages to install, when a program the scenario needs is not on `path`
+/// (never a silent fallback to another program or display).
+pub fn require_programs(kind: ModelKind, path: &OsStr) -> Result<()> {
+    let app = program(kind)
+        .with_context(|| format!("{} is not a real-application scenario", kind.name()))?;
+    let missing: Vec<(&str, &str)> = DESKTOP
+        .into_iter()
+        .chain([app])
+        .filter(|(bin, _)| display::find_program(bin, path).is_none())
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let bins: Vec<&str> = missing.iter().map(|m| m.0).collect();
+    let pkgs: Vec<&str> = missing.iter().map(|m| m.1).collect();
+    bail!(
+        "scenario '{}' needs {} (not found on PATH): run `make setup` or `apt-get install {}`",
+        kind.name(),
+        bins.join(", "),
+        pkgs.join(" ")
+    )
+}
+
+/// The program's command line on `display`; `dir` holds its scratch files.
+pub fn app_command(kind: ModelKind, display: &str, dir: &Path) -> Result<Command> {
+    let mut cmd = match kind {
+        ModelKind::Xterm => {
+            let mut c = Command::new("xterm");
+            // Raw mode without echo: the line discipline passes each byte on at once and
+            // `cat` (not the kernel) echoes it, so the child is on the keystroke's path.
+            c.args([
+                "-geometry",
+                "80x24",
+                "-e",
+                "sh",
+                "-c",
+                "stty raw -echo && exec cat",
+            ]);
+            c
+        }
+        ModelKind::Xedit => {
+            let file = dir.join("typed.txt");
+            std::fs::write(&file, "")?;
+            let mut c = Command::new("xedit");
+            c.arg(file);
+            c
+        }
+        other => bail!("{} is not a real-application scenario", other.name()),
+    };
+    cmd.env("DISPLAY", display).current_dir(dir);
+    Ok(cmd)
+}
+
+/// Start the program on `desktop`, its output in `dir/app.log`, in the caller's session and,
+/// with `cgroup` (the layout's app unit, `cgroup.procs` opened for writing), in that cgroup.
+pub fn start_app(
+    kind: ModelKind,
+    desktop: &Desktop,
+    dir: &Path,
+    cgroup: Option<&std::fs::File>,
+) -> Result<Child> {
+    let log = std::fs::File::create(dir.join("app.log"))?;
+    let (bin, _) = program(kind).context("not a real-application scenario")?;
+    let mut cmd = app_command(kind, desktop.display(), dir)?;
+    let cgroup_fd = cgroup.map(|f| f.as_raw_fd());
+    // SAFETY: join_cgroup_in_child only write(2)s to an open fd.
+    unsafe {
+        cmd.pre_exec(move || crate::layout::join_cgroup_in_child(cgroup_fd));
+    }
+    cmd.stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .spawn()
+        .with_context(|| format!("starting {bin}"))
+}
+
+/// One run's desktop, program and measuring client; all killed when dropped.
+pub struct XappProcs {
+    client: Child,
+    app: Child,
+    go: Option<ChildStdin>,
+    out: PathBuf,
+    /// Last: dropped after the program and the client.
+    desktop: Desktop,
+}
+
+impl XappProcs {
+    pub fn spawn(
+        plan: &Plan,
+        env: &runner::Env,
+        layout: &ActiveLayout,
+        dir: &Path,
+        seed: u64,
+    ) -> Result<XappProcs> {
+        let desktop = Desktop::start(&dir.join("desktop"))?;
+        let app = start_app(plan.scenario, &desktop, dir, layout.app_cgroup()?.as_ref())?;
+        let app_pid = app.id() as i32;
+        let mut client_cmd = runner::model_command(plan, env, dir, seed, "system");
+        client_cmd
+            .arg(format!("--app-pid={app_pid}"))
+            .env("DISPLAY", desktop.display())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped());
+        // SAFETY: setsid is async-signal-safe.
+        unsafe {
+            client_cmd.pre_exec(|| {
+                if libc::setsid() < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let mut procs = XappProcs {
+            client: client_cmd
+                .spawn()
+                .context("starting the measuring client")?,
+            app,
+            go: None,
+            out: dir.join("system.json"),
+            desktop,
+        };
+        let mut stdout = BufReader::new(procs.client.stdout.take().context("client stdout")?);
+        models::expect_ready(&mut stdout).with_context(|| {
+            format!(
+                "the measuring client on {} (the program's log is {})",
+                procs.desktop.display(),
+                dir.join("app.log").display()
+            )
+        })?;
+        procs.go = procs.client.stdin.take();
+        Ok(procs)
+    }
+}
+
+impl Foreground for XappProcs {
+    /// The program is the app; its X server and its child (xterm's `cat`) are named too.
+    fn targets(&self, t: &mut Targets) {
+        let app = self.app.id() as i32;
+        t.app = Some(app);
+        t.x_server = Some(self.desktop.server_pid());
+        t.app_child = sys::children(app).first().copied();
+    }
+
+    fn go(&mut self) -> Result<()> {
+        let stdin = self.go.as_mut().context("go sent twice")?;
+        stdin.write_all(b"g")?;
+        stdin.flush()?;
+        Ok(())
+    }
+
+    fn finished(&mut self) -> Result<bool> {
+        if let Some(s) = self.app.try_wait()? {
+            bail!("the program (pid {}) exited during the run: {s}; its log is app.log in the run's directory", self.app.id());
+        }
+        match self.client.try_wait()? {
+            None => Ok(false),
+            Some(s) if s.success() => Ok(true),
+            Some(s) => {
+                crate::cancel::check()?;
+                bail!(
+                    "the measuring client (pid {}) failed: {s}; its stderr is above",
+                    self.client.id()
+                )
+            }
+        }
+    }
+
+    fn collect(&self) -> Result<ModelOutput> {
+        let text = std::fs::read(&self.out)
+            .with_context(|| format!("client output {}", self.out.display()))?;
+        serde_json::from_slice(&text)
+            .with_context(|| format!("parsing client output {}", self.out.display()))
+    }
+}
+
+impl Drop for XappProcs {
+    fn drop(&mut self) {
+        for child in [&mut self.client, &mut self.app] {
+            if child.try_wait().ok().flatten().is_none() {
+                sys::kill_tree(child.id() as i32);
+            }
+            let _ = child.wait();
+        }
+    }
+}

@@ -1,0 +1,206 @@
+//! The real-application scenarios against real Xvfb, openbox, xterm and xedit (Debian packages
+//! xvfb, openbox, xterm, x11-apps; scripts/setup.sh installs them): the desktop and the
+//! programs start and stop without leftovers, one keystroke is seen as one change of the
+//! program's pixels within a sane time — and for xterm only once `cat` echoed it — and a missing
+//! program is refused by name.
+
+mod common;
+
+use common::{plan, row, run_checked, serial, Scratch};
+use std::collections::BTreeSet;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+use uxsched_bench::loads::LoadKind;
+use uxsched_bench::models::xapp::{self, Desktop, Probe};
+use uxsched_bench::models::ModelKind;
+use uxsched_bench::modes::ModeName;
+use uxsched_bench::sys;
+
+/// Kills and reaps a program started by a test.
+struct Program(Child);
+
+impl Drop for Program {
+    fn drop(&mut self) {
+        sys::kill_tree(self.0.id() as i32);
+        let _ = self.0.wait();
+    }
+}
+
+fn start(kind: ModelKind, desktop: &Desktop, dir: &std::path::Path) -> Program {
+    Program(xapp::start_app(kind, desktop, dir, None).expect("starting the program"))
+}
+
+/// Every live descendant of this test process.
+fn our_descendants() -> BTreeSet<i32> {
+    let mut found = BTreeSet::new();
+    let mut todo = vec![std::process::id() as i32];
+    while let Some(p) = todo.pop() {
+        for c in sys::children(p) {
+            if found.insert(c) {
+                todo.push(c);
+            }
+        }
+    }
+    found
+}
+
+/// Still running (a process that exited may linger a moment as a zombie until reaped).
+fn running(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|t| t.rsplit_once(") ").map(|(_, rest)| !rest.starts_with('Z')))
+        .unwrap_or(false)
+}
+
+#[test]
+#[ignore = "needs Xvfb and root: make test runs it as root"]
+fn desktop_and_programs_start_and_stop_without_leftovers() {
+    let _serial = serial();
+    let scratch = Scratch::new("xapps-clean");
+    std::fs::create_dir_all(&scratch.0).unwrap();
+    let before = our_descendants();
+    let started = {
+        let desktop = Desktop::start(&scratch.0.join("desktop")).unwrap();
+        let xterm = start(ModelKind::Xterm, &desktop, &scratch.0);
+        let xedit = start(ModelKind::Xedit, &desktop, &scratch.0);
+        for p in [&xterm, &xedit] {
+            let probe = Probe::attach(desktop.display(), p.0.id() as i32).unwrap();
+            assert_ne!(probe.window(), 0);
+        }
+        let started: BTreeSet<i32> = our_descendants().difference(&before).copied().collect();
+        // Xvfb, openbox, xterm, its shell/cat, xedit.
+        assert!(
+            started.len() >= 5,
+            "expected the desktop and both programs, got {started:?}"
+        );
+        assert!(started.contains(&desktop.server_pid()));
+        started
+    };
+    let left: Vec<i32> = started.into_iter().filter(|&p| running(p)).collect();
+    assert!(left.is_empty(), "processes left running: {left:?}");
+}
+
+#[test]
+#[ignore = "needs Xvfb and root: make test runs it as root"]
+fn one_keystroke_is_one_change_of_the_programs_pixels() {
+    let _serial = serial();
+    let scratch = Scratch::new("xapps-key");
+    std::fs::create_dir_all(&scratch.0).unwrap();
+    let desktop = Desktop::start(&scratch.0.join("desktop")).unwrap();
+    for kind in [ModelKind::Xterm, ModelKind::Xedit] {
+        let app = start(kind, &desktop, &scratch.0);
+        let probe = Probe::attach(desktop.display(), app.0.id() as i32).unwrap();
+        // Whatever the focus change drew settles; then nothing draws without input.
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(
+            probe.quiet(Duration::from_millis(300)).unwrap(),
+            "{}: pixels changed without input",
+            kind.name()
+        );
+        // The first change also redraws xedit's label (the file is now modified).
+        assert!(probe
+            .keystroke(0, Duration::from_secs(2))
+            .unwrap()
+            .is_some());
+        std::thread::sleep(Duration::from_millis(300));
+        for i in 1..6 {
+            let latency = probe
+                .keystroke(i, Duration::from_secs(2))
+                .unwrap()
+                .unwrap_or_else(|| panic!("{}: keystroke {i} changed no pixel", kind.name()));
+            assert!(
+                latency > Duration::from_micros(20) && latency < Duration::from_millis(500),
+                "{}: keystroke {i} took {latency:?}",
+                kind.name()
+            );
+            // One change per keystroke: nothing more is drawn afterwards.
+            assert!(
+                probe.quiet(Duration::from_millis(150)).unwrap(),
+                "{}: more pixels changed after keystroke {i}",
+                kind.name()
+            );
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs Xvfb and root: make test runs it as root"]
+fn xterm_shows_the_keystroke_only_once_its_child_echoed_it() {
+    let _serial = serial();
+    let scratch = Scratch::new("xapps-echo");
+    std::fs::create_dir_all(&scratch.0).unwrap();
+    let desktop = Desktop::start(&scratch.0.join("desktop")).unwrap();
+    // The scenario's xterm, but its child reads the raw tty without writing anything back.
+    let silent = Command::new("xterm")
+        .args(["-e", "sh", "-c", "stty raw -echo && exec sleep 600"])
+        .env("DISPLAY", desktop.display())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let silent = Program(silent);
+    let probe = Probe::attach(desktop.display(), silent.0.id() as i32).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    for i in 0..3 {
+        assert_eq!(
+            probe.keystroke(i, Duration::from_millis(500)).unwrap(),
+            None,
+            "xterm drew keystroke {i} without an echo"
+        );
+    }
+}
+
+#[test]
+fn a_missing_program_is_refused_by_name() {
+    let empty = std::env::temp_dir().join(format!("uxsched-xapps-nopath-{}", std::process::id()));
+    std::fs::create_dir_all(&empty).unwrap();
+    let err = xapp::require_programs(ModelKind::Xedit, empty.as_os_str())
+        .unwrap_err()
+        .to_string();
+    std::fs::remove_dir_all(&empty).unwrap();
+    for word in [
+        "'xedit'",
+        "Xvfb",
+        "openbox",
+        "apt-get install xvfb openbox x11-apps",
+    ] {
+        assert!(err.contains(word), "{word:?} missing from: {err}");
+    }
+}
+
+#[test]
+#[ignore = "needs Xvfb and root: make test runs it as root"]
+fn the_bench_measures_xterm_under_idle_and_fifo() {
+    let _serial = serial();
+    let scratch = Scratch::new("xapps-bench");
+    let plan = plan(
+        ModelKind::Xterm,
+        &[ModeName::Idle, ModeName::Fifo],
+        2000,
+        LoadKind::Cpu,
+        &scratch,
+    );
+    let report = run_checked(&plan, &scratch).unwrap();
+    for mode in [ModeName::Idle, ModeName::Fifo] {
+        let r = row(&report, mode);
+        assert!(
+            r.summary.n >= 10,
+            "{}: only {} samples",
+            mode.name(),
+            r.summary.n
+        );
+        assert_eq!(
+            r.extras.get("lost"),
+            Some(&0.0),
+            "{}: {:?}",
+            mode.name(),
+            r.extras
+        );
+        assert!(
+            r.summary.p99 < 500.0,
+            "{}: p99 {} ms",
+            mode.name(),
+            r.summary.p99
+        );
+    }
+}
