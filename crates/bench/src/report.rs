@@ -306,15 +306,16 @@ fn warnings(report: &Report) -> Vec<String> {
     if !report.modes.iter().any(|r| r.mode == ModeName::Idle) {
         w.push("no `idle` mode in this run: ratios to idle are not available".into());
     }
+    // p99 rests on the n/100 slowest samples: below 10 of them it is little more than the max.
     let few: Vec<String> = report
         .modes
         .iter()
-        .filter(|r| r.summary.n < 100)
+        .filter(|r| r.summary.n < 1000)
         .map(|r| format!("{} ({})", r.mode.name(), r.summary.n))
         .collect();
     if !few.is_empty() {
         w.push(format!(
-            "fewer than 100 samples for {}: p99 is close to the max; use a longer --duration or more --reps",
+            "fewer than 1000 samples for {}: p99 rests on fewer than 10 samples; use a longer --duration or more --reps",
             few.join(", ")
         ));
     }

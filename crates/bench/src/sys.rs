@@ -322,26 +322,6 @@ pub fn gettid() -> i32 {
     unsafe { libc::gettid() }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reads_own_thread_state() {
-        let pid = std::process::id() as i32;
-        assert!(threads(pid).contains(&gettid()));
-        let s = thread_sched(pid, gettid()).unwrap();
-        assert!((-20..=19).contains(&s.nice));
-        assert_eq!(session_of(pid).unwrap(), unsafe { libc::getsid(0) });
-    }
-
-    #[test]
-    fn ioprio_value_packs_class_and_level() {
-        assert_eq!(ioprio_value(IOPRIO_CLASS_BE, 0), 0x4000);
-        assert_eq!(ioprio_value(IOPRIO_CLASS_IDLE, 7), 0x6007);
-    }
-}
-
 /// SIGKILL a process and every descendant (found before anything is killed), waiting a
 /// bounded time until they are gone: a program started in the caller's own session, whose
 /// session therefore cannot be killed as a whole.
@@ -380,4 +360,24 @@ pub fn context_switches(pid: i32) -> u64 {
                 .collect::<Vec<_>>()
         })
         .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_own_thread_state() {
+        let pid = std::process::id() as i32;
+        assert!(threads(pid).contains(&gettid()));
+        let s = thread_sched(pid, gettid()).unwrap();
+        assert!((-20..=19).contains(&s.nice));
+        assert_eq!(session_of(pid).unwrap(), unsafe { libc::getsid(0) });
+    }
+
+    #[test]
+    fn ioprio_value_packs_class_and_level() {
+        assert_eq!(ioprio_value(IOPRIO_CLASS_BE, 0), 0x4000);
+        assert_eq!(ioprio_value(IOPRIO_CLASS_IDLE, 7), 0x6007);
+    }
 }

@@ -50,6 +50,7 @@ impl Subjects {
         Targets {
             app: Some(self.app.id() as i32),
             background: Some(self.bg.id() as i32),
+            ..Targets::default()
         }
     }
 
