@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{plan, row, run_checked, serial, Scratch};
+use common::{plan, require_root, row, run_checked, serial, Scratch};
 use std::collections::BTreeSet;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -56,6 +56,7 @@ fn running(pid: i32) -> bool {
 #[ignore = "needs Xvfb and root: make test runs it as root"]
 fn desktop_and_programs_start_and_stop_without_leftovers() {
     let _serial = serial();
+    require_root();
     let scratch = Scratch::new("xapps-clean");
     std::fs::create_dir_all(&scratch.0).unwrap();
     let before = our_descendants();
@@ -84,6 +85,7 @@ fn desktop_and_programs_start_and_stop_without_leftovers() {
 #[ignore = "needs Xvfb and root: make test runs it as root"]
 fn one_keystroke_is_one_change_of_the_programs_pixels() {
     let _serial = serial();
+    require_root();
     let scratch = Scratch::new("xapps-key");
     std::fs::create_dir_all(&scratch.0).unwrap();
     let desktop = Desktop::start(&scratch.0.join("desktop")).unwrap();
@@ -127,6 +129,7 @@ fn one_keystroke_is_one_change_of_the_programs_pixels() {
 #[ignore = "needs Xvfb and root: make test runs it as root"]
 fn xterm_shows_the_keystroke_only_once_its_child_echoed_it() {
     let _serial = serial();
+    require_root();
     let scratch = Scratch::new("xapps-echo");
     std::fs::create_dir_all(&scratch.0).unwrap();
     let desktop = Desktop::start(&scratch.0.join("desktop")).unwrap();
@@ -172,6 +175,7 @@ fn a_missing_program_is_refused_by_name() {
 #[ignore = "needs Xvfb and root: make test runs it as root"]
 fn the_bench_measures_xterm_under_idle_and_fifo() {
     let _serial = serial();
+    require_root();
     let scratch = Scratch::new("xapps-bench");
     let plan = plan(
         ModelKind::Xterm,
