@@ -89,9 +89,10 @@ fn one_keystroke_is_one_change_of_the_programs_pixels() {
     let scratch = Scratch::new("xapps-key");
     std::fs::create_dir_all(&scratch.0).unwrap();
     let desktop = Desktop::start(&scratch.0.join("desktop")).unwrap();
-    for kind in [ModelKind::Xterm, ModelKind::Xedit] {
+    for kind in [ModelKind::Xedit, ModelKind::Xterm] {
         let app = start(kind, &desktop, &scratch.0);
-        let probe = Probe::attach(desktop.display(), app.0.id() as i32).unwrap();
+        let probe = Probe::attach(desktop.display(), app.0.id() as i32)
+            .unwrap_or_else(|e| panic!("{}: {e:#}", kind.name()));
         // Whatever the focus change drew settles; then nothing draws without input.
         std::thread::sleep(Duration::from_millis(300));
         assert!(

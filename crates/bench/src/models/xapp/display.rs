@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use x11rb::connection::Connection;
-use x11rb::protocol::xproto::{AtomEnum, ConnectionExt};
+use x11rb::protocol::xproto::{AtomEnum, ConnectionExt, CreateWindowAux, WindowClass};
 
 const START_TIMEOUT: Duration = Duration::from_secs(15);
 /// Screen of the virtual display: room for an 80×24 terminal and an editor.
@@ -26,8 +26,8 @@ pub struct Desktop {
 }
 
 impl Desktop {
-    /// Start Xvfb, then openbox, and wait until the window manager has announced itself
-    /// (`_NET_SUPPORTING_WM_CHECK` on the root window). Logs go to `dir/{xvfb,wm}.log`.
+    /// Start Xvfb, then openbox, and wait until the window manager manages windows. Logs go
+    /// to `dir/{xvfb,wm}.log`.
     pub fn start(dir: &Path) -> Result<Desktop> {
         std::fs::create_dir_all(dir)?;
         let (server, display) = start_server(dir)?;
@@ -60,20 +60,39 @@ impl Desktop {
         self.server.as_ref().map_or(0, |c| c.id() as i32)
     }
 
+    /// Openbox announces itself (`_NET_SUPPORTING_WM_CHECK`) before it has finished starting,
+    /// and a window mapped in between is never managed; so it is ready only once it has
+    /// managed a window of ours (listed in `_NET_CLIENT_LIST`), which is then destroyed.
     fn wait_for_wm(&mut self, log: &Path) -> Result<()> {
         let (conn, screen) = x11rb::connect(Some(&self.display))
             .with_context(|| format!("connecting to Xvfb on {}", self.display))?;
-        let root = conn.setup().roots[screen].root;
-        let check = conn
-            .intern_atom(false, b"_NET_SUPPORTING_WM_CHECK")?
-            .reply()?
-            .atom;
+        let s = &conn.setup().roots[screen];
+        let root = s.root;
+        let clients = conn.intern_atom(false, b"_NET_CLIENT_LIST")?.reply()?.atom;
+        let win = conn.generate_id()?;
+        conn.create_window(
+            s.root_depth,
+            win,
+            root,
+            0,
+            0,
+            1,
+            1,
+            0,
+            WindowClass::INPUT_OUTPUT,
+            s.root_visual,
+            &CreateWindowAux::new(),
+        )?;
         let end = Instant::now() + START_TIMEOUT;
         loop {
+            // Mapping again is harmless once managed, and re-asks if the request was missed.
+            conn.map_window(win)?;
             let prop = conn
-                .get_property(false, root, check, AtomEnum::WINDOW, 0, 1)?
+                .get_property(false, root, clients, AtomEnum::WINDOW, 0, 1024)?
                 .reply()?;
-            if prop.value32().and_then(|mut v| v.next()).is_some() {
+            if prop.value32().is_some_and(|mut v| v.any(|w| w == win)) {
+                conn.destroy_window(win)?;
+                conn.get_input_focus()?.reply()?;
                 return Ok(());
             }
             if let Some(wm) = self.wm.as_mut() {
@@ -86,13 +105,13 @@ impl Desktop {
             }
             if Instant::now() > end {
                 bail!(
-                    "openbox did not announce itself on {} within {} s; its log is {}",
+                    "openbox did not manage a window on {} within {} s; its log is {}",
                     self.display,
                     START_TIMEOUT.as_secs(),
                     log.display()
                 );
             }
-            std::thread::sleep(Duration::from_millis(20));
+            std::thread::sleep(Duration::from_millis(50));
         }
     }
 }
