@@ -91,9 +91,7 @@ impl Desktop {
                 .get_property(false, root, clients, AtomEnum::WINDOW, 0, 1024)?
                 .reply()?;
             if prop.value32().is_some_and(|mut v| v.any(|w| w == win)) {
-                conn.destroy_window(win)?;
-                conn.get_input_focus()?.reply()?;
-                return Ok(());
+                return unmanaged_after_destroy(&conn, root, clients, win, end);
             }
             if let Some(wm) = self.wm.as_mut() {
                 if let Some(status) = wm.try_wait()? {
@@ -113,6 +111,31 @@ impl Desktop {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+}
+
+/// Destroy our window and wait until openbox has dropped it from `_NET_CLIENT_LIST`: the X
+/// server reuses our client's id range for the next client (the program), so a stale entry
+/// would later look like one of the program's windows.
+fn unmanaged_after_destroy(
+    conn: &impl Connection,
+    root: u32,
+    clients: u32,
+    win: u32,
+    end: Instant,
+) -> Result<()> {
+    conn.destroy_window(win)?;
+    loop {
+        let prop = conn
+            .get_property(false, root, clients, AtomEnum::WINDOW, 0, 1024)?
+            .reply()?;
+        if !prop.value32().is_some_and(|mut v| v.any(|w| w == win)) {
+            return Ok(());
+        }
+        if Instant::now() > end {
+            bail!("openbox did not drop a destroyed window from _NET_CLIENT_LIST");
+        }
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 

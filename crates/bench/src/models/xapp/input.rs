@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use x11rb::connection::Connection;
 use x11rb::protocol::res::{self, ConnectionExt as _};
 use x11rb::protocol::xproto::{
-    Atom, AtomEnum, ClientMessageEvent, ConnectionExt as _, EventMask, Window, KEY_PRESS_EVENT,
-    KEY_RELEASE_EVENT,
+    Atom, AtomEnum, ClientMessageEvent, ConnectionExt as _, EventMask, MapState, Window,
+    KEY_PRESS_EVENT, KEY_RELEASE_EVENT,
 };
 use x11rb::protocol::xtest::ConnectionExt as _;
 use x11rb::rust_connection::RustConnection;
@@ -55,7 +55,13 @@ pub fn find_window(
     let end = Instant::now() + timeout;
     loop {
         for w in client_list(conn, root, list)? {
-            if owner_pid(conn, w)? == Some(pid as u32) {
+            // A stale entry (a window destroyed a moment ago) is no window of the program's,
+            // even if the X server gave its id range to the program since.
+            let viewable = conn
+                .get_window_attributes(w)?
+                .reply()
+                .is_ok_and(|a| a.map_state == MapState::VIEWABLE);
+            if viewable && owner_pid(conn, w)? == Some(pid as u32) {
                 return Ok(w);
             }
         }
