@@ -84,7 +84,7 @@ impl Report {
             let _ = writeln!(t, "socket flood: {} messages on {} connections ({} refused, {} accepted), crashes {}, RSS {} → {} KiB, still works: {}", f.messages, f.connections, f.refused, f.accepted, f.daemon_crashes, f.rss_kib_before, f.rss_kib_after, f.still_works);
         }
         if let Some(c) = &self.churn {
-            let _ = writeln!(t, "focus churn ({}): {} focus changes in {} s, RSS start {} / peak {} / end {} KiB, crashes {}, leftovers {}", c.mode, c.focus_requests, c.seconds, c.rss_kib_start, c.rss_kib_peak, c.rss_kib_end, c.daemon_crashes, c.leftovers);
+            let _ = writeln!(t, "focus churn ({}): {} focus changes in {:.1} s, RSS start {} / peak {} / end {} KiB, crashes {}, leftovers {}", c.mode, c.focus_requests, c.elapsed_s, c.rss_kib_start, c.rss_kib_peak, c.rss_kib_end, c.daemon_crashes, c.leftovers);
         }
         let _ = writeln!(t, "failures (must be 0): {}", self.failures());
         t
