@@ -185,7 +185,12 @@ impl Classifier {
                 }
                 self.classify_new(&task, ts)
             }
-            Event::Exit { task, .. } => {
+            Event::Exit { ts, task } => {
+                if self.app.as_ref().is_some_and(|a| a.tgid == task.tid) {
+                    // The app is gone: nothing of its path (partners, kernel workers) stays.
+                    self.set_foreground(None, &[], ts);
+                    return;
+                }
                 self.creators.remove(&task.tid);
                 if self
                     .critical

@@ -205,3 +205,18 @@ fn relaunch_classifies_from_the_store_at_creation() {
     assert_eq!((m.status, m.source), (Status::Confirmed, Source::Learned));
     assert!(s.episode.is_none(), "before any episode");
 }
+
+#[test]
+fn the_apps_exit_empties_the_set() {
+    let mut r = Rec::new(Store::open(None, 1 << 20).unwrap());
+    let ui = app_task(APP, "term");
+    let kw = other(30, 30, "kworker/u8:1", true);
+    r.ev(1, 0, 1, &xorg(), &ui);
+    r.ev(2, 0, 1, &ui, &kw);
+    r.ev(2, 0, 1, &kw, &ui);
+    assert_eq!(r.status(30), Some(Status::Confirmed));
+    r.ev(6, 0, 0, &ui, &ui);
+    let s = r.c.snapshot(0);
+    assert!(s.critical.is_empty(), "{:?}", s.critical);
+    assert!(r.c.app().is_none());
+}

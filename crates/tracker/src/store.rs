@@ -103,7 +103,7 @@ impl Store {
     /// Bring an app's persisted pairs into memory (on its launch / focus).
     pub fn load_app(&mut self, app: &str) -> rusqlite::Result<usize> {
         let rows = match &self.db {
-            Some(db) => query(db, Some(app), true)?,
+            Some(db) => query_db(db, Some(app), true)?,
             None => return Ok(0),
         };
         let n = rows.len();
@@ -200,9 +200,26 @@ impl Store {
     }
 }
 
-/// Every persisted pair, or those of apps matching `app` ([`app_matches`]; exact key when
-/// `exact`).
-pub fn query(db: &Connection, app: Option<&str>, exact: bool) -> rusqlite::Result<Vec<Pair>> {
+/// Every persisted pair in the store at `path`, or those of apps matching `app`
+/// ([`app_matches`]). A store that does not exist yet has none.
+pub fn list(path: &Path, app: Option<&str>) -> rusqlite::Result<Vec<Pair>> {
+    if !path.exists() {
+        return Ok(Vec::new());
+    }
+    let db = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+    query_db(&db, app, false)
+}
+
+/// Delete the persisted pairs of apps matching `app` in the store at `path`; how many.
+pub fn forget(path: &Path, app: &str) -> rusqlite::Result<usize> {
+    if !path.exists() {
+        return Ok(0);
+    }
+    forget_db(&Connection::open(path)?, app)
+}
+
+/// The pairs of apps matching `app` ([`app_matches`]; the exact key when `exact`).
+fn query_db(db: &Connection, app: Option<&str>, exact: bool) -> rusqlite::Result<Vec<Pair>> {
     let mut st = db.prepare(
         "SELECT app, thread, creator, kind, critical, seen FROM decisions ORDER BY app, thread, creator",
     )?;
@@ -236,10 +253,9 @@ pub fn query(db: &Connection, app: Option<&str>, exact: bool) -> rusqlite::Resul
     Ok(out)
 }
 
-/// Delete the persisted pairs of apps matching `app`; how many were deleted.
-pub fn forget(db: &Connection, app: &str) -> rusqlite::Result<usize> {
+fn forget_db(db: &Connection, app: &str) -> rusqlite::Result<usize> {
     db.execute(SCHEMA, [])?;
-    let apps: Vec<String> = query(db, Some(app), false)?
+    let apps: Vec<String> = query_db(db, Some(app), false)?
         .into_iter()
         .map(|p| p.context.app)
         .collect();
@@ -291,11 +307,12 @@ mod tests {
             "wildcard creator"
         );
         assert!(!s.lookup(&ctx("logger", "main:term")).unwrap().critical);
-        let db = Connection::open(&path).unwrap();
-        assert_eq!(query(&db, Some("term"), false).unwrap().len(), 2);
-        assert_eq!(query(&db, Some("other"), false).unwrap().len(), 0);
-        assert_eq!(forget(&db, "/usr/bin/term").unwrap(), 2);
-        assert!(query(&db, None, false).unwrap().is_empty());
+        drop(s);
+        assert_eq!(list(&path, Some("term")).unwrap().len(), 2);
+        assert_eq!(list(&path, Some("other")).unwrap().len(), 0);
+        assert_eq!(forget(&path, "/usr/bin/term").unwrap(), 2);
+        assert!(list(&path, None).unwrap().is_empty());
+        assert!(list(&dir.path().join("absent"), None).unwrap().is_empty());
     }
 
     #[test]

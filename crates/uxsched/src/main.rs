@@ -6,6 +6,7 @@ mod bench_cmd;
 mod daemon_cmd;
 mod exit;
 mod sim_cmd;
+mod tracker_cmd;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -29,6 +30,9 @@ enum Command {
     Daemon(daemon_cmd::Commands),
     #[command(flatten)]
     Bench(bench_cmd::Commands),
+    /// The delay-critical thread tracker: learned decisions, and the tracker on a live process.
+    #[command(subcommand)]
+    Tracker(tracker_cmd::TrackerCommand),
 }
 
 fn main() -> ExitCode {
@@ -47,6 +51,7 @@ fn main() -> ExitCode {
         Command::Sim(c) => sim_cmd::run(c),
         Command::Daemon(c) => daemon_cmd::run(c),
         Command::Bench(c) => bench_cmd::run(c),
+        Command::Tracker(c) => tracker_cmd::run(c),
     };
     match result {
         Ok(code) => code,
