@@ -112,7 +112,7 @@ fn run_fixture(case: &str, store: &std::path::Path) -> Run {
                 x.2 = x.2.or(e.end_ns);
             }
         }
-        run.episodes = s.episodes;
+        run.episodes = run.episodes.max(s.episodes); // the app's exit resets it
         if child.try_wait().unwrap().is_some() {
             break;
         }
@@ -228,11 +228,12 @@ case!(
 case!(unrelated_periodic_timer, "timer", [], ["ticker"], []);
 
 /// Seed 003 §4's continuous learning: the first launch learns the per-request worker only when
-/// it posts back (after its first episode); a second launch of the same app classifies its first
-/// worker from the store when the worker is created and named, before that episode ends.
+/// it posts back (after its first episode); a second launch of the same app classifies the worker
+/// of its first episode from the store when the worker is created and named, before that episode
+/// ends.
 #[test]
 #[ignore = "needs root and BPF: make test runs it as root"]
-fn relaunch_classifies_from_the_store_before_the_episode_ends() {
+fn relaunch_classifies_from_the_store_before_the_first_episode_ends() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("tracker.sqlite");
@@ -255,6 +256,10 @@ fn relaunch_classifies_from_the_store_before_the_episode_ends() {
         .expect("second launch: req-worker classified from the store");
     let (epoch, start, end) = second.episode_at(since).expect("an episode was open");
     eprintln!("relaunch: episode {epoch} {start}..{end}, its req-worker learned at {since}");
+    assert_eq!(
+        epoch, second.episode_spans[0].0,
+        "the first worker of the second launch is created in its first episode"
+    );
     assert!(
         since < end,
         "classified at {since}, after its episode ended at {end}"

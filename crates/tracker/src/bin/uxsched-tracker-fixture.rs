@@ -4,7 +4,7 @@
 //! `uxsched-tracker-fixture CASE [EPISODES] [PERIOD_MS]` forks an input process (`uxs-input`)
 //! and a display process (`uxs-display`), names its main thread `ui`, starts the case's
 //! threads, prints `ready`, waits for `go` on stdin, then for each input event runs the case's
-//! step on the UI thread and hands a frame to the display. Thread names are the ground truth's
+//! step on the UI thread, hands a frame to the display and acknowledges the event. Thread names are the ground truth's
 //! keys (see the table in tests/accuracy.rs).
 
 use std::io::{BufRead, Read, Write};
@@ -33,12 +33,27 @@ fn fork_child(name: &str, body: impl FnOnce()) -> libc::pid_t {
     let pid = unsafe { libc::fork() };
     assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
     if pid == 0 {
+        // SAFETY: prctl with integer arguments: die with the app, whatever happens to it.
+        unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
         set_name(name);
         body();
         // SAFETY: leave without running the parent's atexit handlers twice.
         unsafe { libc::_exit(0) };
     }
     pid
+}
+
+fn pipe() -> (std::fs::File, std::fs::File) {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0; 2];
+    // SAFETY: pipe writes two descriptors that we then own.
+    unsafe {
+        assert_eq!(libc::pipe(fds.as_mut_ptr()), 0, "pipe");
+        (
+            std::fs::File::from_raw_fd(fds[0]),
+            std::fs::File::from_raw_fd(fds[1]),
+        )
+    }
 }
 
 fn thread(name: &str, body: impl FnOnce() + Send + 'static) {
@@ -230,17 +245,23 @@ fn main() {
     let episodes: u32 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(20);
     let period = Duration::from_millis(args.get(3).and_then(|a| a.parse().ok()).unwrap_or(40));
 
-    let (mut input, mut input_end) = UnixStream::pair().unwrap();
+    // Pipes, not one socket both ways: reading a unix socket wakes a peer blocked on it
+    // (write-space wake-up), which would look like a second input.
+    let (mut events, mut events_in) = pipe();
+    let (mut acks, mut acks_out) = pipe();
     let (display, mut display_end) = UnixStream::pair().unwrap();
     let mut children = vec![
         fork_child("uxs-input", move || {
             let mut go = [0u8; 1];
-            if input_end.read_exact(&mut go).is_err() {
+            if acks.read_exact(&mut go).is_err() {
                 return;
             }
+            // Closed loop, like a user who waits for the screen: the next event comes a period
+            // after the app acknowledged the last frame, so it finds the UI thread asleep (an
+            // event queued while it is busy wakes nothing and starts no episode).
             for _ in 0..episodes {
                 std::thread::sleep(period);
-                if input_end.write_all(&[1]).is_err() {
+                if events_in.write_all(&[1]).is_err() || acks.read_exact(&mut go).is_err() {
                     return;
                 }
             }
@@ -265,13 +286,14 @@ fn main() {
     println!("ready");
     let mut line = String::new();
     std::io::stdin().lock().read_line(&mut line).unwrap();
-    input.write_all(&[0]).unwrap();
+    acks_out.write_all(&[0]).unwrap();
     let mut display = display;
     let mut ev = [0u8; 1];
     for _ in 0..episodes {
-        input.read_exact(&mut ev).unwrap();
+        events.read_exact(&mut ev).unwrap();
         step();
         display.write_all(&[1]).unwrap();
+        acks_out.write_all(&[0]).unwrap(); // frame shown: the next event may come
     }
     drop(display);
     for pid in children {
