@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# The tracker's overhead (issue 10): in-kernel time of its BPF programs (kernel.bpf_stats_enabled)
+# and the userspace CPU and peak RSS of `uxsched tracker watch`, while the accuracy fixture's
+# pty case runs episodes and hackbench makes system-wide wake-ups.
+#   sudo scripts/tracker-overhead.sh [SECONDS] [hackbench args…]   (default: 10 -g 2 -l 1000000)
+# Needs a release build (cargo build --release -p uxsched -p uxsched-tracker) and root.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+secs=${1:-10}
+shift || true
+hb=("$@")
+[ ${#hb[@]} -gt 0 ] || hb=(-g 2 -l 1000000)
+bin=target/release/uxsched
+fix=target/release/uxsched-tracker-fixture
+tmp=$(mktemp -d)
+prev=$(cat /proc/sys/kernel/bpf_stats_enabled)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  sysctl -qw kernel.bpf_stats_enabled="$prev"
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+sysctl -qw kernel.bpf_stats_enabled=1
+echo "start $(date -u +%FT%TZ)  loadavg $(cat /proc/loadavg)"
+
+mkfifo "$tmp/go"
+"$fix" pty-shell 100000 40 <"$tmp/go" >"$tmp/fix.out" &
+pids+=($!)
+fpid=$!
+exec 3>"$tmp/go"
+until grep -q ready "$tmp/fix.out"; do sleep 0.05; done
+# Programs loaded before ours (another tracker, the daemon's) are not counted.
+bpftool -j prog show | python3 -c 'import json,sys; print(" ".join(str(p["id"]) for p in json.load(sys.stdin)))' >"$tmp/before"
+"$bin" tracker watch --pid "$fpid" --seconds "$((secs + 2))" --input uxs-input \
+  --display uxs-display --store "$tmp/t.sqlite" >"$tmp/watch.out" 2>"$tmp/watch.err" &
+pids+=($!)
+wpid=$!
+sleep 1
+echo go >&3
+
+# Sum run time and count of the tracker programs this watch process loaded (new ids).
+stats() {
+  bpftool -j prog show | python3 -c '
+import json, sys
+before = set(open(sys.argv[1]).read().split()); t = n = w = 0
+for p in json.load(sys.stdin):
+    if p.get("name", "").startswith("ux_") and str(p["id"]) not in before:
+        t += p.get("run_time_ns", 0); n += p.get("run_cnt", 0)
+        if p.get("name") == "ux_waking": w += p.get("run_cnt", 0)
+print(t, n, w)' "$tmp/before"
+}
+read -r t0 n0 w0 < <(stats)
+s0=$(date +%s.%N)
+timeout "$secs" hackbench "${hb[@]}" >/dev/null 2>&1 || true
+read -r t1 n1 w1 < <(stats)
+s1=$(date +%s.%N)
+wait "$wpid" || true
+python3 - "$t0" "$n0" "$w0" "$t1" "$n1" "$w1" "$s0" "$s1" <<'EOF'
+import sys
+t0, n0, w0, t1, n1, w1 = map(int, sys.argv[1:7]); s0, s1 = map(float, sys.argv[7:9])
+d = s1 - s0
+print(f"over {d:.1f} s: {(w1 - w0) / d:,.0f} wake-ups/s system-wide (sched_waking), "
+      f"{(n1 - n0) / d:,.0f} BPF program runs/s")
+print(f"in-kernel BPF time: {100 * (t1 - t0) / 1e9 / d:.2f} % of one CPU, "
+      f"{(t1 - t0) / max(n1 - n0, 1):.0f} ns per program run")
+EOF
+cat "$tmp/watch.err"
+echo "episodes seen: $(grep -c '"end":"display"' "$tmp/watch.out" || true) snapshot lines with a resolved episode"
+echo "end $(date -u +%FT%TZ)  loadavg $(cat /proc/loadavg)"
