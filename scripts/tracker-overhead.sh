@@ -3,6 +3,7 @@
 # and the userspace CPU and peak RSS of `uxsched tracker watch`, while the accuracy fixture's
 # pty case runs episodes and hackbench makes system-wide wake-ups.
 #   sudo scripts/tracker-overhead.sh [SECONDS] [hackbench args…]   (default: 10 -g 2 -l 1000000)
+# WATCH_WRAP="chrt -f 10" runs the tracker's userspace at a real-time priority.
 # Needs a release build (cargo build --release -p uxsched -p uxsched-tracker) and root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,7 +33,7 @@ exec 3>"$tmp/go"
 until grep -q ready "$tmp/fix.out"; do sleep 0.05; done
 # Programs loaded before ours (another tracker, the daemon's) are not counted.
 bpftool -j prog show | python3 -c 'import json,sys; print(" ".join(str(p["id"]) for p in json.load(sys.stdin)))' >"$tmp/before"
-"$bin" tracker watch --pid "$fpid" --seconds "$((secs + 2))" --input uxs-input \
+${WATCH_WRAP:-} "$bin" tracker watch --pid "$fpid" --seconds "$((secs + 2))" --input uxs-input \
   --display uxs-display --store "$tmp/t.sqlite" >"$tmp/watch.out" 2>"$tmp/watch.err" &
 pids+=($!)
 wpid=$!

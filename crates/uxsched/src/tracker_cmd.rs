@@ -146,14 +146,32 @@ fn watch(cfg: TrackerConfig, pid: u32, for_: Duration) -> anyhow::Result<ExitCod
     let (cpu0, start) = (own_usage().0, Instant::now());
     let mut last_epoch = None;
     let mut last_set = Vec::new();
+    // Input wake-up (the kernel's START time) → the episode known here, per episode.
+    let mut known_us = Vec::new();
     while start.elapsed() < for_ {
         let s = tracker.poll(Duration::from_millis(50));
+        if let Some(e) = &s.episode {
+            if last_epoch.is_none_or(|(n, _)| n != e.epoch) {
+                let now = uxsched_tracker::procfs::monotonic_ns();
+                known_us.push(now.saturating_sub(e.start_ns) as f64 / 1000.0);
+            }
+        }
         let set: Vec<(i32, Status)> = s.critical.iter().map(|m| (m.id.tid, m.status)).collect();
         let epoch = s.episode.as_ref().map(|e| (e.epoch, e.end.is_some()));
         if epoch != last_epoch || set != last_set {
             println!("{}", serde_json::to_string(&s)?);
             (last_epoch, last_set) = (epoch, set);
         }
+    }
+    if !known_us.is_empty() {
+        known_us.sort_by(f64::total_cmp);
+        let q = |p: f64| known_us[((known_us.len() - 1) as f64 * p).round() as usize];
+        eprintln!(
+            "tracker: input wake-up → episode known in userspace: p50 {:.0} µs, p99 {:.0} µs over {} episodes",
+            q(0.5),
+            q(0.99),
+            known_us.len()
+        );
     }
     let (cpu, rss) = own_usage();
     let wall = start.elapsed();
