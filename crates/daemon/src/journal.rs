@@ -65,9 +65,18 @@ pub struct Entry {
     pub via: TaskId,
     pub original: Value,
     pub applied: Value,
+    /// What uxsched had applied before its latest update of `applied`: the update is journalled
+    /// before it is written, so after a crash between the two the kernel still holds this one —
+    /// still uxsched's, not someone else's.
+    pub previous: Option<Value>,
 }
 
 impl Entry {
+    /// Whether the kernel's value `now` is one uxsched applied (its latest, or the one before
+    /// an update that may not have reached the kernel), by the actuator's `holds`.
+    pub fn is_ours(&self, now: &Value, holds: impl Fn(&Value, &Value) -> bool) -> bool {
+        holds(now, &self.applied) || self.previous.as_ref().is_some_and(|p| holds(now, p))
+    }
     pub fn kind(&self) -> Kind {
         self.original.kind()
     }
@@ -127,7 +136,7 @@ impl JournalLock {
 const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS settings (
      kind TEXT NOT NULL, key TEXT NOT NULL,
      via_tid INTEGER NOT NULL, via_pid INTEGER NOT NULL, via_start INTEGER NOT NULL,
-     original TEXT NOT NULL, applied TEXT NOT NULL,
+     original TEXT NOT NULL, applied TEXT NOT NULL, previous TEXT,
      PRIMARY KEY (kind, key))";
 
 impl Journal {
@@ -153,6 +162,18 @@ impl Journal {
         conn.pragma_update(None, "synchronous", "FULL")
             .map_err(open_err)?;
         conn.execute_batch(SCHEMA).map_err(open_err)?;
+        // A `settings` table from before the `previous` column: add it (empty).
+        let has_previous: bool = conn
+            .query_row(
+                "SELECT count(*) > 0 FROM pragma_table_info('settings') WHERE name = 'previous'",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(open_err)?;
+        if !has_previous {
+            conn.execute_batch("ALTER TABLE settings ADD COLUMN previous TEXT")
+                .map_err(open_err)?;
+        }
         let j = Journal { conn };
         j.migrate(&session_of)?;
         Ok(j)
@@ -207,6 +228,7 @@ impl Journal {
                 via,
                 original,
                 applied: serde_json::from_str(&applied)?,
+                previous: None,
             };
             insert(&tx, &entry)?;
         }
@@ -253,13 +275,13 @@ impl Journal {
     }
 }
 
-const COLUMNS: &str = "key, via_tid, via_pid, via_start, original, applied";
+const COLUMNS: &str = "key, via_tid, via_pid, via_start, original, applied, previous";
 
 fn insert(conn: &Connection, e: &Entry) -> Result<(), JournalError> {
     conn.execute(
         "INSERT OR REPLACE INTO settings
-             (kind, key, via_tid, via_pid, via_start, original, applied)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+             (kind, key, via_tid, via_pid, via_start, original, applied, previous)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         params![
             e.kind().name(),
             serde_json::to_string(&e.key)?,
@@ -268,13 +290,14 @@ fn insert(conn: &Connection, e: &Entry) -> Result<(), JournalError> {
             e.via.start as i64,
             serde_json::to_string(&e.original)?,
             serde_json::to_string(&e.applied)?,
+            e.previous.as_ref().map(serde_json::to_string).transpose()?,
         ],
     )?;
     Ok(())
 }
 
 type Raw = (i32, i32, i64, String, String);
-type Row = (String, i32, i32, i64, String, String);
+type Row = (String, i32, i32, i64, String, String, Option<String>);
 
 fn row_to_raw(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
     Ok((
@@ -284,10 +307,13 @@ fn row_to_raw(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
         r.get(3)?,
         r.get(4)?,
         r.get(5)?,
+        r.get(6)?,
     ))
 }
 
-fn raw_to_entry((key, tid, pid, start, original, applied): Row) -> Result<Entry, JournalError> {
+fn raw_to_entry(
+    (key, tid, pid, start, original, applied, previous): Row,
+) -> Result<Entry, JournalError> {
     Ok(Entry {
         key: serde_json::from_str(&key)?,
         via: TaskId {
@@ -297,6 +323,7 @@ fn raw_to_entry((key, tid, pid, start, original, applied): Row) -> Result<Entry,
         },
         original: serde_json::from_str(&original)?,
         applied: serde_json::from_str(&applied)?,
+        previous: previous.as_deref().map(serde_json::from_str).transpose()?,
     })
 }
 
@@ -333,6 +360,7 @@ mod tests {
             via,
             original: Value::Cgroup("/".into()),
             applied: Value::Cgroup("/uxsched/fg".into()),
+            previous: Some(Value::Cgroup("/uxsched/bg".into())),
         };
         Journal::open(&path, no_sessions)
             .unwrap()

@@ -298,6 +298,7 @@ impl Reconciler {
             via: *task,
             original,
             applied,
+            previous: None,
         };
         self.journal.record(&entry).map_err(io::Error::other)?;
         let act = self.act(kind).ok_or(io::ErrorKind::Unsupported)?;
@@ -331,32 +332,40 @@ impl Reconciler {
         let Some(act) = self.act(id.0) else {
             return Ok(());
         };
-        match act.read(via).map(|now| act.holds(&now, &entry.applied)) {
-            Ok(true) if want == entry.applied && task == entry.via => {}
-            Ok(true) => {
-                // A new wish, or the thread it was journalled under left and another asks.
-                let updated = Entry {
-                    via: task,
-                    applied: want,
-                    ..entry.clone()
-                };
-                self.journal.record(&updated)?;
-                if let Err(e) = act.write(via, &updated.applied) {
-                    self.note_error(id, "update", &e);
-                }
+        let now = match act.read(via) {
+            Ok(now) => now,
+            Err(e) => {
+                self.note_error(id, "read", &e);
+                return Ok(());
             }
-            Ok(false) => {
-                info!(
-                    object = entry.key.describe(),
-                    kind = id.0.name(),
-                    "changed by someone else since uxsched set it; leaving theirs"
-                );
-                self.journal.forget(id.0, &id.1)?;
-                if self.yielded.len() < MAX_REMEMBERED {
-                    self.yielded.insert(id);
-                }
+        };
+        if entry.is_ours(&now, |a, b| act.holds(a, b)) {
+            if act.holds(&now, &entry.applied) && want == entry.applied && task == entry.via {
+                return Ok(());
             }
-            Err(e) => self.note_error(id, "read", &e),
+            // A new wish, the thread it was journalled under left and another asks, or a crash
+            // came between journalling an update and writing it: (re)write it, remembering
+            // what the kernel holds until then as uxsched's too.
+            let updated = Entry {
+                via: task,
+                previous: Some(now),
+                applied: want,
+                ..entry.clone()
+            };
+            self.journal.record(&updated)?;
+            if let Err(e) = act.write(via, &updated.applied) {
+                self.note_error(id, "update", &e);
+            }
+            return Ok(());
+        }
+        info!(
+            object = entry.key.describe(),
+            kind = id.0.name(),
+            "changed by someone else since uxsched set it; leaving theirs"
+        );
+        self.journal.forget(id.0, &id.1)?;
+        if self.yielded.len() < MAX_REMEMBERED {
+            self.yielded.insert(id);
         }
         Ok(())
     }
@@ -370,7 +379,7 @@ impl Reconciler {
             return Ok(());
         };
         let result = act.read(via).and_then(|now| {
-            if !act.holds(&now, &entry.applied) {
+            if !entry.is_ours(&now, |a, b| act.holds(a, b)) {
                 info!(
                     object = entry.key.describe(),
                     kind = id.0.name(),
@@ -438,7 +447,7 @@ impl Reconciler {
                 "tid was recycled during the change; undoing it on the new task"
             );
             let undone = act.read(tid).and_then(|v| {
-                if act.holds(&v, &entry.applied) {
+                if entry.is_ours(&v, |a, b| act.holds(a, b)) {
                     act.write(tid, &self.restorable(&entry.original))
                 } else {
                     Ok(())

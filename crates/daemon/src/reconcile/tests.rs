@@ -291,3 +291,35 @@ fn nice_is_never_raised_above_the_original_nor_a_session_lowered() {
         "nothing to do, nothing journalled"
     );
 }
+#[test]
+fn a_crash_between_journalling_an_update_and_writing_it_leaves_nothing_behind() {
+    // Found by `uxsched reliability`: the update is journalled first; killed before the write,
+    // the kernel still held the older value and the next daemon took it for someone else's.
+    let w = world();
+    let dir = tempfile::tempdir().unwrap();
+    let app = w.borrow_mut().spawn(100, 100, SHELL_SESSION, None);
+    let mut rec = reconciler(&w, &dir.path().join("j"));
+    let io = |class, level| Target {
+        ioprio: Some(encode(class, level)),
+        ..Target::default()
+    };
+    rec.reconcile(&want(&[(app, io(CLASS_RT, 4))])).unwrap();
+    // The app goes to the background: the update to BE 7 is journalled, then SIGKILL.
+    w.borrow_mut().refuse.insert(Kind::Ioprio);
+    rec.reconcile(&want(&[(app, io(CLASS_BE, 7))])).unwrap();
+    drop(rec);
+    assert_eq!(
+        w.borrow().task(100).ioprio,
+        encode(CLASS_RT, 4),
+        "never written"
+    );
+    w.borrow_mut().refuse.clear();
+    let mut next = reconciler(&w, &dir.path().join("j"));
+    next.reconcile(&nothing()).unwrap();
+    assert_eq!(
+        w.borrow().task(100).ioprio,
+        BE4,
+        "restored, not left as someone else's"
+    );
+    assert!(next.journal.entries().unwrap().is_empty());
+}
