@@ -13,6 +13,11 @@ pub const KERNEL_ENV: &str = "UXSCHED_GUEST_KERNEL";
 const QEMU_ENV: &str = "UXSCHED_GUEST_QEMU";
 const BUSYBOX_ENV: &str = "UXSCHED_GUEST_BUSYBOX";
 const KERNEL_FILE: &str = "shared/kernels/bzImage-6.12-scx";
+/// `panic=-1`: reboot at once on a panic, which `-no-reboot` turns into QEMU's exit.
+/// `no_timer_check`: under emulation on a loaded host the kernel's check that the timer
+/// interrupt reaches the IO-APIC can miss its window and panic ("IO-APIC + timer doesn't
+/// work!"); KVM guests skip the check for the same reason (arch/x86/kernel/kvm.c).
+const CMDLINE: &str = "console=ttyS0 quiet panic=-1 no_timer_check";
 
 /// Why a guest run gave no exit status.
 #[derive(Debug)]

