@@ -7,12 +7,13 @@ set -euo pipefail
 # reader, stress-ng/hackbench/fio as background loads, Xvfb/xdotool for the X11 focus source,
 # xterm, xedit (x11-apps), openbox and xterm's fonts (xfonts-base) for the real-application
 # scenarios, clang/libbpf for the BPF tracker, sqlite is bundled by rusqlite; QEMU and a static
-# busybox boot the test guest of crates/guest, a pure cgroup2 kernel from ../shared/kernels/; the
+# busybox boot the test guest of crates/guest, a pure cgroup2 kernel from ../shared/kernels/;
+# dbus-daemon runs the private bus of the fake systemd in crates/daemon/tests/systemd_unit.rs; the
 # kernel source (~150 MB, a 25 s download here) and its build tools for the `kbuild` load: the
 # field's standard compile).
 PKGS=(build-essential pkg-config curl ca-certificates rt-app rt-tests stress-ng fio
       xvfb x11-utils xdotool clang llvm libbpf-dev libelf-dev zlib1g-dev bpftool util-linux procps
-      fonts-dejavu-core qemu-system-x86 busybox-static
+      fonts-dejavu-core qemu-system-x86 busybox-static dbus-daemon
       linux-source-6.12 flex bison bc libssl-dev
       xterm x11-apps openbox xfonts-base)
 

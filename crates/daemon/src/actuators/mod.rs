@@ -14,6 +14,7 @@ pub mod ioprio;
 pub mod placement;
 pub mod prefetch;
 pub mod sched;
+pub mod unit;
 
 use crate::identity::TaskId;
 use crate::journal::{Kind, Value};

@@ -1,0 +1,206 @@
+//! `actuators::unit` against a fake `org.freedesktop.systemd1` on a private `dbus-daemon`
+//! (this machine has no systemd; Debian package `dbus-daemon`). The fake answers the calls
+//! uxsched makes the way systemd does — `GetUnit`, the unit type's `CPUWeight` property,
+//! `SetUnitProperties` applying at runtime, `NoSuchUnit` — and records every call with its wire
+//! signature, so the test checks exactly what goes on the bus: the method, `runtime` = true,
+//! `CPUWeight` as a `t`, and that the restore puts the original (here: unset) back.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use uxsched_daemon::actuators::unit::{self, Owner, Systemd, Unit, UNSET};
+use zbus::zvariant::{OwnedObjectPath, OwnedValue};
+
+const SCOPE: &str = "app-test-42.scope";
+const SCOPE_PATH: &str = "/org/freedesktop/systemd1/unit/app_2dtest_2d42_2escope";
+
+/// One `SetUnitProperties` call as the fake received it.
+#[derive(Debug, Clone, PartialEq)]
+struct Call {
+    signature: String,
+    name: String,
+    runtime: bool,
+    properties: Vec<(String, String, u64)>, // (name, value signature, value)
+}
+
+#[derive(Default)]
+struct Units {
+    weights: HashMap<String, u64>,
+    calls: Vec<Call>,
+}
+
+type Shared = Arc<Mutex<Units>>;
+
+#[derive(Debug, zbus::DBusError)]
+#[zbus(prefix = "org.freedesktop.systemd1")]
+enum SystemdError {
+    #[zbus(error)]
+    ZBus(zbus::Error),
+    NoSuchUnit(String),
+}
+
+struct Manager(Shared);
+
+#[zbus::interface(name = "org.freedesktop.systemd1.Manager")]
+impl Manager {
+    fn get_unit(&self, name: String) -> Result<OwnedObjectPath, SystemdError> {
+        if !self.0.lock().unwrap().weights.contains_key(&name) {
+            return Err(SystemdError::NoSuchUnit(format!("Unit {name} not loaded.")));
+        }
+        Ok(OwnedObjectPath::try_from(SCOPE_PATH).unwrap())
+    }
+
+    fn set_unit_properties(
+        &self,
+        #[zbus(header)] header: zbus::message::Header<'_>,
+        name: String,
+        runtime: bool,
+        properties: Vec<(String, OwnedValue)>,
+    ) -> Result<(), SystemdError> {
+        let mut units = self.0.lock().unwrap();
+        let mut seen = Vec::new();
+        for (key, value) in &properties {
+            let sig = value.value_signature().to_string();
+            let v = u64::try_from(value).unwrap_or(0);
+            if key == "CPUWeight" && sig == "t" {
+                units.weights.insert(name.clone(), v);
+            }
+            seen.push((key.clone(), sig, v));
+        }
+        units.calls.push(Call {
+            signature: header.signature().to_string(),
+            name,
+            runtime,
+            properties: seen,
+        });
+        Ok(())
+    }
+}
+
+struct Scope(Shared);
+
+#[zbus::interface(name = "org.freedesktop.systemd1.Scope")]
+impl Scope {
+    #[zbus(property, name = "CPUWeight")]
+    fn cpu_weight(&self) -> u64 {
+        self.0.lock().unwrap().weights[SCOPE]
+    }
+}
+
+/// A private bus: `dbus-daemon` with a config that lets this test own systemd's name.
+struct Bus {
+    child: Child,
+    address: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Bus {
+    fn start() -> Bus {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("bus.conf");
+        std::fs::write(
+            &config,
+            format!(
+                "<!DOCTYPE busconfig PUBLIC \"-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN\"\n \
+                 \"http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd\">\n\
+                 <busconfig><type>custom</type><listen>unix:path={}</listen><auth>EXTERNAL</auth>\n\
+                 <policy context=\"default\"><allow user=\"*\"/><allow own=\"*\"/>\
+                 <allow send_destination=\"*\"/><allow receive_sender=\"*\"/></policy></busconfig>\n",
+                dir.path().join("bus").display()
+            ),
+        )
+        .unwrap();
+        let mut child = Command::new("dbus-daemon")
+            .arg(format!("--config-file={}", config.display()))
+            .args(["--nofork", "--print-address=1"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!("cannot start dbus-daemon ({e}): install the Debian package dbus-daemon")
+            });
+        let mut address = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut address)
+            .unwrap();
+        assert!(!address.trim().is_empty(), "dbus-daemon printed no address");
+        Bus {
+            child,
+            address: address.trim().to_owned(),
+            _dir: dir,
+        }
+    }
+}
+
+impl Drop for Bus {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The fake systemd on `bus`, with one scope whose CPUWeight is unset.
+fn fake_systemd(bus: &Bus) -> (zbus::blocking::Connection, Shared) {
+    let units: Shared = Arc::default();
+    units.lock().unwrap().weights.insert(SCOPE.into(), UNSET);
+    let conn = zbus::blocking::connection::Builder::address(bus.address.as_str())
+        .unwrap()
+        .name("org.freedesktop.systemd1")
+        .unwrap()
+        .serve_at("/org/freedesktop/systemd1", Manager(units.clone()))
+        .unwrap()
+        .serve_at(SCOPE_PATH, Scope(units.clone()))
+        .unwrap()
+        .build()
+        .unwrap();
+    (conn, units)
+}
+
+fn scope() -> Unit {
+    Unit {
+        name: SCOPE.into(),
+        dir: "/sys/fs/cgroup/user.slice/user-1000.slice/app-test-42.scope".into(),
+        owner: Owner::System,
+    }
+}
+
+#[test]
+fn a_units_weight_is_raised_at_runtime_over_dbus_and_restored() {
+    let bus = Bus::start();
+    let (_server, units) = fake_systemd(&bus);
+    let sd = Systemd::at(&bus.address).unwrap();
+    let unit = scope();
+
+    let original = sd.weight(&unit).unwrap();
+    assert_eq!(original, UNSET, "an unconfigured unit reads as unset");
+    sd.set_weight(&unit, 7007).unwrap();
+    assert_eq!(sd.weight(&unit).unwrap(), 7007);
+    sd.set_weight(&unit, original).unwrap();
+    assert_eq!(sd.weight(&unit).unwrap(), UNSET, "restored to unset");
+
+    let calls = units.lock().unwrap().calls.clone();
+    let expect = |w: u64| Call {
+        signature: "sba(sv)".into(),
+        name: SCOPE.into(),
+        runtime: true,
+        properties: vec![("CPUWeight".into(), "t".into(), w)],
+    };
+    assert_eq!(calls, [expect(7007), expect(UNSET)]);
+
+    let gone = Unit {
+        name: "app-exited-1.scope".into(),
+        ..scope()
+    };
+    let e = sd.weight(&gone).unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::NotFound, "{e}");
+    assert!(e.to_string().contains("app-exited-1.scope"), "{e}");
+
+    // The free functions take the system bus from $DBUS_SYSTEM_BUS_ADDRESS like any D-Bus
+    // client (this test binary has no other test that reads it).
+    std::env::set_var("DBUS_SYSTEM_BUS_ADDRESS", &bus.address);
+    unit::set_weight(&unit, 500).unwrap();
+    assert_eq!(unit::weight(&unit).unwrap(), 500);
+    unit::set_weight(&unit, UNSET).unwrap();
+    assert_eq!(units.lock().unwrap().calls.len(), 4);
+    assert_eq!(units.lock().unwrap().weights[SCOPE], UNSET);
+}
