@@ -68,8 +68,16 @@ impl Manager {
             }
             seen.push((key.clone(), sig, v));
         }
+        // zvariant prints a body's signature as one structure, "(sba(sv))"; the wire's is the
+        // inside.
+        let body = header.signature().to_string();
+        let signature = body
+            .strip_prefix('(')
+            .and_then(|b| b.strip_suffix(')'))
+            .unwrap_or(&body)
+            .to_owned();
         units.calls.push(Call {
-            signature: header.signature().to_string(),
+            signature,
             name,
             runtime,
             properties: seen,
