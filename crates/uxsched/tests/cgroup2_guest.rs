@@ -15,19 +15,67 @@ use uxsched_guest::{Guest, Initramfs};
 const ROLE_ENV: &str = "UXSCHED_GUEST_ROLE";
 const APP_THREADS: usize = 3;
 
-/// Not a test: the entry point of the app the guest runs (this binary with `ROLE_ENV=app`).
-/// Without the variable it returns at once.
+/// Not a test: the entry point of the guest's helper processes (this binary with `ROLE_ENV`):
+/// `app` — a process with `APP_THREADS` extra threads that runs until killed; `watch` — counts
+/// writes (inotify `IN_MODIFY`) to the file `$UXSCHED_GUEST_WATCH` for 2 s, then prints
+/// `writes=N` (busybox's inotifyd is not in Debian's busybox-static). Without the variable it
+/// returns at once.
 #[test]
 fn child_entry() {
-    if std::env::var(ROLE_ENV).as_deref() == Ok("app") {
-        for _ in 0..APP_THREADS {
-            std::thread::spawn(|| loop {
-                std::thread::sleep(Duration::from_millis(20));
-            });
+    match std::env::var(ROLE_ENV).as_deref() {
+        Ok("app") => {
+            for _ in 0..APP_THREADS {
+                std::thread::spawn(|| loop {
+                    std::thread::sleep(Duration::from_millis(20));
+                });
+            }
+            loop {
+                std::thread::sleep(Duration::from_secs(1));
+            }
         }
-        loop {
-            std::thread::sleep(Duration::from_secs(1));
+        Ok("watch") => {
+            let path = std::env::var("UXSCHED_GUEST_WATCH").unwrap();
+            println!("writes={}", count_writes(&path, Duration::from_secs(2)));
+            std::process::exit(0);
         }
+        _ => {}
+    }
+}
+
+/// How many times `path` is modified within `window`, after printing `watching`.
+fn count_writes(path: &str, window: Duration) -> usize {
+    let cpath = std::ffi::CString::new(path).unwrap();
+    // SAFETY: plain syscalls on a descriptor this function owns; the buffer outlives each read.
+    unsafe {
+        let fd = libc::inotify_init1(libc::IN_NONBLOCK);
+        assert!(
+            fd >= 0,
+            "inotify_init1: {}",
+            std::io::Error::last_os_error()
+        );
+        let wd = libc::inotify_add_watch(fd, cpath.as_ptr(), libc::IN_MODIFY);
+        assert!(
+            wd >= 0,
+            "watching {path}: {}",
+            std::io::Error::last_os_error()
+        );
+        println!("watching");
+        let (end, mut count) = (std::time::Instant::now() + window, 0);
+        let mut buf = [0u8; 4096];
+        while std::time::Instant::now() < end {
+            let mut pfd = libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            if libc::poll(&mut pfd, 1, 50) > 0 {
+                let n = libc::read(fd, buf.as_mut_ptr().cast(), buf.len());
+                let event = std::mem::size_of::<libc::inotify_event>() as isize;
+                count += (n.max(0) / event) as usize; // no names: a file watch's events are fixed-size
+            }
+        }
+        libc::close(fd);
+        count
     }
 }
 
@@ -75,6 +123,12 @@ echo "fact fg_weight=$(cat /sys/fs/cgroup/uxsched-fg/cpu.weight)"
 echo "fact bg_weight=$(cat /sys/fs/cgroup/uxsched-bg/cpu.weight)"
 echo "fact fg_procs=$(tr '\n' ' ' < /sys/fs/cgroup/uxsched-fg/cgroup.procs)"
 for t in /proc/$APP/task/*; do echo "fact thread=${t##*/} $(cat $t/cgroup)"; done
+W=/sys/fs/cgroup/uxsched-fg/cpu.weight
+UXSCHED_GUEST_ROLE=watch UXSCHED_GUEST_WATCH=$W /bin/app --exact child_entry --nocapture \
+  --test-threads=1 > /tmp/weight-writes 2>&1 & N=$!
+i=0; until grep -q '^watching' /tmp/weight-writes || [ $i -ge 100 ]; do sleep 0.1; i=$((i+1)); done
+sleep 0.5; cat $W > $W; wait $N
+echo "fact weight_writes=$(sed -n 's/^writes=//p' /tmp/weight-writes)"
 uxsched status --json --socket $S > /tmp/status.json; echo "fact status_rc=$?"
 echo "fact status=$(tr -d '\n' < /tmp/status.json)"
 kill -TERM $D; wait $D; echo "fact daemon_rc=$?"
@@ -126,6 +180,12 @@ fn eimos_moves_the_whole_app_into_a_root_fg_group_of_weight_7007_and_back() {
     );
     assert_eq!(f.one("bg_weight"), "13", "bg_shares 128 ≡ cpu.weight 13");
     assert_eq!(f.one("fg_procs"), app, "the app's process, and only it");
+    assert_eq!(
+        f.one("weight_writes"),
+        "1",
+        "in 2 s of 50 ms passes the correct weight is never rewritten: the one write seen is \
+         the script's own (it shows that the watch works)"
+    );
     let threads = f.all("thread");
     assert!(threads.len() > APP_THREADS, "{threads:?}");
     for t in &threads {

@@ -215,13 +215,10 @@ impl Groups {
     }
 
     /// Set a group's weight given in `cpu.shares` units (written as the equivalent `cpu.weight`
-    /// on v2, see [`Hierarchy::native_weight`]). A v2 hierarchy without the cpu controller has
-    /// no weight to set.
+    /// on v2, see [`Hierarchy::native_weight`]); a weight that already holds is not rewritten.
+    /// A v2 hierarchy without the cpu controller has no weight to set.
     pub fn set_weight(&self, group: Group, shares: u64) -> io::Result<()> {
-        match self.weight_file(group) {
-            Some(file) => std::fs::write(file, self.hierarchy.native_weight(shares).to_string()),
-            None => Ok(()),
-        }
+        self.ensure_weight(group, shares).map(|_| ())
     }
 
     /// The current weight in the hierarchy's own unit (`cpu.shares` on v1, `cpu.weight` on v2),
