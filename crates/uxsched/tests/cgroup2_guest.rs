@@ -42,7 +42,9 @@ fn child_entry() {
     }
 }
 
-/// How many times `path` is modified within `window`, after printing `watching`.
+/// How many times `path` is modified within `window`, after printing `watching` (libtest has
+/// printed `test child_entry ... ` on that line already). The control write in the script uses
+/// `dd conv=notrunc`: an `O_TRUNC` open of a kernfs file is a modification of its own.
 fn count_writes(path: &str, window: Duration) -> usize {
     let cpath = std::ffi::CString::new(path).unwrap();
     // SAFETY: plain syscalls on a descriptor this function owns; the buffer outlives each read.
@@ -126,8 +128,8 @@ for t in /proc/$APP/task/*; do echo "fact thread=${t##*/} $(cat $t/cgroup)"; don
 W=/sys/fs/cgroup/uxsched-fg/cpu.weight
 UXSCHED_GUEST_ROLE=watch UXSCHED_GUEST_WATCH=$W /bin/app --exact child_entry --nocapture \
   --test-threads=1 > /tmp/weight-writes 2>&1 & N=$!
-i=0; until grep -q '^watching' /tmp/weight-writes || [ $i -ge 100 ]; do sleep 0.1; i=$((i+1)); done
-sleep 0.5; cat $W > $W; wait $N
+i=0; until grep -q watching /tmp/weight-writes || [ $i -ge 100 ]; do sleep 0.1; i=$((i+1)); done
+sleep 0.5; echo 7007 | dd of=$W conv=notrunc 2>/dev/null; wait $N
 echo "fact weight_writes=$(sed -n 's/^writes=//p' /tmp/weight-writes)"
 uxsched status --json --socket $S > /tmp/status.json; echo "fact status_rc=$?"
 echo "fact status=$(tr -d '\n' < /tmp/status.json)"
