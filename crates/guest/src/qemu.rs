@@ -149,7 +149,7 @@ impl Guest {
         .arg(&self.kernel)
         .arg("-initrd")
         .arg(image)
-        .args(["-append", "console=ttyS0 quiet panic=-1"])
+        .args(["-append", CMDLINE])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

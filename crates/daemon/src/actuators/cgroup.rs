@@ -234,9 +234,11 @@ impl Groups {
             return Ok(false);
         };
         let want = self.hierarchy.native_weight(shares);
-        let now = std::fs::read_to_string(&file)?;
-        if now.trim().parse::<u64>().ok() == Some(want) {
-            return Ok(false);
+        match std::fs::read_to_string(&file) {
+            Ok(now) if now.trim().parse::<u64>().ok() == Some(want) => return Ok(false),
+            // Absent: write it (a cgroupfs without the file then fails the write, saying so).
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            _ => {}
         }
         std::fs::write(&file, want.to_string())?;
         Ok(true)
@@ -328,6 +330,7 @@ mod tests {
         );
         assert_eq!(weight_text(dir.path(), "fg", "cpu.weight"), "7007");
         std::fs::remove_file(dir.path().join("ux-bg/cpu.weight")).unwrap();
+        std::fs::create_dir(dir.path().join("ux-bg/cpu.weight")).unwrap();
         assert!(
             g.ensure_weight(Group::Bg, 128).is_err(),
             "a read error is an error"
