@@ -76,7 +76,10 @@ impl Layout {
         let autogroup = sys::autogroup();
         active.note = match self {
             Layout::OtherSession | Layout::SameSession => match autogroup {
-                Some(true) => "autogroup on".into(),
+                Some(true) => {
+                    own_autogroup_at_zero()?;
+                    "autogroup on".into()
+                }
                 Some(false) => bail!(
                     "layout {} needs autogroup, which is off on this machine (kernel.sched_autogroup_enabled=0): \
                      use --layout no-autogroup, or switch it on with `sysctl kernel.sched_autogroup_enabled=1`",
@@ -105,6 +108,24 @@ impl Layout {
             }
         };
         Ok(active)
+    }
+}
+
+/// The app is started in the harness's session, so it shares the harness's autogroup: if that
+/// autogroup's nice is not 0 (left raised by an earlier daemon run, or set by hand), every
+/// mode — `idle` and `stock` included — would run with a boosted app and the comparison would
+/// be off. Refused, with the fix.
+fn own_autogroup_at_zero() -> Result<()> {
+    let me = std::process::id() as i32;
+    match uxsched_daemon::actuators::autogroup::get(me) {
+        Ok(0) => Ok(()),
+        Ok(nice) => bail!(
+            "this session's autogroup is at nice {nice}, not 0 (left by an earlier run?): the app would start boosted in every mode; \
+             reset it with `echo 0 > /proc/{me}/autogroup` (any process of this session) and rerun"
+        ),
+        // The boot session has no autogroup of its own (the root group): nothing boosted.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e).context("reading this session's autogroup"),
     }
 }
 

@@ -187,3 +187,21 @@ fn a_layout_that_needs_autogroup_is_refused_when_it_is_off() {
     );
     assert!(refused_other.is_err(), "other-session refused too");
 }
+
+#[test]
+#[ignore = "needs root: make test runs it as root"]
+fn a_raised_session_autogroup_is_refused_not_measured() {
+    let _s = serial();
+    let path = format!("/proc/{}/autogroup", std::process::id());
+    std::fs::write(&path, "-5").unwrap();
+    let refused = Layout::OtherSession.enter();
+    std::fs::write(&path, "0").unwrap();
+    let err = format!(
+        "{:#}",
+        refused.expect_err("a boosted harness session is refused")
+    );
+    assert!(
+        err.contains("nice -5") && err.contains("/autogroup"),
+        "{err}"
+    );
+}
