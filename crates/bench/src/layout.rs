@@ -20,11 +20,12 @@ use std::os::fd::{AsRawFd, RawFd};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Layout {
-    /// The load in a session of its own, like a background service (autogroup separates it).
+    /// The load in a session of its own, like a background service (autogroup separates it);
+    /// the app in another, like a launched desktop app.
     #[default]
     OtherSession,
     /// The load started from the app's own session, like a build in the editor's terminal:
-    /// same session, same autogroup.
+    /// same session, same autogroup (the harness's: it plays the terminal).
     SameSession,
     /// `kernel.sched_autogroup_enabled=0` for the run (Android, embedded, one-cgroup setups).
     NoAutogroup,
@@ -77,7 +78,9 @@ impl Layout {
         active.note = match self {
             Layout::OtherSession | Layout::SameSession => match autogroup {
                 Some(true) => {
-                    own_autogroup_at_zero()?;
+                    if self == Layout::SameSession {
+                        own_autogroup_at_zero()?;
+                    }
                     "autogroup on".into()
                 }
                 Some(false) => bail!(
@@ -111,7 +114,8 @@ impl Layout {
     }
 }
 
-/// The app is started in the harness's session, so it shares the harness's autogroup: if that
+/// In `same-session` the app is started in the harness's session, so it shares the harness's
+/// autogroup: if that
 /// autogroup's nice is not 0 (left raised by an earlier daemon run, or set by hand), every
 /// mode — `idle` and `stock` included — would run with a boosted app and the comparison would
 /// be off. Refused, with the fix.

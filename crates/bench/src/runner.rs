@@ -309,10 +309,13 @@ impl ModelProcs {
             (None, None)
         };
         let app_cgroup = layout.app_cgroup()?;
+        // The app has a session (autogroup) of its own, as a launched desktop app does —
+        // except in `same-session`, where it shares the harness's with the load (the harness
+        // plays the terminal both were started from).
         let app = Role {
             name: "app",
             socket: app_end.as_ref(),
-            own_session: false,
+            own_session: plan.layout.load_own_session(),
             cgroup_fd: app_cgroup.as_ref().map(AsRawFd::as_raw_fd),
         };
         let mut procs = ModelProcs {

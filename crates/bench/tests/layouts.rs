@@ -194,7 +194,7 @@ fn a_raised_session_autogroup_is_refused_not_measured() {
     let _s = serial();
     let path = format!("/proc/{}/autogroup", std::process::id());
     std::fs::write(&path, "-5").unwrap();
-    let refused = Layout::OtherSession.enter();
+    let refused = Layout::SameSession.enter();
     std::fs::write(&path, "0").unwrap();
     let err = format!(
         "{:#}",

@@ -6,6 +6,7 @@
 use super::{Mode, ModeEnv, ModeName, Targets};
 use crate::sys;
 use anyhow::{bail, Context, Result};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -117,16 +118,27 @@ impl Mode for Daemon {
             ),
         )?;
         let log = std::fs::File::create(self.dir.join("daemon.log"))?;
-        let child = Command::new(&self.exe)
-            .arg("daemon")
+        let mut cmd = Command::new(&self.exe);
+        cmd.arg("daemon")
             .arg("--config")
             .arg(&config)
             .args(["--mode", self.mode.name()])
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
-            .stderr(log)
-            .spawn()
-            .context("starting uxsched daemon")?;
+            .stderr(log);
+        // A system service: a session (autogroup) of its own, not the harness's — which in
+        // `same-session` is also the app's, where the daemon's own threads would share the
+        // app's group and its boost.
+        // SAFETY: setsid is async-signal-safe.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::setsid() < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = cmd.spawn().context("starting uxsched daemon")?;
         self.child = Some(child);
         self.wait_ready()
     }
