@@ -107,16 +107,17 @@ fn exclusive_machine() -> Result<std::fs::File> {
 /// unless it is `idle` (every ratio needs it) or the user interrupted the bench.
 pub fn run(plan: &Plan, env: &Env) -> Result<Runs> {
     cancel::install();
-    let _machine = exclusive_machine()?;
-    // Entered first so it is undone last, after every run's guards (also on errors, Ctrl-C).
-    let mut layout = plan.layout.enter()?;
-    std::fs::create_dir_all(&env.modes.scratch)?;
+    // Refused before waiting for the machine: a missing program is known at once.
     if plan.scenario.is_xapp() {
         models::xapp::require_programs(
             plan.scenario,
             &std::env::var_os("PATH").unwrap_or_default(),
         )?;
     }
+    let _machine = exclusive_machine()?;
+    // Entered first so it is undone last, after every run's guards (also on errors, Ctrl-C).
+    let mut layout = plan.layout.enter()?;
+    std::fs::create_dir_all(&env.modes.scratch)?;
     models::prepare_files(plan.scenario, &env.modes.scratch, plan.seed)?;
     if plan.modes.iter().any(|m| *m != ModeName::Idle) {
         loads::prepare(&plan.load)?;
