@@ -80,6 +80,9 @@ pub struct Settings {
     pub ioprio: Option<u16>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub autogroup_nice: Option<i32>,
+    /// The systemd unit's `CPUWeight` (u64::MAX = not set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unit_weight: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -121,6 +124,10 @@ pub struct Status {
     /// The delay-critical thread tracker: `running`, `off (…)` or `unavailable: why`.
     #[serde(default)]
     pub tracker: String,
+    /// How apps are placed here: threads or processes into uxsched's groups, or systemd units'
+    /// weights.
+    #[serde(default)]
+    pub placement: String,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -43,6 +43,8 @@ struct Daemon {
     tracker_state: String,
     /// The tracker's latest critical set for the app in front.
     critical: Vec<Critical>,
+    /// How apps are placed on this machine (see [`reconciler`]).
+    placement: String,
     /// What is wrong with each source that runs degraded.
     source_errors: BTreeMap<SourceName, String>,
 }
@@ -96,6 +98,41 @@ fn start_tracker(cfg: &Config, tx: &mpsc::Sender<Event>) -> (Option<TrackerHandl
     }
 }
 
+/// The reconciler for this machine, and how it places apps (shown by `status`): on a systemd
+/// machine with cgroup2 it raises the app's own unit's weight and moves nothing (systemd owns
+/// the tree); elsewhere it creates its fg/bg groups (v1: threads, v2: whole processes).
+fn reconciler(cfg: &Config, journal: Journal, default_slice: u64) -> (Reconciler, String) {
+    let hierarchy = Hierarchy::detect();
+    if let Some(Hierarchy::V2 { mount, cpu: true }) = &hierarchy {
+        if crate::actuators::unit::systemd_running() {
+            let how = format!(
+                "systemd units: the app's unit CPUWeight (cgroup2 at {})",
+                mount.display()
+            );
+            return (
+                Reconciler::with_units(journal, mount.clone(), default_slice),
+                how,
+            );
+        }
+    }
+    let groups = hierarchy.and_then(|h| {
+        let where_ = h.describe();
+        Groups::create(h, &cfg.cgroup_name, cfg.fg_shares, cfg.bg_shares)
+            .map_err(|e| {
+                warn!("cannot create uxsched's cgroups in {where_}: {e}; group placement disabled")
+            })
+            .ok()
+    });
+    let how = match groups.as_ref().map(|g| &g.hierarchy) {
+        Some(h @ Hierarchy::V1 { .. }) => {
+            format!("threads into uxsched's groups ({})", h.describe())
+        }
+        Some(h) => format!("whole processes into uxsched's groups ({})", h.describe()),
+        None => "none (no usable cpu cgroup hierarchy): nice, slices and autogroup only".into(),
+    };
+    (Reconciler::new(journal, groups, default_slice), how)
+}
+
 /// Run the daemon in the foreground until SIGTERM/SIGINT.
 pub fn run(cfg: Config) -> anyhow::Result<()> {
     let features = Features::detect(&cfg.facfs.sysfs_root);
@@ -110,16 +147,8 @@ pub fn run(cfg: Config) -> anyhow::Result<()> {
     // The socket first: it refuses to start next to a live daemon before anything is touched.
     let (tx, rx) = mpsc::channel();
     let server = Server::start(&cfg.socket, cfg.control_uids.clone(), tx.clone())?;
-    let groups = Hierarchy::detect().and_then(|h| {
-        let where_ = h.describe();
-        Groups::create(h, &cfg.cgroup_name, cfg.fg_shares, cfg.bg_shares)
-            .map_err(|e| {
-                warn!("cannot create uxsched's cgroups in {where_}: {e}; group placement disabled")
-            })
-            .ok()
-    });
     let leftovers = journal.entries()?.len();
-    let mut rec = Reconciler::new(journal, groups, features.default_slice_ns);
+    let (mut rec, placement) = reconciler(&cfg, journal, features.default_slice_ns);
     if leftovers > 0 {
         info!(
             leftovers,
@@ -161,6 +190,7 @@ pub fn run(cfg: Config) -> anyhow::Result<()> {
         tracker,
         tracker_state,
         critical: Vec::new(),
+        placement,
         source_errors: BTreeMap::new(),
         cfg,
     };
@@ -517,6 +547,7 @@ impl Daemon {
             daemon_pid: std::process::id(),
             problems,
             tracker: self.tracker_state.clone(),
+            placement: self.placement.clone(),
         }
     }
 
@@ -527,6 +558,12 @@ impl Daemon {
             Value::Sched(_) => Value::Sched(sched::get(tid)?),
             Value::Ioprio(_) => Value::Ioprio(ioprio::get(tid)?),
             Value::Autogroup(_) => Value::Autogroup(autogroup::get(tid)?),
+            Value::Unit(_) => {
+                let pid = crate::identity::tgid(tid)?;
+                let unit =
+                    crate::actuators::unit::unit_of(pid)?.ok_or(std::io::ErrorKind::NotFound)?;
+                Value::Unit(crate::actuators::unit::weight(&unit)?)
+            }
             Value::Cgroup(_) => match &self.rec.groups {
                 Some(g) => Value::Cgroup(g.hierarchy.current(tid)?),
                 None => return Err(std::io::ErrorKind::Unsupported.into()),
@@ -555,5 +592,6 @@ fn fill(s: &mut Settings, v: &Value) {
         Value::Cgroup(p) => s.cgroup = Some(p.clone()),
         Value::Ioprio(v) => s.ioprio = Some(*v),
         Value::Autogroup(n) => s.autogroup_nice = Some(*n),
+        Value::Unit(w) => s.unit_weight = Some(*w),
     }
 }

@@ -23,6 +23,8 @@ pub enum Value {
     Ioprio(u16),
     /// The nice value of the task's session autogroup.
     Autogroup(i32),
+    /// A systemd unit's `CPUWeight` (`cpu.weight` units; `actuators::unit::UNSET` = not set).
+    Unit(u64),
 }
 
 /// The kinds of setting, the journal's second key.
@@ -33,6 +35,7 @@ pub enum Kind {
     Cgroup,
     Ioprio,
     Autogroup,
+    Unit,
 }
 
 impl Kind {
@@ -42,6 +45,7 @@ impl Kind {
             Kind::Cgroup => "cgroup",
             Kind::Ioprio => "ioprio",
             Kind::Autogroup => "autogroup",
+            Kind::Unit => "unit",
         }
     }
 }
@@ -53,6 +57,7 @@ impl Value {
             Value::Cgroup(_) => Kind::Cgroup,
             Value::Ioprio(_) => Kind::Ioprio,
             Value::Autogroup(_) => Kind::Autogroup,
+            Value::Unit(_) => Kind::Unit,
         }
     }
 }

@@ -15,6 +15,7 @@ pub mod placement;
 pub mod prefetch;
 pub mod sched;
 pub mod unit;
+pub mod unit_weight;
 
 use crate::identity::TaskId;
 use crate::journal::{Kind, Value};
@@ -32,6 +33,9 @@ pub enum Key {
     /// One session's autogroup, by the kernel's autogroup id (a sequence number the kernel
     /// never reuses while it runs).
     Session(u64),
+    /// One systemd unit, by its cgroup's id (the cgroup2 directory's inode number, which the
+    /// kernel does not reuse while it runs).
+    Unit(u64),
 }
 
 impl Key {
@@ -41,6 +45,7 @@ impl Key {
             Key::Thread(t) => format!("thread {}", t.tid),
             Key::Process(t) => format!("process {}", t.pid),
             Key::Session(id) => format!("autogroup-{id}"),
+            Key::Unit(id) => format!("unit cgroup {id}"),
         }
     }
 }
@@ -79,7 +84,7 @@ pub trait Actuator {
 pub(crate) fn reach_task(key: &Key) -> Option<i32> {
     match key {
         Key::Thread(t) | Key::Process(t) => crate::identity::still_same(t).then_some(t.tid),
-        Key::Session(_) => None,
+        Key::Session(_) | Key::Unit(_) => None,
     }
 }
 

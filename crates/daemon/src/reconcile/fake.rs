@@ -28,6 +28,8 @@ pub struct Task {
 pub struct World {
     pub tasks: BTreeMap<i32, Task>,
     pub sessions: BTreeMap<u64, i32>,
+    /// systemd units' CPUWeight, one unit per session here (absent = not set).
+    pub units: BTreeMap<u64, u64>,
     /// Writes that fail with EACCES, by kind.
     pub refuse: HashSet<Kind>,
     /// A tid recycled (exits and is reborn with this start time) right before the next write.
@@ -107,6 +109,7 @@ impl Actuator for FakeActuator {
         let t = w.tasks.get(&task.tid).ok_or_else(esrch)?;
         Ok(Some(match self.kind {
             Kind::Autogroup => Key::Session(t.session),
+            Kind::Unit => Key::Unit(t.session),
             _ => Key::Thread(*task),
         }))
     }
@@ -115,7 +118,9 @@ impl Actuator for FakeActuator {
         let w = self.world.borrow();
         match key {
             Key::Thread(t) | Key::Process(t) => w.alive(t).then_some(t.tid),
-            Key::Session(s) => w.tasks.values().find(|t| t.session == *s).map(|t| t.id.tid),
+            Key::Session(s) | Key::Unit(s) => {
+                w.tasks.values().find(|t| t.session == *s).map(|t| t.id.tid)
+            }
         }
     }
 
@@ -126,6 +131,12 @@ impl Actuator for FakeActuator {
             Kind::Sched => Value::Sched(t.sched),
             Kind::Ioprio => Value::Ioprio(t.ioprio),
             Kind::Autogroup => Value::Autogroup(w.sessions[&t.session]),
+            Kind::Unit => Value::Unit(
+                w.units
+                    .get(&t.session)
+                    .copied()
+                    .unwrap_or(crate::actuators::unit::UNSET),
+            ),
             Kind::Cgroup => return Err(io::ErrorKind::Unsupported.into()),
         })
     }
@@ -153,6 +164,9 @@ impl Actuator for FakeActuator {
                 w.tasks.get_mut(&via).ok_or_else(esrch)?.sched = a;
             }
             Value::Ioprio(v) => w.tasks.get_mut(&via).ok_or_else(esrch)?.ioprio = *v,
+            Value::Unit(u) => {
+                w.units.insert(session, *u);
+            }
             Value::Cgroup(_) => return Err(io::ErrorKind::Unsupported.into()),
         }
         Ok(())
@@ -208,7 +222,22 @@ impl Tasks for FakeTasks {
 
 /// A reconciler over `world`, with its journal at `journal`.
 pub fn reconciler(world: &Shared, journal: &std::path::Path) -> Reconciler {
-    let actuators: Vec<Box<dyn Actuator>> = [Kind::Sched, Kind::Ioprio, Kind::Autogroup]
+    reconciler_of(
+        world,
+        journal,
+        &[Kind::Sched, Kind::Ioprio, Kind::Autogroup],
+    )
+}
+
+/// The same on a systemd machine: placement is the unit's weight.
+pub fn reconciler_with_units(world: &Shared, journal: &std::path::Path) -> Reconciler {
+    reconciler_of(world, journal, &[Kind::Sched, Kind::Unit])
+}
+
+fn reconciler_of(world: &Shared, journal: &std::path::Path, kinds: &[Kind]) -> Reconciler {
+    let actuators: Vec<Box<dyn Actuator>> = kinds
+        .iter()
+        .copied()
         .into_iter()
         .map(|kind| {
             Box::new(FakeActuator {

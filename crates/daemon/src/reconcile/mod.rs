@@ -33,6 +33,8 @@ use crate::actuators::cgroup::{Group, Groups};
 use crate::actuators::ioprio::Ioprio;
 use crate::actuators::placement::Placement;
 use crate::actuators::sched::{self, Sched};
+use crate::actuators::unit;
+use crate::actuators::unit_weight::UnitWeight;
 use crate::actuators::{Actuator, Key};
 use crate::identity::{self, TaskId};
 use crate::journal::{Entry, Journal, JournalError, Kind, Value};
@@ -41,6 +43,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::io;
 use std::rc::Rc;
 use tracing::{debug, info, warn};
+use uxsched_model::weights::shares_to_cgroup_weight;
 
 /// Bound on the remembered "warned once" / "yielded" / failure keys (no unbounded memory as
 /// apps come and go).
@@ -84,6 +87,8 @@ pub struct Reconciler {
     warned: HashSet<Setting>,
     /// Settings uxsched could not change or restore, with the error (shown by `status`).
     pub failures: BTreeMap<Setting, String>,
+    /// `cpu.weight` for a unit whose app is wanted in the fg / bg group (systemd machines).
+    unit_weights: (u64, u64),
 }
 
 impl Reconciler {
@@ -121,7 +126,20 @@ impl Reconciler {
             yielded: HashSet::new(),
             warned: HashSet::new(),
             failures: BTreeMap::new(),
+            unit_weights: (0, 0),
         }
+    }
+
+    /// A reconciler for a systemd machine: placement raises the app's own unit's `CPUWeight`
+    /// (`actuators/unit_weight.rs`) instead of moving processes into uxsched's groups.
+    pub fn with_units(journal: Journal, cgroup2: std::path::PathBuf, default_slice: u64) -> Self {
+        let actuators: Vec<Box<dyn Actuator>> = vec![
+            Box::new(Sched),
+            Box::new(Ioprio),
+            Box::new(Autogroup),
+            Box::new(UnitWeight { mount: cgroup2 }),
+        ];
+        Reconciler::with_kernel(journal, None, actuators, Box::new(ProcTasks), default_slice)
     }
 
     /// Forget which settings were yielded to others (called when the focus changes, so a new
@@ -134,6 +152,10 @@ impl Reconciler {
     /// Bring the kernel to `desired`. Returns an error only if the journal itself fails
     /// (then nothing more is changed: no change without its journal row).
     pub fn reconcile(&mut self, desired: &Desired) -> Result<(), JournalError> {
+        self.unit_weights = (
+            shares_to_cgroup_weight(desired.fg_shares),
+            shares_to_cgroup_weight(desired.bg_shares),
+        );
         let wants = self.wants(desired);
         let entries = self.journal.entries()?;
         let protected = sweep::protected(&wants, &entries);
@@ -224,6 +246,16 @@ impl Reconciler {
             (Kind::Ioprio, Value::Ioprio(orig)) => {
                 let v = target.ioprio?;
                 (v != *orig).then_some(Value::Ioprio(v))
+            }
+            (Kind::Unit, Value::Unit(orig)) => {
+                // An unset weight is the default, 100. The fg weight only ever raises a unit,
+                // the bg weight only ever lowers one.
+                let now = if *orig == unit::UNSET { 100 } else { *orig };
+                let w = match target.group? {
+                    Group::Fg => self.unit_weights.0.max(now),
+                    Group::Bg => self.unit_weights.1.min(now),
+                };
+                (w != now).then_some(Value::Unit(w))
             }
             (Kind::Autogroup, Value::Autogroup(orig)) => {
                 let n = target.autogroup_nice?.min(*orig); // only ever raise the session
@@ -495,7 +527,7 @@ fn gone(e: &io::Error) -> bool {
 fn names(target: &Target, kind: Kind) -> bool {
     match kind {
         Kind::Sched => target.nice.is_some() || target.slice_ns.is_some(),
-        Kind::Cgroup => target.group.is_some(),
+        Kind::Cgroup | Kind::Unit => target.group.is_some(),
         Kind::Ioprio => target.ioprio.is_some(),
         Kind::Autogroup => target.autogroup_nice.is_some(),
     }

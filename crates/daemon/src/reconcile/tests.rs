@@ -322,4 +322,31 @@ fn a_crash_between_journalling_an_update_and_writing_it_leaves_nothing_behind() 
         "restored, not left as someone else's"
     );
     assert!(next.journal.entries().unwrap().is_empty());
+
+#[test]
+fn on_a_systemd_machine_the_apps_unit_is_raised_in_place_and_put_back() {
+    use super::fake::reconciler_with_units;
+    use crate::actuators::cgroup::Group;
+    use crate::actuators::unit::UNSET;
+    let w = world();
+    let dir = tempfile::tempdir().unwrap();
+    let app = w.borrow_mut().spawn(100, 100, SHELL_SESSION, None);
+    let other = w.borrow_mut().spawn(200, 200, 9, None);
+    let mut rec = reconciler_with_units(&w, &dir.path().join("j"));
+    let place = |g| Target {
+        group: Some(g),
+        ..Target::default()
+    };
+    rec.reconcile(&want(&[(app, place(Group::Fg)), (other, place(Group::Bg))]))
+        .unwrap();
+    assert_eq!(
+        w.borrow().units[&SHELL_SESSION],
+        7007,
+        "71755 shares as cpu.weight"
+    );
+    assert_eq!(w.borrow().units[&9], 13, "128 shares as cpu.weight");
+    rec.reconcile(&nothing()).unwrap();
+    assert_eq!(w.borrow().units[&SHELL_SESSION], UNSET, "back to not set");
+    assert_eq!(w.borrow().units[&9], UNSET);
+    assert!(rec.journal.entries().unwrap().is_empty());
 }

@@ -1,0 +1,78 @@
+//! A systemd unit's CPU weight as an [`Actuator`] — the placement lever on a systemd machine,
+//! where uxsched must not move processes out of their units (`unit.rs`). The object is the unit
+//! (every process of an `app-*.scope` shares its weight), keyed by its cgroup's id and reached
+//! through any process still in it.
+
+use super::unit::{self, Unit};
+use super::{Actuator, Key};
+use crate::identity::TaskId;
+use crate::journal::{Kind, Value};
+use std::io;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+pub struct UnitWeight {
+    /// The cgroup2 mount, searched for a unit's directory once the thread that named it left.
+    pub mount: PathBuf,
+}
+
+fn unit_at(pid: i32) -> io::Result<Unit> {
+    unit::unit_of(pid)?.ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("process {pid} is in no systemd unit"),
+        )
+    })
+}
+
+/// The cgroup id of a directory: its inode number on cgroup2.
+fn cgroup_id(dir: &Path) -> io::Result<u64> {
+    Ok(std::fs::metadata(dir)?.ino())
+}
+
+/// A process in the cgroup directory with id `id` (or below it), searching `dir` depth-first.
+fn member_of(dir: &Path, id: u64, inside: bool) -> Option<i32> {
+    let here = inside || cgroup_id(dir).ok() == Some(id);
+    if here {
+        let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+        if let Some(pid) = procs.lines().find_map(|l| l.trim().parse().ok()) {
+            return Some(pid);
+        }
+    }
+    std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .find_map(|e| member_of(&e.path(), id, here))
+}
+
+impl Actuator for UnitWeight {
+    fn kind(&self) -> Kind {
+        Kind::Unit
+    }
+
+    fn key(&self, task: &TaskId) -> io::Result<Option<Key>> {
+        match unit::unit_of(task.pid)? {
+            Some(u) => Ok(Some(Key::Unit(cgroup_id(&u.dir)?))),
+            None => Ok(None),
+        }
+    }
+
+    fn reach(&self, key: &Key) -> Option<i32> {
+        let Key::Unit(id) = key else {
+            return None;
+        };
+        member_of(&self.mount, *id, false)
+    }
+
+    fn read(&self, via: i32) -> io::Result<Value> {
+        unit::weight(&unit_at(via)?).map(Value::Unit)
+    }
+
+    fn write(&self, via: i32, value: &Value) -> io::Result<()> {
+        match value {
+            Value::Unit(w) => unit::set_weight(&unit_at(via)?, *w),
+            other => Err(super::wrong_kind(Kind::Unit, other)),
+        }
+    }
+}
