@@ -3,10 +3,11 @@
 //! (every process of an `app-*.scope` shares its weight), keyed by its cgroup's id and reached
 //! through any process still in it.
 
-use super::unit::{self, Unit};
+use super::unit::{self, Owner, Systemd, Unit};
 use super::{Actuator, Key};
 use crate::identity::TaskId;
 use crate::journal::{Kind, Value};
+use std::cell::RefCell;
 use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -14,6 +15,31 @@ use std::path::{Path, PathBuf};
 pub struct UnitWeight {
     /// The cgroup2 mount, searched for a unit's directory once the thread that named it left.
     pub mount: PathBuf,
+    /// One system-bus connection, opened on first use and reopened after an error.
+    bus: RefCell<Option<Systemd>>,
+}
+
+impl UnitWeight {
+    pub fn new(mount: PathBuf) -> UnitWeight {
+        UnitWeight {
+            mount,
+            bus: RefCell::new(None),
+        }
+    }
+
+    /// Run `f` on the system manager's connection (a failure drops it, so the next call
+    /// reconnects: systemd may have been restarted).
+    fn on_bus<T>(&self, f: impl FnOnce(&Systemd) -> io::Result<T>) -> io::Result<T> {
+        let mut bus = self.bus.borrow_mut();
+        if bus.is_none() {
+            *bus = Some(Systemd::system()?);
+        }
+        let r = f(bus.as_ref().expect("just connected"));
+        if r.is_err() {
+            *bus = None;
+        }
+        r
+    }
 }
 
 fn unit_at(pid: i32) -> io::Result<Unit> {
@@ -66,13 +92,22 @@ impl Actuator for UnitWeight {
     }
 
     fn read(&self, via: i32) -> io::Result<Value> {
-        unit::weight(&unit_at(via)?).map(Value::Unit)
+        let u = unit_at(via)?;
+        match u.owner {
+            Owner::System => self.on_bus(|b| b.weight(&u)),
+            Owner::User { .. } => unit::weight(&u),
+        }
+        .map(Value::Unit)
     }
 
     fn write(&self, via: i32, value: &Value) -> io::Result<()> {
-        match value {
-            Value::Unit(w) => unit::set_weight(&unit_at(via)?, *w),
-            other => Err(super::wrong_kind(Kind::Unit, other)),
+        let Value::Unit(w) = value else {
+            return Err(super::wrong_kind(Kind::Unit, value));
+        };
+        let u = unit_at(via)?;
+        match u.owner {
+            Owner::System => self.on_bus(|b| b.set_weight(&u, *w)),
+            Owner::User { .. } => unit::set_weight(&u, *w),
         }
     }
 }

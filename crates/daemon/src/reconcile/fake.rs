@@ -237,9 +237,7 @@ pub fn reconciler_with_units(world: &Shared, journal: &std::path::Path) -> Recon
 fn reconciler_of(world: &Shared, journal: &std::path::Path, kinds: &[Kind]) -> Reconciler {
     let actuators: Vec<Box<dyn Actuator>> = kinds
         .iter()
-        .copied()
-        .into_iter()
-        .map(|kind| {
+        .map(|&kind| {
             Box::new(FakeActuator {
                 kind,
                 world: world.clone(),

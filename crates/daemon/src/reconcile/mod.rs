@@ -137,7 +137,7 @@ impl Reconciler {
             Box::new(Sched),
             Box::new(Ioprio),
             Box::new(Autogroup),
-            Box::new(UnitWeight { mount: cgroup2 }),
+            Box::new(UnitWeight::new(cgroup2)),
         ];
         Reconciler::with_kernel(journal, None, actuators, Box::new(ProcTasks), default_slice)
     }

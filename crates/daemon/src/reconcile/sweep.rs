@@ -142,13 +142,12 @@ impl Reconciler {
             (Group::Fg, desired.fg_shares),
             (Group::Bg, desired.bg_shares),
         ] {
-            if g.weight(group).is_some_and(|w| w != shares) {
-                if let Err(e) = g.set_weight(group, shares) {
-                    warn!(
-                        group = group_name(group),
-                        shares, "cannot set group weight: {e}"
-                    );
-                }
+            // Compared in the hierarchy's own unit: a correct weight is left alone.
+            if let Err(e) = g.ensure_weight(group, shares) {
+                warn!(
+                    group = group_name(group),
+                    shares, "cannot set group weight: {e}"
+                );
             }
         }
     }

@@ -291,6 +291,7 @@ fn nice_is_never_raised_above_the_original_nor_a_session_lowered() {
         "nothing to do, nothing journalled"
     );
 }
+
 #[test]
 fn a_crash_between_journalling_an_update_and_writing_it_leaves_nothing_behind() {
     // Found by `uxsched reliability`: the update is journalled first; killed before the write,
@@ -322,6 +323,7 @@ fn a_crash_between_journalling_an_update_and_writing_it_leaves_nothing_behind() 
         "restored, not left as someone else's"
     );
     assert!(next.journal.entries().unwrap().is_empty());
+}
 
 #[test]
 fn on_a_systemd_machine_the_apps_unit_is_raised_in_place_and_put_back() {
