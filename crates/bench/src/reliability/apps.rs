@@ -101,6 +101,18 @@ pub struct App {
 }
 
 impl App {
+    /// One app of each kind in [`ROUND`], each with its baseline recorded.
+    pub fn spawn_round(exe: &Path) -> Result<Vec<App>> {
+        let mut apps = ROUND
+            .iter()
+            .map(|&k| App::spawn(exe, k))
+            .collect::<Result<Vec<_>>>()?;
+        for a in &mut apps {
+            a.record_baseline()?;
+        }
+        Ok(apps)
+    }
+
     pub fn spawn(exe: &Path, kind: AppKind) -> Result<App> {
         use std::os::unix::process::CommandExt;
         let mut cmd = Command::new(exe);

@@ -1,7 +1,7 @@
 //! Sustained focus churn: 100 focus changes per second across the 8 apps for a while, the
 //! daemon's memory sampled at start, every second and at the end (it must not grow).
 
-use super::apps::{App, ROUND};
+use super::apps::App;
 use super::daemon::Daemon;
 use super::settings::rss_kib;
 use anyhow::Result;
@@ -37,13 +37,7 @@ pub fn run(
     seconds: u64,
     rng: &mut impl Rng,
 ) -> Result<ChurnResult> {
-    let mut apps = ROUND
-        .iter()
-        .map(|&k| App::spawn(exe, k))
-        .collect::<Result<Vec<_>>>()?;
-    for a in &mut apps {
-        a.record_baseline()?;
-    }
+    let apps = App::spawn_round(exe)?;
     let mut daemon = Daemon::new(exe, &scratch.join(format!("churn-{mode}")))?;
     daemon.start(mode)?;
     let pid = daemon.pid().unwrap();

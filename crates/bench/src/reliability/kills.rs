@@ -3,7 +3,7 @@
 //! end it is stopped, and every task of every app's session must look as it did before.
 //! Half-way, one forking app is killed while focused: its children stay in its session.
 
-use super::apps::{App, AppKind, ROUND};
+use super::apps::{App, AppKind};
 use super::daemon::Daemon;
 use super::settings::{self, Leftover};
 use anyhow::Result;
@@ -34,13 +34,7 @@ pub fn run(
     kills: u32,
     rng: &mut impl Rng,
 ) -> Result<KillsResult> {
-    let mut apps = ROUND
-        .iter()
-        .map(|&k| App::spawn(exe, k))
-        .collect::<Result<Vec<_>>>()?;
-    for a in &mut apps {
-        a.record_baseline()?;
-    }
+    let mut apps = App::spawn_round(exe)?;
     let weights_before = apps
         .iter()
         .map(App::cgroup_weights)
