@@ -378,9 +378,12 @@ impl Daemon {
             None => Vec::new(),
         };
         let cpus_used = focus.iter().flat_map(|a| a.threads.iter().map(|t| t.cpu));
-        let autogroup = focus
-            .as_ref()
-            .is_some_and(|a| self.autogroup_applies(a.id.pid));
+        // Only the uxsched mode raises a session's autogroup; the check scans every process,
+        // so it is not paid on every rescan of the other modes.
+        let autogroup = self.mode == Mode::Uxsched
+            && focus
+                .as_ref()
+                .is_some_and(|a| self.autogroup_applies(a.id.pid));
         State {
             freq_ratio: cpufreq::freq_ratio(&self.cfg.facfs.sysfs_root, cpus_used),
             focus,

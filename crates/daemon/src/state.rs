@@ -150,6 +150,9 @@ pub fn apply_tracker(app: &mut App, set: &[Critical], cfg: &Config) -> Vec<Criti
     }
     // Uids from one consistent look at each process (`identity::observe`); a partner must have
     // every uid of the app's user (a set-uid program is not the user's).
+    if set.is_empty() {
+        return Vec::new(); // every rescan without a tracker: no /proc reads
+    }
     let app_uid = identity::observe(app.id.pid).ok().map(|(p, _)| p.uids[0]);
     let owned = |pid: i32, uid: u32| identity::observe(pid).is_ok_and(|(p, _)| p.owned_by(uid));
     let display = uxsched_tracker::TrackerConfig::default();

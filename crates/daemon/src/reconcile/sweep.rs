@@ -14,17 +14,13 @@ use tracing::{debug, info, warn};
 
 /// Objects whose I/O priority is uxsched's own to hold: wanted or journalled.
 pub(super) fn protected(wants: &Wants, entries: &[Entry]) -> HashSet<Key> {
+    let journalled = entries.iter().map(|e| (e.kind(), e.key));
     wants
         .keys()
-        .chain(
-            entries
-                .iter()
-                .map(|e| (e.kind(), e.key))
-                .collect::<Vec<_>>()
-                .iter(),
-        )
+        .copied()
+        .chain(journalled)
         .filter(|(kind, _)| *kind == Kind::Ioprio)
-        .map(|(_, key)| *key)
+        .map(|(_, key)| key)
         .collect()
 }
 
