@@ -19,6 +19,16 @@ fn world() -> Shared {
     Rc::new(RefCell::new(World::default()))
 }
 
+/// A fake kernel with one app (pid 100) leading its own session, and a reconciler over it
+/// (the journal lives as long as the returned directory).
+fn one_app() -> (Shared, tempfile::TempDir, TaskId, super::Reconciler) {
+    let w = world();
+    let dir = tempfile::tempdir().unwrap();
+    let app = w.borrow_mut().spawn(100, 100, SHELL_SESSION, None);
+    let rec = reconciler(&w, &dir.path().join("j"));
+    (w, dir, app, rec)
+}
+
 fn nothing() -> Desired {
     Desired::nothing(&Config::default())
 }
@@ -40,10 +50,7 @@ fn ui_target() -> Target {
 
 #[test]
 fn applies_and_restores_exactly_and_the_journal_empties() {
-    let w = world();
-    let dir = tempfile::tempdir().unwrap();
-    let app = w.borrow_mut().spawn(100, 100, SHELL_SESSION, None);
-    let mut rec = reconciler(&w, &dir.path().join("j"));
+    let (w, _dir, app, mut rec) = one_app();
     rec.reconcile(&want(&[(app, ui_target())])).unwrap();
     let t = w.borrow().task(100).sched;
     assert_eq!((t.nice, t.runtime), (-19, 100_000));
@@ -93,10 +100,7 @@ fn a_killed_daemons_session_boost_is_restored_by_the_next_one() {
 
 #[test]
 fn a_session_whose_members_all_exited_is_forgotten_without_writes() {
-    let w = world();
-    let dir = tempfile::tempdir().unwrap();
-    let app = w.borrow_mut().spawn(100, 100, SHELL_SESSION, None);
-    let mut rec = reconciler(&w, &dir.path().join("j"));
+    let (w, _dir, app, mut rec) = one_app();
     rec.reconcile(&want(&[(app, ui_target())])).unwrap();
     let writes = w.borrow().writes;
     w.borrow_mut().exit(100);
@@ -136,10 +140,7 @@ fn two_threads_of_one_session_make_one_row_for_it() {
 
 #[test]
 fn someone_elses_change_stands_and_is_not_reboosted_this_focus() {
-    let w = world();
-    let dir = tempfile::tempdir().unwrap();
-    let app = w.borrow_mut().spawn(100, 100, SHELL_SESSION, None);
-    let mut rec = reconciler(&w, &dir.path().join("j"));
+    let (w, _dir, app, mut rec) = one_app();
     let d = want(&[(
         app,
         Target {
@@ -168,10 +169,7 @@ fn someone_elses_change_stands_and_is_not_reboosted_this_focus() {
 
 #[test]
 fn a_change_that_lands_on_a_recycled_tid_is_undone_at_once() {
-    let w = world();
-    let dir = tempfile::tempdir().unwrap();
-    let app = w.borrow_mut().spawn(100, 100, SHELL_SESSION, None);
-    let mut rec = reconciler(&w, &dir.path().join("j"));
+    let (w, _dir, app, mut rec) = one_app();
     // The app exits and another task takes tid 100 between the check and the write.
     w.borrow_mut().recycle_on_write = Some((100, 999));
     rec.reconcile(&want(&[(
@@ -242,10 +240,7 @@ fn threads_the_policy_boosts_are_not_taken_for_inheritors() {
 
 #[test]
 fn a_failed_restore_keeps_its_row_is_listed_and_retried() {
-    let w = world();
-    let dir = tempfile::tempdir().unwrap();
-    let app = w.borrow_mut().spawn(100, 100, SHELL_SESSION, None);
-    let mut rec = reconciler(&w, &dir.path().join("j"));
+    let (w, _dir, app, mut rec) = one_app();
     let d = want(&[(
         app,
         Target {
@@ -296,10 +291,7 @@ fn nice_is_never_raised_above_the_original_nor_a_session_lowered() {
 fn a_crash_between_journalling_an_update_and_writing_it_leaves_nothing_behind() {
     // Found by `uxsched reliability`: the update is journalled first; killed before the write,
     // the kernel still held the older value and the next daemon took it for someone else's.
-    let w = world();
-    let dir = tempfile::tempdir().unwrap();
-    let app = w.borrow_mut().spawn(100, 100, SHELL_SESSION, None);
-    let mut rec = reconciler(&w, &dir.path().join("j"));
+    let (w, dir, app, mut rec) = one_app();
     let io = |class, level| Target {
         ioprio: Some(encode(class, level)),
         ..Target::default()
