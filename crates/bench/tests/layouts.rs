@@ -16,10 +16,29 @@ use uxsched_bench::modes::ModeName;
 use uxsched_bench::runner::{self, Launcher};
 use uxsched_bench::sys;
 
-/// `/proc/<pid>/autogroup`, e.g. `/autogroup-42 nice 0`: the group's identity.
+/// `/proc/<pid>/autogroup`, e.g. `/autogroup-42 nice 0`: the group's identity. A process of
+/// the boot session (CI starts the tests there, without setsid) has no autogroup of its own:
+/// the kernel prints nothing and schedules it in the root group, named `root` here.
 fn autogroup_of(pid: i32) -> String {
     let text = std::fs::read_to_string(format!("/proc/{pid}/autogroup")).unwrap();
-    text.split_whitespace().next().unwrap().to_owned()
+    text.split_whitespace().next().unwrap_or("root").to_owned()
+}
+
+/// Gives this test process a session, and so an autogroup, of its own when it has none (the
+/// boot session's root group cannot be given a nice: the kernel answers EINVAL), as a login
+/// terminal would be.
+fn ensure_own_autogroup() {
+    let me = std::process::id() as i32;
+    if autogroup_of(me) == "root" {
+        // SAFETY: setsid has no memory-safety preconditions.
+        let sid = unsafe { libc::setsid() };
+        assert!(
+            sid == me,
+            "setsid for an autogroup of our own: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    assert_ne!(autogroup_of(me), "root", "setsid gave us an autogroup");
 }
 
 fn cpu_cgroup_of(pid: i32) -> String {
@@ -192,6 +211,7 @@ fn a_layout_that_needs_autogroup_is_refused_when_it_is_off() {
 #[ignore = "needs root: make test runs it as root"]
 fn a_raised_session_autogroup_is_refused_not_measured() {
     let _s = serial();
+    ensure_own_autogroup();
     let path = format!("/proc/{}/autogroup", std::process::id());
     std::fs::write(&path, "-5").unwrap();
     let refused = Layout::SameSession.enter();
