@@ -107,6 +107,10 @@ pub struct RunArgs {
     /// Print the report as JSON (with every run's raw samples) instead of the table.
     #[arg(long)]
     json: bool,
+    /// Also save the report as JSON (with every run's raw samples) to this file, beside the
+    /// table (written whole: a temporary file renamed into place).
+    #[arg(long, value_name = "FILE")]
+    save: Option<PathBuf>,
     /// Write plots (SVG and PNG) into this directory.
     #[arg(long)]
     plots: Option<PathBuf>,
@@ -380,6 +384,14 @@ fn demo(args: DemoArgs) -> Result<ExitCode> {
 const DEMO_LAYOUTS: [Layout; 2] = [Layout::SameSession, Layout::OtherSession];
 const DEMO_SCENARIOS: [ModelKind; 2] = [ModelKind::Painting, ModelKind::Worker];
 
+/// `text` into `path` through a temporary file beside it, so no half-written report is left.
+fn save_whole(path: &Path, text: &str) -> Result<()> {
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, text)
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .with_context(|| format!("--save {}: writing the report", path.display()))
+}
+
 /// Remove the scratch directory; after a failure (not a Ctrl-C) keep the per-run logs (load
 /// and daemon output the error points to) and say where they are.
 fn finish(result: Result<ExitCode>, scratch: &Path) -> Result<ExitCode> {
@@ -404,6 +416,16 @@ fn measure_and_print(
     scratch: &Path,
     plots_optional: bool,
 ) -> Result<Vec<Report>> {
+    if let Some(path) = &run.save {
+        // Checked before the runs, not after minutes of measuring.
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+        if dir.is_some_and(|d| !d.is_dir()) {
+            return Err(bad_input(format!(
+                "--save {}: its directory does not exist",
+                path.display()
+            )));
+        }
+    }
     let env = env(
         scratch,
         !run.json,
@@ -437,13 +459,18 @@ fn measure_and_print(
         }
         reports.push(report);
     }
-    if run.json {
+    if run.json || run.save.is_some() {
         let json = if reports.len() == 1 {
             serde_json::to_string_pretty(&reports[0])?
         } else {
             serde_json::to_string_pretty(&reports)?
         };
-        println!("{json}");
+        if let Some(path) = &run.save {
+            save_whole(path, &json)?;
+        }
+        if run.json {
+            println!("{json}");
+        }
     }
     Ok(reports)
 }

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The README's measurement matrix (issue 9): scenarios × load layouts × modes, one `uxsched bench`
+# run per cell, each interleaving its modes (A B C A B C …) so ratios compare within one run.
+#   sudo scripts/bench-matrix.sh OUTDIR [CELL…]      (no CELL: every cell, in the order below)
+# A cell is SCENARIO/LAYOUT[/TAG]; its modes, reps, duration and load are set in `cell_args`.
+# Each cell writes OUTDIR/CELL.txt (the report, headed by the date, commit and /proc/loadavg)
+# and OUTDIR/CELL.json (`--save`: every run's raw samples). Uses ./target/release/uxsched
+# (copied into OUTDIR first, so a rebuild during the matrix does not change the binary).
+# Takes about 90 minutes for every cell on 2 CPUs; run it on a quiet machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${1:?usage: scripts/bench-matrix.sh OUTDIR [CELL…]}
+shift
+mkdir -p "$out"
+bin="$out/uxsched"
+[ -x "$bin" ] || cp target/release/uxsched "$bin"
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+
+PEERS=idle,stock,android,s76,schedqos,fifo,uxsched
+DAEMON_MODES=idle,stock,eimos,vtcfs,mcfs,facfs,shuffledog,uxsched
+
+# The bench arguments of one cell.
+cell_args() {
+  local scenario=${1%%/*} rest=${1#*/}
+  local layout=${rest%%/*} tag=${rest#*/}
+  [ "$tag" = "$rest" ] && tag=peers
+  local args=("$scenario" --layout "$layout")
+  case $scenario in
+    # Real programs: ~13 keystrokes/s; 4 × 20 s per mode puts p99 on ≥ 10 samples.
+    xterm | xedit) args+=(--load cpu --load-workers 12 --reps 4 --duration 20s) ;;
+    *) args+=(--reps 3 --duration 5s) ;;
+  esac
+  case $tag in
+    peers) args+=(--modes "$PEERS") ;;
+    daemon) args+=(--modes "$DAEMON_MODES") ;;
+    short) args+=(--modes "$PEERS" --reps 3 --duration 10s) ;;
+    kbuild) args+=(--load kbuild --modes idle,stock,android,schedqos,fifo,uxsched) ;;
+    lever) args+=(--modes idle,stock,fifo,uxsched,uxsched-roles,uxsched-rt) ;;
+    *) echo "unknown cell tag '$tag' in $1" >&2; exit 2 ;;
+  esac
+  printf '%s\n' "${args[@]}"
+}
+
+ALL=(
+  xterm/same-session painting/same-session worker/same-session
+  painting/no-autogroup worker/no-autogroup xterm/no-autogroup
+  painting/units worker/units painting/other-session worker/other-session
+  xterm/units/short xterm/other-session/short
+  xedit/same-session xedit/no-autogroup
+  painting/same-session/daemon worker/same-session/daemon
+  painting/same-session/kbuild
+)
+[ $# -gt 0 ] && cells=("$@") || cells=("${ALL[@]}")
+
+for cell in "${cells[@]}"; do
+  mapfile -t args < <(cell_args "$cell")
+  name=${cell//\//_}
+  {
+    echo "# $(date -u +%FT%TZ) commit $commit loadavg $(cat /proc/loadavg)"
+    echo "# uxsched bench ${args[*]}"
+  } >"$out/$name.txt"
+  echo "== $cell: uxsched bench ${args[*]}"
+  if ! "$bin" bench "${args[@]}" --save "$out/$name.json" >>"$out/$name.txt" 2>"$out/$name.err"; then
+    echo "# FAILED: see $name.err" >>"$out/$name.txt"
+  fi
+  echo "# end $(date -u +%FT%TZ) loadavg $(cat /proc/loadavg)" >>"$out/$name.txt"
+done
