@@ -74,6 +74,9 @@ pub struct Settings {
     pub nice: Option<i32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slice_ns: Option<u64>,
+    /// SCHED_FIFO/RR priority (real-time grants only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rt_priority: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cgroup: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

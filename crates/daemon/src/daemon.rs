@@ -591,6 +591,7 @@ fn fill(s: &mut Settings, v: &Value) {
             s.policy = Some(a.policy);
             s.nice = Some(a.nice);
             s.slice_ns = Some(a.runtime);
+            s.rt_priority = (a.priority > 0).then_some(a.priority);
         }
         Value::Cgroup(p) => s.cgroup = Some(p.clone()),
         Value::Ioprio(v) => s.ioprio = Some(*v),

@@ -58,6 +58,11 @@ impl SchedAttr {
     pub fn is_fair(&self) -> bool {
         matches!(self.policy, SCHED_OTHER | SCHED_BATCH)
     }
+
+    /// SCHED_FIFO or SCHED_RR.
+    pub fn is_rt(&self) -> bool {
+        matches!(self.policy, SCHED_FIFO | SCHED_RR)
+    }
 }
 
 /// Read a thread's attributes.
@@ -98,7 +103,8 @@ pub fn set(tid: i32, a: &SchedAttr) -> io::Result<()> {
         sched_flags: a.flags,
         sched_nice: a.nice,
         sched_priority: a.priority,
-        sched_runtime: a.runtime,
+        // Only fair (slice) and deadline tasks have a runtime.
+        sched_runtime: if a.is_rt() { 0 } else { a.runtime },
         sched_deadline: if fair { 0 } else { a.deadline },
         sched_period: if fair { 0 } else { a.period },
         sched_util_min: 0,
@@ -131,8 +137,13 @@ pub fn restorable(original: &SchedAttr, default_slice: u64) -> SchedAttr {
 }
 
 /// Whether the kernel's view `now` still holds what uxsched `applied` (the coexistence check):
-/// policy, nice and — if uxsched set one — the custom slice must match.
+/// policy, nice and — if uxsched set one — the custom slice must match; for a real-time class,
+/// policy and priority (the kernel reports neither nice nor slice for RT tasks: `get_params` in
+/// kernel/sched/syscalls.c).
 pub fn holds(now: &SchedAttr, applied: &SchedAttr) -> bool {
+    if applied.is_rt() {
+        return now.policy == applied.policy && now.priority == applied.priority;
+    }
     now.policy == applied.policy
         && now.nice == applied.nice
         && (applied.runtime == 0 || now.runtime == applied.runtime)

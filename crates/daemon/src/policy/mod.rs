@@ -26,6 +26,35 @@ pub struct Target {
     pub ioprio: Option<u16>,
     /// Nice of the thread's session autogroup (see `actuators::autogroup`).
     pub autogroup_nice: Option<i32>,
+    /// A real-time class instead of the fair one (an app's grant through the real-time API,
+    /// `rtapi/`). When set it decides the thread's scheduling attributes: `nice` and
+    /// `slice_ns` are ignored for it. Always applied with `SCHED_FLAG_RESET_ON_FORK`.
+    pub rt: Option<Rt>,
+}
+
+/// A real-time scheduling class and priority.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Rt {
+    pub policy: RtPolicy,
+    /// 1..=99 (`sched_priority`).
+    pub priority: u32,
+}
+
+/// The two POSIX real-time policies (SCHED_DEADLINE is not offered).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RtPolicy {
+    Fifo,
+    Rr,
+}
+
+impl RtPolicy {
+    /// The kernel's policy number.
+    pub fn number(self) -> u32 {
+        match self {
+            RtPolicy::Fifo => crate::actuators::sched::SCHED_FIFO,
+            RtPolicy::Rr => crate::actuators::sched::SCHED_RR,
+        }
+    }
 }
 
 /// The settings a mode wants for the device. Threads absent from `threads` want nothing: the
@@ -49,12 +78,17 @@ impl Desired {
     }
 
     /// Apply the config's limits whatever the policy asked: no nice below `min_nice`, custom
-    /// slices within the kernel's 0.1–100 ms, group weights within cgroup v1's range.
+    /// slices within the kernel's 0.1–100 ms, RT priorities within 1..=99, group weights within
+    /// cgroup v1's range.
     pub fn bounded(mut self, cfg: &Config) -> Desired {
         for t in self.threads.values_mut() {
             t.nice = t.nice.map(|n| n.clamp(cfg.min_nice, 19));
             t.autogroup_nice = t.autogroup_nice.map(|n| n.clamp(cfg.min_nice, 19));
             t.slice_ns = t.slice_ns.map(|s| s.clamp(100_000, 100_000_000));
+            t.rt = t.rt.map(|r| Rt {
+                priority: r.priority.clamp(1, 99),
+                ..r
+            });
         }
         self.fg_shares = self.fg_shares.clamp(2, 262_144);
         self.bg_shares = self.bg_shares.clamp(2, 262_144);

@@ -33,6 +33,7 @@ impl Policy for Uxsched {
                     ioprio: None,
                     // One thread carries the process's session autogroup.
                     autogroup_nice: (state.autogroup && t.role == Role::Ui).then_some(cfg.min_nice),
+                    rt: None,
                 })
             });
             // The rest of the interaction's chain (tracker): partners' threads and kernel

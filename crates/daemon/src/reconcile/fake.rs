@@ -128,6 +128,13 @@ impl Actuator for FakeActuator {
         let w = self.world.borrow();
         let t = w.tasks.get(&via).ok_or_else(esrch)?;
         Ok(match self.kind {
+            // Like `get_params` in kernel/sched/syscalls.c: an RT task reports its priority
+            // but neither nice nor slice.
+            Kind::Sched if t.sched.is_rt() => Value::Sched(SchedAttr {
+                nice: 0,
+                runtime: 0,
+                ..t.sched
+            }),
             Kind::Sched => Value::Sched(t.sched),
             Kind::Ioprio => Value::Ioprio(t.ioprio),
             Kind::Autogroup => Value::Autogroup(w.sessions[&t.session]),

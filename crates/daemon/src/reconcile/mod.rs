@@ -16,7 +16,8 @@
 //!   uxsched applied — if someone else changed it meanwhile, theirs stands and uxsched does not
 //!   re-boost it for this focus.
 //! - *Only raise, only fair*: nice is never raised above the original and real-time/deadline/
-//!   idle threads are left alone.
+//!   idle threads are left alone; a real-time class (`Target::rt`, an app's grant) is put only
+//!   on a fair thread, with `SCHED_FLAG_RESET_ON_FORK`, and restored to its fair original.
 //! - *No inherited leftovers*: what forks copy and nothing resets (I/O priority) is swept back
 //!   from the boosted thread's creations ([`sweep`]).
 //! - *Failures are visible*: a restore that fails keeps its row (retried every pass) and is
@@ -27,6 +28,8 @@ mod fake;
 mod sweep;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_rt;
 
 use crate::actuators::autogroup::Autogroup;
 use crate::actuators::cgroup::{Group, Groups};
@@ -223,7 +226,21 @@ impl Reconciler {
     fn wanted(&self, kind: Kind, original: &Value, target: &Target) -> Option<Value> {
         match (kind, original) {
             (Kind::Sched, Value::Sched(orig)) => {
-                if !orig.is_fair() || (target.nice.is_none() && target.slice_ns.is_none()) {
+                if !orig.is_fair() {
+                    return None;
+                }
+                if let Some(rt) = target.rt {
+                    return Some(Value::Sched(sched::SchedAttr {
+                        policy: rt.policy.number(),
+                        flags: orig.flags | sched::SCHED_FLAG_RESET_ON_FORK,
+                        priority: rt.priority,
+                        runtime: 0,
+                        deadline: 0,
+                        period: 0,
+                        ..*orig
+                    }));
+                }
+                if target.nice.is_none() && target.slice_ns.is_none() {
                     return None;
                 }
                 let base = sched::restorable(orig, self.default_slice);
@@ -526,7 +543,7 @@ fn gone(e: &io::Error) -> bool {
 /// Whether `target` says anything about `kind`.
 fn names(target: &Target, kind: Kind) -> bool {
     match kind {
-        Kind::Sched => target.nice.is_some() || target.slice_ns.is_some(),
+        Kind::Sched => target.nice.is_some() || target.slice_ns.is_some() || target.rt.is_some(),
         Kind::Cgroup | Kind::Unit => target.group.is_some(),
         Kind::Ioprio => target.ioprio.is_some(),
         Kind::Autogroup => target.autogroup_nice.is_some(),

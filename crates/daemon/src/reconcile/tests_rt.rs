@@ -1,0 +1,143 @@
+//! A real-time class (`Target::rt`: an app's grant, `rtapi/`) against the fake kernel: applied
+//! only to fair threads with `SCHED_FLAG_RESET_ON_FORK`, restored to the exact fair original
+//! (nice and custom slice) on release, exit, crash recovery and a recycled tid.
+
+use super::fake::{default_attr, reconciler, Shared, World};
+use crate::actuators::sched::{SCHED_FIFO, SCHED_FLAG_RESET_ON_FORK, SCHED_OTHER, SCHED_RR};
+use crate::config::Config;
+use crate::identity::TaskId;
+use crate::policy::{Desired, Rt, RtPolicy, Target};
+use std::cell::RefCell;
+use std::rc::Rc;
+
+fn app() -> (Shared, tempfile::TempDir, TaskId) {
+    let w = Rc::new(RefCell::new(World::default()));
+    let dir = tempfile::tempdir().unwrap();
+    let app = w.borrow_mut().spawn(100, 100, 7, None);
+    (w, dir, app)
+}
+
+fn rt(policy: RtPolicy, priority: u32) -> Target {
+    Target {
+        rt: Some(Rt { policy, priority }),
+        ..Target::default()
+    }
+}
+
+fn want(task: TaskId, t: Target) -> Desired {
+    let mut d = Desired::nothing(&Config::default());
+    d.threads.insert(task, t);
+    d
+}
+
+fn nothing() -> Desired {
+    Desired::nothing(&Config::default())
+}
+
+#[test]
+fn a_real_time_class_is_applied_with_reset_on_fork_and_the_fair_original_restored() {
+    let (w, dir, app) = app();
+    // The thread had its own nice and custom slice: both must come back exactly.
+    let original = {
+        let mut a = default_attr(3);
+        a.runtime = 700_000;
+        a
+    };
+    w.borrow_mut().tasks.get_mut(&100).unwrap().sched = original;
+    let mut rec = reconciler(&w, &dir.path().join("j"));
+    rec.reconcile(&want(app, rt(RtPolicy::Fifo, 10))).unwrap();
+    let now = w.borrow().task(100).sched;
+    assert_eq!((now.policy, now.priority), (SCHED_FIFO, 10));
+    assert_ne!(now.flags & SCHED_FLAG_RESET_ON_FORK, 0);
+    // Unchanged wish: nothing rewritten (the kernel reports RT tasks without nice and slice).
+    let writes = w.borrow().writes;
+    rec.reconcile(&want(app, rt(RtPolicy::Fifo, 10))).unwrap();
+    assert_eq!(
+        w.borrow().writes,
+        writes,
+        "a held RT grant is not rewritten"
+    );
+    // Changed on the fly: RR 5.
+    rec.reconcile(&want(app, rt(RtPolicy::Rr, 5))).unwrap();
+    let now = w.borrow().task(100).sched;
+    assert_eq!((now.policy, now.priority), (SCHED_RR, 5));
+    rec.reconcile(&nothing()).unwrap();
+    assert_eq!(w.borrow().task(100).sched, original);
+    assert!(rec.journal.entries().unwrap().is_empty());
+}
+
+#[test]
+fn a_thread_someone_else_made_real_time_is_left_alone() {
+    let (w, dir, app) = app();
+    let theirs = {
+        let mut a = default_attr(0);
+        a.policy = SCHED_RR;
+        a.priority = 50;
+        a.runtime = 0;
+        a
+    };
+    w.borrow_mut().tasks.get_mut(&100).unwrap().sched = theirs;
+    let mut rec = reconciler(&w, &dir.path().join("j"));
+    rec.reconcile(&want(app, rt(RtPolicy::Fifo, 10))).unwrap();
+    assert_eq!(w.borrow().task(100).sched, theirs);
+    assert!(rec.journal.entries().unwrap().is_empty());
+}
+
+#[test]
+fn a_grant_that_someone_demoted_is_not_restored_over_theirs() {
+    let (w, dir, app) = app();
+    let mut rec = reconciler(&w, &dir.path().join("j"));
+    rec.reconcile(&want(app, rt(RtPolicy::Fifo, 10))).unwrap();
+    // The user (or the canary's watchdog) set it back to fair nice 4 meanwhile.
+    w.borrow_mut().tasks.get_mut(&100).unwrap().sched = default_attr(4);
+    rec.reconcile(&nothing()).unwrap();
+    assert_eq!(w.borrow().task(100).sched, default_attr(4));
+    assert!(rec.journal.entries().unwrap().is_empty());
+}
+
+#[test]
+fn a_killed_daemons_real_time_grant_is_restored_by_the_next_one() {
+    let (w, dir, app) = app();
+    let mut rec = reconciler(&w, &dir.path().join("j"));
+    rec.reconcile(&want(app, rt(RtPolicy::Fifo, 20))).unwrap();
+    drop(rec); // SIGKILL: no restore
+    assert_eq!(w.borrow().task(100).sched.policy, SCHED_FIFO);
+    let mut next = reconciler(&w, &dir.path().join("j"));
+    next.reconcile(&nothing()).unwrap();
+    assert_eq!(w.borrow().task(100).sched, default_attr(0));
+    assert!(next.journal.entries().unwrap().is_empty());
+}
+
+#[test]
+fn a_real_time_class_that_lands_on_a_recycled_tid_is_undone_at_once() {
+    let (w, dir, app) = app();
+    let mut rec = reconciler(&w, &dir.path().join("j"));
+    w.borrow_mut().recycle_on_write = Some((100, 999));
+    rec.reconcile(&want(app, rt(RtPolicy::Fifo, 10))).unwrap();
+    let t = w.borrow().task(100).clone();
+    assert_eq!(t.id.start, 999);
+    assert_eq!(t.sched.policy, SCHED_OTHER, "undone on the new task");
+    assert!(rec.journal.entries().unwrap().is_empty());
+}
+
+#[test]
+fn an_exited_grant_holder_is_forgotten_without_writes() {
+    let (w, dir, app) = app();
+    let mut rec = reconciler(&w, &dir.path().join("j"));
+    rec.reconcile(&want(app, rt(RtPolicy::Fifo, 10))).unwrap();
+    w.borrow_mut().exit(100);
+    let writes = w.borrow().writes;
+    rec.reconcile(&nothing()).unwrap();
+    assert_eq!(w.borrow().writes, writes);
+    assert!(rec.journal.entries().unwrap().is_empty());
+}
+
+#[test]
+fn bounds_keep_real_time_priorities_in_the_kernels_range() {
+    let cfg = Config::default();
+    let (_w, _dir, app) = app();
+    let d = want(app, rt(RtPolicy::Fifo, 500)).bounded(&cfg);
+    assert_eq!(d.threads[&app].rt.unwrap().priority, 99);
+    let d = want(app, rt(RtPolicy::Rr, 0)).bounded(&cfg);
+    assert_eq!(d.threads[&app].rt.unwrap().priority, 1);
+}
