@@ -193,7 +193,9 @@ mod tests {
     #[test]
     fn reads_this_thread() {
         let a = get(0).unwrap();
-        assert!(a.is_fair());
+        // SCHED_IDLE when the tests run at idle priority (`chrt -i 0`): still the fair class.
+        assert!(a.is_fair() || a.policy == SCHED_IDLE, "{a:?}");
+        assert!(!a.is_rt());
         assert!(a.runtime > 0, "fair tasks report their slice");
     }
 
