@@ -4,6 +4,9 @@
 # pty case runs episodes and hackbench makes system-wide wake-ups.
 #   sudo scripts/tracker-overhead.sh [SECONDS] [hackbench args…]   (default: 10 -g 2 -l 1000000)
 # WATCH_WRAP="chrt -f 10" runs the tracker's userspace at a real-time priority.
+# RATE=N replaces hackbench with `stress-ng --switch 1 --switch-freq N`: a paced load of about N
+# context switches (wake-ups) per second, for the issue's fixed rates (10 k/s, 100 k/s); the
+# rate actually seen system-wide is printed either way.
 # Needs a release build (cargo build --release -p uxsched -p uxsched-tracker) and root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -53,7 +56,11 @@ print(t, n, w)' "$tmp/before"
 }
 read -r t0 n0 w0 < <(stats)
 s0=$(date +%s.%N)
-timeout "$secs" hackbench "${hb[@]}" >/dev/null 2>&1 || true
+if [ -n "${RATE:-}" ]; then
+  timeout "$secs" stress-ng --switch 1 --switch-freq "$RATE" --timeout "${secs}s" >/dev/null 2>&1 || true
+else
+  timeout "$secs" hackbench "${hb[@]}" >/dev/null 2>&1 || true
+fi
 read -r t1 n1 w1 < <(stats)
 s1=$(date +%s.%N)
 wait "$wpid" || true

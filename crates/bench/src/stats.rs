@@ -3,6 +3,7 @@
 
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
+use uxsched_model::stats;
 
 /// The percentiles every report shows (VISION: never a lone mean).
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
@@ -15,13 +16,13 @@ pub struct Summary {
     pub max: f64,
 }
 
-/// Nearest-rank percentile of sorted data: the smallest value with at least p % at or below it.
+/// Nearest-rank percentile `p` (0–100) of sorted data ([`uxsched_model::stats`]); NaN for no
+/// data, which the report shows as such.
 pub fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
     }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
+    stats::nearest_rank(sorted, stats::permille(p))
 }
 
 pub fn sorted(samples: &[f64]) -> Vec<f64> {

@@ -200,9 +200,8 @@ fn measure(config: &str, secs: u64) -> Vec<f64> {
     samples
 }
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i.min(sorted.len() - 1)]
+fn percentile(sorted: &[f64], fraction: f64) -> f64 {
+    uxsched_model::stats::nearest_rank(sorted, uxsched_model::stats::permille(fraction * 100.0))
 }
 
 fn bench() {

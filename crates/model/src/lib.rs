@@ -7,6 +7,7 @@
 
 pub mod formulas;
 pub mod size;
+pub mod stats;
 pub mod time;
 pub mod weights;
 

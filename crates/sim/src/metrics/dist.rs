@@ -63,12 +63,7 @@ impl Summary {
     }
 }
 
-/// The nearest-rank percentile `permille`/10 of non-empty, ascending `sorted`.
-pub fn nearest_rank(sorted: &[i64], permille: u64) -> i64 {
-    let n = sorted.len() as u64;
-    let rank = (permille * n).div_ceil(1000).max(1);
-    sorted[(rank - 1) as usize]
-}
+pub use uxsched_model::stats::nearest_rank;
 
 #[cfg(test)]
 mod tests {

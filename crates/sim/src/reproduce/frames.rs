@@ -7,6 +7,7 @@
 //! Android's "Profile GPU rendering" sums per frame (seed 004 §5.1) plus the wait for a CPU.
 
 use crate::log::{Record, RunMeta, Sink};
+use uxsched_model::stats::{nearest_rank, permille};
 use uxsched_model::Nanos;
 
 /// Collects the time of every frame of interactions named `name` whose vsync is a `Period`
@@ -79,8 +80,7 @@ pub fn percentile_ms(frames: &[Nanos], p: f64) -> f64 {
     }
     let mut s = frames.to_vec();
     s.sort_unstable();
-    let rank = ((p / 100.0) * s.len() as f64).ceil().max(1.0) as usize;
-    s[rank.min(s.len()) - 1] as f64 / 1e6
+    nearest_rank(&s, permille(p)) as f64 / 1e6
 }
 
 /// Frames longer than `limit`.

@@ -79,8 +79,7 @@ pub fn responses(log: &VecSink) -> Vec<Nanos> {
 pub fn percentile(v: &[Nanos], p: f64) -> Nanos {
     let mut s = v.to_vec();
     s.sort_unstable();
-    let rank = ((p / 100.0) * s.len() as f64).ceil().max(1.0) as usize;
-    s[rank - 1]
+    uxsched_model::stats::nearest_rank(&s, uxsched_model::stats::permille(p))
 }
 
 /// The task of `w` named `name` (panics naming both if absent).
