@@ -13,8 +13,12 @@ out=${1:?usage: scripts/bench-matrix.sh OUTDIR [CELL…]}
 shift
 mkdir -p "$out"
 bin="$out/uxsched"
-[ -x "$bin" ] || cp target/release/uxsched "$bin"
-commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+if [ ! -x "$bin" ]; then
+  cp target/release/uxsched "$bin"
+  # The checkout the binary was copied from (a dirty tree is marked so).
+  { git describe --always --dirty 2>/dev/null || echo unknown; } >"$out/commit"
+fi
+commit=$(cat "$out/commit" 2>/dev/null || echo unknown)
 
 PEERS=idle,stock,android,s76,schedqos,fifo,uxsched
 DAEMON_MODES=idle,stock,eimos,vtcfs,mcfs,facfs,shuffledog,uxsched
