@@ -24,6 +24,14 @@ def fmt(row):
     return text
 
 
+def missing(report, mode):
+    """A mode the run dropped (e.g. a model starved past its deadline) says so."""
+    for w in report["warnings"]:
+        if w.startswith(f"mode {mode} was dropped"):
+            return "dropped: " + w.split(": ", 1)[1]
+    return ""
+
+
 def main(outdir):
     reports = []
     for path in sorted(pathlib.Path(outdir).glob("*.json")):
@@ -45,7 +53,7 @@ def main(outdir):
             rows = {row["mode"]: row for row in r["modes"]}
             n = min(row["summary"]["n"] for row in r["modes"])
             head = f"{r['layout']}, {r['load']}×{r['load_workers']}, {r['date_utc'][11:16]}"
-            cols = [fmt(rows[m]) if m in rows else "" for m in modes]
+            cols = [fmt(rows[m]) if m in rows else missing(r, m) for m in modes]
             print(f"| {head} | {n} | " + " | ".join(cols) + " |")
 
 
