@@ -50,7 +50,7 @@ pub fn list_text(uxsched_exe: Option<&Path>) -> String {
         } else {
             ""
         };
-        let _ = writeln!(s, "  {:<10} {}{note}", m.name(), m.description());
+        let _ = writeln!(s, "  {:<13} {}{note}", m.name(), m.description());
     }
     s
 }

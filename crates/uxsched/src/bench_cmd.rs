@@ -267,7 +267,7 @@ fn resolve_modes(requested: Option<Vec<ModeName>>, daemon: bool) -> Result<Vec<M
     let wanted = requested.unwrap_or_else(|| {
         ModeName::ALL
             .into_iter()
-            .filter(|m| daemon || !m.needs_daemon())
+            .filter(|m| m.in_default_set() && (daemon || !m.needs_daemon()))
             .collect()
     });
     for m in wanted {
@@ -434,11 +434,16 @@ fn measure_and_print(
             )));
         }
     }
-    let env = env(
-        scratch,
-        !run.json,
-        daemon_config(run.daemon_config.as_deref())?,
-    )?;
+    let extra = daemon_config(run.daemon_config.as_deref())?;
+    // A mode that sets a key itself (`uxsched-roles`: the tracker) and a file that sets it
+    // otherwise cannot both hold: refuse before anything runs.
+    for mode in plans.iter().flat_map(|p| &p.modes) {
+        if mode.needs_daemon() {
+            uxsched_bench::modes::daemon_config(*mode, &extra)
+                .map_err(|e| bad_input(format!("{e:#}")))?;
+        }
+    }
+    let env = env(scratch, !run.json, extra)?;
     let mut reports: Vec<Report> = Vec::new();
     for plan in plans {
         let report = uxsched_bench::bench(plan, &env)?;

@@ -56,7 +56,15 @@ fn list_names_scenarios_and_modes() {
         .unwrap();
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
-    for word in ["painting", "gallery", "android", "s76", "fifo", "uxsched"] {
+    for word in [
+        "painting",
+        "gallery",
+        "android",
+        "s76",
+        "fifo",
+        "uxsched",
+        "uxsched-roles",
+    ] {
         assert!(text.contains(word), "{word} missing from:\n{text}");
     }
 }
@@ -164,6 +172,59 @@ fn daemon_modes_run_through_the_harness() {
     for m in &modes[1..] {
         assert!(m["background"].as_f64().unwrap() > 0.0, "{m}");
     }
+}
+
+/// `uxsched-roles` is the daemon of `uxsched` with the tracker off (name-based roles only) and
+/// `uxsched` has it on: each bench mode's own daemon says so in `status --json`. Fails if the
+/// mode's configuration does not reach the daemon.
+#[test]
+#[ignore = "needs root: make test runs it as root"]
+fn uxsched_roles_runs_the_uxsched_daemon_with_the_tracker_off() {
+    use uxsched_bench::modes::{self, ModeEnv, ModeName};
+    require_root();
+    let dir = std::env::temp_dir().join(format!("uxsched-bench-roles-{}", std::process::id()));
+    for (mode, off) in [(ModeName::UxschedRoles, true), (ModeName::Uxsched, false)] {
+        let env = ModeEnv {
+            uxsched_exe: Some(env!("CARGO_BIN_EXE_uxsched").into()),
+            scratch: dir.clone(),
+            daemon_config: "[uxsched]\nslice_us = 1500\n".into(),
+        };
+        let mut daemon = modes::build(mode, &env).unwrap();
+        daemon.prepare().unwrap();
+        let socket = dir.join(format!("daemon-{}/uxsched.sock", mode.name()));
+        let out = Command::new(env!("CARGO_BIN_EXE_uxsched"))
+            .args(["status", "--json", "--socket"])
+            .arg(&socket)
+            .output()
+            .unwrap();
+        daemon.restore().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let status: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(status["mode"], "uxsched", "{status}");
+        let tracker = status["tracker"].as_str().unwrap();
+        assert_eq!(
+            tracker.starts_with("off"),
+            off,
+            "{}: {tracker}",
+            mode.name()
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    // The mode's own key against a file that says otherwise: refused before anything runs.
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("tracker-on.toml");
+    std::fs::write(&file, "[tracker]\nenabled = true\n").unwrap();
+    let out = bench_as_root(&[
+        "alarm",
+        "--modes",
+        "uxsched-roles",
+        "--daemon-config",
+        file.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("tracker.enabled"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

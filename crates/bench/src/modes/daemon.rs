@@ -1,7 +1,9 @@
 //! The uxsched modes: the harness starts `uxsched daemon --config FILE --mode MODE` as a child
 //! with a private socket and journal, waits until `uxsched status --json` answers, tells it the
 //! foreground with `uxsched focus <pid>`, and on restore stops it with SIGTERM (the daemon
-//! restores what it changed from its journal) and waits for it.
+//! restores what it changed from its journal) and waits for it. Variants of a daemon mode
+//! (`uxsched-roles`) run the same daemon mode with a few configuration keys of their own
+//! ([`daemon_config`]), so one lever can be compared against the same daemon.
 
 use super::{Mode, ModeEnv, ModeName, Targets};
 use crate::sys;
@@ -26,14 +28,56 @@ pub fn daemon_available(exe: Option<&Path>) -> bool {
     })
 }
 
+/// The daemon's `--mode` for a bench mode, and the configuration the bench mode sets itself
+/// (TOML, merged into the user's `--daemon-config`).
+fn variant(mode: ModeName) -> (&'static str, &'static str) {
+    match mode {
+        ModeName::UxschedRoles => ("uxsched", "[tracker]\nenabled = false\n"),
+        other => (other.name(), ""),
+    }
+}
+
+/// The daemon configuration a bench mode runs with: the user's extra configuration (`extra`,
+/// TOML) with the mode's own keys merged in. A key the user set to another value than the
+/// mode's is an error that names it: the mode would not be what it says.
+pub fn daemon_config(mode: ModeName, extra: &str) -> Result<toml::Table> {
+    let mut table: toml::Table = extra
+        .parse()
+        .context("the extra daemon configuration is not TOML")?;
+    let own: toml::Table = variant(mode).1.parse().expect("built-in TOML");
+    merge(&mut table, own, "", mode)?;
+    Ok(table)
+}
+
+fn merge(into: &mut toml::Table, from: toml::Table, path: &str, mode: ModeName) -> Result<()> {
+    for (key, value) in from {
+        let name = format!("{path}{key}");
+        match (into.get_mut(&key), value) {
+            (Some(toml::Value::Table(sub)), toml::Value::Table(v)) => {
+                merge(sub, v, &format!("{name}."), mode)?
+            }
+            (Some(theirs), v) if *theirs != v => bail!(
+                "mode {} sets `{name} = {v}` itself; the extra daemon configuration says `{theirs}`: remove it or choose another mode",
+                mode.name()
+            ),
+            (_, v) => {
+                into.insert(key, v);
+            }
+        }
+    }
+    Ok(())
+}
+
 pub struct Daemon {
     mode: ModeName,
+    /// The daemon's `--mode`.
+    daemon_mode: &'static str,
     exe: PathBuf,
     dir: PathBuf,
     child: Option<Child>,
     focused: bool,
-    /// Appended to the generated config ([`super::ModeEnv::daemon_config`]).
-    extra_config: String,
+    /// The configuration to run with, less `socket` and `journal` ([`daemon_config`]).
+    config: toml::Table,
 }
 
 impl Daemon {
@@ -51,11 +95,12 @@ impl Daemon {
         let dir = env.scratch.join(format!("daemon-{}", mode.name()));
         Ok(Daemon {
             mode,
+            daemon_mode: variant(mode).0,
             exe,
             dir,
             child: None,
             focused: false,
-            extra_config: env.daemon_config.clone(),
+            config: daemon_config(mode, &env.daemon_config)?,
         })
     }
 
@@ -80,7 +125,8 @@ impl Daemon {
             if let Some(child) = self.child.as_mut() {
                 if let Some(status) = child.try_wait()? {
                     bail!(
-                        "uxsched daemon --mode {} exited before answering ({status}); its log is {}",
+                        "uxsched daemon --mode {} (bench mode {}) exited before answering ({status}); its log is {}",
+                        self.daemon_mode,
                         self.mode.name(),
                         self.dir.join("daemon.log").display()
                     );
@@ -91,7 +137,8 @@ impl Daemon {
             }
             if start.elapsed() > READY_TIMEOUT {
                 bail!(
-                    "uxsched daemon --mode {} did not answer `status` on {} within {} s; its log is {}",
+                    "uxsched daemon --mode {} (bench mode {}) did not answer `status` on {} within {} s; its log is {}",
+                    self.daemon_mode,
                     self.mode.name(),
                     self.socket().display(),
                     READY_TIMEOUT.as_secs(),
@@ -108,21 +155,17 @@ impl Mode for Daemon {
         std::fs::create_dir_all(&self.dir)?;
         let config = self.dir.join("config.toml");
         let _ = std::fs::remove_file(self.socket());
-        std::fs::write(
-            &config,
-            format!(
-                "socket = {:?}\njournal = {:?}\n{}\n",
-                self.socket().display().to_string(),
-                self.dir.join("journal.sqlite").display().to_string(),
-                self.extra_config
-            ),
-        )?;
+        let mut table = self.config.clone();
+        let path = |p: PathBuf| toml::Value::String(p.display().to_string());
+        table.insert("socket".into(), path(self.socket()));
+        table.insert("journal".into(), path(self.dir.join("journal.sqlite")));
+        std::fs::write(&config, toml::to_string(&table)?)?;
         let log = std::fs::File::create(self.dir.join("daemon.log"))?;
         let mut cmd = Command::new(&self.exe);
         cmd.arg("daemon")
             .arg("--config")
             .arg(&config)
-            .args(["--mode", self.mode.name()])
+            .args(["--mode", self.daemon_mode])
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log);
@@ -171,7 +214,8 @@ impl Mode for Daemon {
                 let _ = child.kill();
                 let _ = child.wait();
                 bail!(
-                    "uxsched daemon --mode {} did not exit within {} s of SIGTERM; killed (its journal {} lets a restart restore)",
+                    "uxsched daemon --mode {} (bench mode {}) did not exit within {} s of SIGTERM; killed (its journal {} lets a restart restore)",
+                    self.daemon_mode,
                     self.mode.name(),
                     STOP_TIMEOUT.as_secs(),
                     self.dir.join("journal.sqlite").display()
@@ -186,5 +230,30 @@ impl Mode for Daemon {
 impl Drop for Daemon {
     fn drop(&mut self) {
         let _ = self.restore();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_variant_merges_its_keys_into_the_users_and_refuses_a_contradiction() {
+        let t = daemon_config(
+            ModeName::UxschedRoles,
+            "[tracker]\nkernel_workers = false\n[uxsched]\nslice_us = 1500\n",
+        )
+        .unwrap();
+        assert_eq!(t["tracker"]["enabled"], toml::Value::Boolean(false));
+        assert_eq!(t["tracker"]["kernel_workers"], toml::Value::Boolean(false));
+        assert_eq!(t["uxsched"]["slice_us"], toml::Value::Integer(1500));
+        let text = toml::to_string(&t).unwrap();
+        uxsched_daemon::config::Config::parse(&text, Path::new("merged")).unwrap();
+        let e = daemon_config(ModeName::UxschedRoles, "[tracker]\nenabled = true\n").unwrap_err();
+        assert!(format!("{e:#}").contains("tracker.enabled"), "{e:#}");
+        // The same value is no contradiction, and plain modes set nothing of their own.
+        daemon_config(ModeName::UxschedRoles, "[tracker]\nenabled = false\n").unwrap();
+        assert!(daemon_config(ModeName::Uxsched, "").unwrap().is_empty());
+        assert_eq!(variant(ModeName::UxschedRoles).0, "uxsched");
     }
 }

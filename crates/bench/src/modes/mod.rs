@@ -18,7 +18,7 @@ use std::collections::HashSet;
 use std::path::PathBuf;
 use uxsched_daemon::actuators::sched::{self, SchedAttr};
 
-pub use daemon::daemon_available;
+pub use daemon::{daemon_available, daemon_config};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -35,10 +35,13 @@ pub enum ModeName {
     Facfs,
     Shuffledog,
     Uxsched,
+    /// `uxsched` with the tracker off: name-based roles only, to measure the tracker's share.
+    #[serde(rename = "uxsched-roles")]
+    UxschedRoles,
 }
 
 impl ModeName {
-    pub const ALL: [ModeName; 12] = [
+    pub const ALL: [ModeName; 13] = [
         ModeName::Idle,
         ModeName::Stock,
         ModeName::Android,
@@ -51,6 +54,7 @@ impl ModeName {
         ModeName::Facfs,
         ModeName::Shuffledog,
         ModeName::Uxsched,
+        ModeName::UxschedRoles,
     ];
 
     pub fn name(self) -> &'static str {
@@ -67,6 +71,7 @@ impl ModeName {
             ModeName::Facfs => "facfs",
             ModeName::Shuffledog => "shuffledog",
             ModeName::Uxsched => "uxsched",
+            ModeName::UxschedRoles => "uxsched-roles",
         }
     }
 
@@ -83,6 +88,12 @@ impl ModeName {
         )
     }
 
+    /// Whether a run without `--modes` includes it: every mode but the variants of `uxsched`
+    /// that exist to take one of its parts apart (ask for them by name).
+    pub fn in_default_set(self) -> bool {
+        !matches!(self, ModeName::UxschedRoles)
+    }
+
     pub fn description(self) -> &'static str {
         match self {
             ModeName::Idle => "the foreground alone, no load: the limit every ratio is taken against",
@@ -97,6 +108,7 @@ impl ModeName {
             ModeName::Facfs => "uxsched daemon --mode facfs (seed 004)",
             ModeName::Shuffledog => "uxsched daemon --mode shuffledog (seed 003)",
             ModeName::Uxsched => "uxsched daemon --mode uxsched (the recommended combination)",
+            ModeName::UxschedRoles => "uxsched daemon --mode uxsched with [tracker] enabled = false: name-based roles only, no chain (not in the default set)",
         }
     }
 }
