@@ -39,6 +39,7 @@ cell_args() {
     daemon) args+=(--modes "$DAEMON_MODES") ;;
     short) args+=(--modes "$PEERS" --reps 3 --duration 10s) ;;
     kbuild) args+=(--load kbuild --modes idle,stock,android,schedqos,fifo,uxsched) ;;
+    roles) args+=(--modes idle,stock,fifo,uxsched,uxsched-roles) ;;
     lever) args+=(--modes idle,stock,fifo,uxsched,uxsched-roles,uxsched-rt) ;;
     *) echo "unknown cell tag '$tag' in $1" >&2; exit 2 ;;
   esac
@@ -53,6 +54,7 @@ ALL=(
   xedit/same-session xedit/no-autogroup
   painting/same-session/daemon worker/same-session/daemon
   painting/same-session/kbuild
+  xterm/same-session/roles xterm/no-autogroup/roles
 )
 [ $# -gt 0 ] && cells=("$@") || cells=("${ALL[@]}")
 
