@@ -91,6 +91,8 @@ macro_rules! ranged {
     };
 }
 
+pub(crate) use ranged;
+
 ranged!(min_nice, i32, "min_nice", -20, 0);
 ranged!(shares, u64, "fg_shares/bg_shares", 2, 262_144);
 ranged!(interval_ms, u64, "min_focus_interval_ms", 0, 10_000);
@@ -167,6 +169,8 @@ pub struct Config {
     pub mutter: Mutter,
     pub x11: X11,
     pub tracker: Tracker,
+    /// The real-time request API (docs/api.md): who may ask for what, and rtkit's limits.
+    pub rtapi: crate::rtapi::config::RtApi,
 }
 
 /// The delay-critical thread tracker (BPF): who follows the interaction and what they get.
@@ -325,6 +329,7 @@ impl Default for Config {
             mutter: Mutter::default(),
             x11: X11::default(),
             tracker: Tracker::default(),
+            rtapi: Default::default(),
         }
     }
 }

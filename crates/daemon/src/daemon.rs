@@ -13,6 +13,7 @@ use crate::features::Features;
 use crate::journal::{Journal, JournalLock, Value};
 use crate::policy::{self, Desired};
 use crate::reconcile::Reconciler;
+use crate::rtapi::{canary, Grants};
 use crate::server::Server;
 use crate::sources::tracker::{Critical, CriticalKind, TrackerHandle};
 use crate::sources::{cpufreq, explicit, Event};
@@ -47,6 +48,10 @@ struct Daemon {
     placement: String,
     /// What is wrong with each source that runs degraded.
     source_errors: BTreeMap<SourceName, String>,
+    /// Grants of the real-time API (`rtapi/`), merged into every pass's desired settings.
+    grants: Grants,
+    /// The canary's watchdog, told after each pass which RT threads uxsched holds.
+    canary: Option<canary::Canary>,
 }
 
 /// Start the configured sources' threads; a source that cannot start is reported, not fatal.
@@ -158,6 +163,21 @@ pub fn run(cfg: Config) -> anyhow::Result<()> {
     rec.reconcile(&Desired::nothing(&cfg))?;
     let sources_alive = start_sources(&cfg, &tx);
     let (tracker, tracker_state) = start_tracker(&cfg, &tx);
+    let canary = cfg
+        .rtapi
+        .enabled
+        .then(|| {
+            let ms = std::time::Duration::from_millis;
+            let r = &cfg.rtapi;
+            canary::spawn(ms(r.canary_period_ms), ms(r.canary_timeout_ms), tx.clone())
+                .map_err(|e| warn!("cannot start the canary ({e}); real-time grants are refused"))
+                .ok()
+        })
+        .flatten();
+    let mut rtapi_cfg = cfg.rtapi.clone();
+    if canary.is_none() {
+        rtapi_cfg.max_rt_threads = 0; // never RT without the canary in force
+    }
     let mut signals = signal_hook::iterator::Signals::new([
         signal_hook::consts::SIGTERM,
         signal_hook::consts::SIGINT,
@@ -192,6 +212,8 @@ pub fn run(cfg: Config) -> anyhow::Result<()> {
         critical: Vec::new(),
         placement,
         source_errors: BTreeMap::new(),
+        grants: Grants::new(rtapi_cfg),
+        canary,
         cfg,
     };
     let result = d.serve(&rx);
@@ -246,6 +268,24 @@ impl Daemon {
                     if let Err(e) = self.set_focus(source, app) {
                         warn!("{e}");
                     }
+                }
+                Ok(Event::Thread {
+                    request,
+                    peer,
+                    conn,
+                    reply,
+                }) => {
+                    let _ = reply.send(self.thread_request(&request, &peer, conn)?);
+                    next_scan = Instant::now() + rescan;
+                }
+                Ok(Event::Closed { conn }) => {
+                    if self.grants.closed(conn) {
+                        self.apply()?;
+                    }
+                }
+                Ok(Event::Canary) => {
+                    self.grants.suspend_rt();
+                    self.apply()?;
                 }
                 Ok(Event::Critical(set)) => {
                     // Applied at once: the tracker decides early so the boost is not too late.
@@ -428,12 +468,38 @@ impl Daemon {
             }
     }
 
+    /// A real-time API request: checked and recorded, applied at once (a grant is not rate
+    /// limited like focus changes: `[rtapi] rate_max` bounds it per user), then answered with
+    /// what the kernel holds.
+    fn thread_request(
+        &mut self,
+        req: &uxsched_client::Request,
+        peer: &crate::rtapi::peer::Peer,
+        conn: u64,
+    ) -> anyhow::Result<uxsched_client::Reply> {
+        use uxsched_client::Reply;
+        let task = match self.grants.request(peer, conn, req) {
+            Ok(task) => task,
+            Err((why, msg)) => return Ok(Reply::refused(why, msg)),
+        };
+        self.apply()?;
+        Ok(match self.grants.answer(peer, req, task) {
+            Ok(granted) => Reply::granted(granted),
+            Err((why, msg)) => {
+                self.apply()?; // the grant was dropped: undo what it did, if anything
+                Reply::refused(why, msg)
+            }
+        })
+    }
+
     fn apply(&mut self) -> anyhow::Result<()> {
         let state = self.scan();
-        let desired = policy::for_mode(self.mode)
-            .desired(&state, &self.cfg)
-            .bounded(&self.cfg);
+        let mut desired = policy::for_mode(self.mode).desired(&state, &self.cfg);
+        self.grants.prune();
+        self.grants.merge_into(&mut desired);
+        let desired = desired.bounded(&self.cfg);
         self.rec.reconcile(&desired)?;
+        self.publish_rt();
         if self.mode == Mode::Eimos && self.cfg.eimos.prefetch {
             if let Some(app) = &state.focus {
                 if let Err(e) = self
@@ -447,6 +513,24 @@ impl Daemon {
         self.dirty = false;
         self.last_apply = Instant::now();
         Ok(())
+    }
+
+    /// Tell the canary's watchdog which RT threads uxsched holds now, with their originals.
+    fn publish_rt(&mut self) {
+        let Some(c) = &self.canary else { return };
+        let mut held = c.held.lock().unwrap_or_else(|e| e.into_inner());
+        if self.grants.is_empty() && held.is_empty() {
+            return;
+        }
+        held.clear();
+        for e in self.rec.journal.entries().unwrap_or_default() {
+            if let (Value::Sched(orig), Value::Sched(applied)) = (&e.original, &e.applied) {
+                if applied.is_rt() {
+                    let back = sched::restorable(orig, self.features.default_slice_ns);
+                    held.push((e.via, back));
+                }
+            }
+        }
     }
 
     /// Undo everything and remove the groups (retrying while inherited tasks move out).

@@ -121,6 +121,13 @@ impl Pidfd {
     }
 }
 
+impl From<OwnedFd> for Pidfd {
+    /// A pidfd the kernel handed over some other way (`SO_PEERPIDFD`).
+    fn from(fd: OwnedFd) -> Pidfd {
+        Pidfd(fd)
+    }
+}
+
 impl AsFd for Pidfd {
     fn as_fd(&self) -> BorrowedFd<'_> {
         self.0.as_fd()

@@ -18,6 +18,7 @@ pub mod journal;
 pub mod policy;
 pub mod process_tree;
 pub mod reconcile;
+pub mod rtapi;
 pub mod server;
 pub mod sources;
 pub mod state;

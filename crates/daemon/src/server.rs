@@ -10,6 +10,7 @@
 //! [`REQUEST_TIMEOUT`] is dropped.
 
 use crate::api::{Request, Response, MAX_REQUEST};
+use crate::rtapi::peer::Peer;
 use crate::sources::Event;
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
@@ -18,10 +19,12 @@ use std::os::unix::fs::PermissionsExt;
 use std::os::unix::io::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tracing::{debug, warn};
+use uxsched_client::proto::{self as v1, Refusal, Reply};
 
 /// A client must send its whole request line within this time.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(1);
@@ -176,6 +179,7 @@ impl Drop for Server {
 /// Admit each connection into its uid's share (or answer "busy") and serve it on a thread.
 fn accept_loop(listener: UnixListener, control_uids: Arc<Vec<u32>>, events: Sender<Event>) {
     let slots = Arc::new(Mutex::new(Slots::default()));
+    let conns = AtomicU64::new(0);
     for stream in listener.incoming() {
         let stream = match stream {
             Ok(s) => s,
@@ -200,10 +204,11 @@ fn accept_loop(listener: UnixListener, control_uids: Arc<Vec<u32>>, events: Send
             continue;
         }
         let (held, uids, events) = (slots.clone(), control_uids.clone(), events.clone());
+        let conn = conns.fetch_add(1, Ordering::Relaxed);
         let spawned = std::thread::Builder::new()
             .name("uxsched-client".into())
             .spawn(move || {
-                if let Err(e) = serve(&stream, uid, &uids, &events) {
+                if let Err(e) = serve(&stream, uid, conn, &uids, &events) {
                     debug!(uid, "client: {e}");
                 }
                 held.lock()
@@ -238,7 +243,7 @@ fn refuse(stream: &UnixStream, why: &str) {
     let _ = stream.shutdown(Shutdown::Write);
 }
 
-fn reply(mut stream: &UnixStream, resp: &Response) -> io::Result<()> {
+fn reply(mut stream: &UnixStream, resp: &impl serde::Serialize) -> io::Result<()> {
     let mut line = serde_json::to_string(resp)?;
     line.push('\n');
     stream.write_all(line.as_bytes())
@@ -288,12 +293,28 @@ fn too_slow() -> String {
     )
 }
 
+/// A request line: a control request (unversioned) or a real-time API request (`"v":1`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Incoming {
+    Control(Request),
+    Thread(v1::Request),
+}
+
 /// Parse one request line; the error says what a well-formed request looks like.
-pub fn parse_request(line: &[u8]) -> Result<Request, String> {
+pub fn parse_request(line: &[u8]) -> Result<Incoming, String> {
     let text = std::str::from_utf8(line).map_err(|e| format!("bad request: not UTF-8 ({e})"))?;
     if text.trim().is_empty() {
         return Err(r#"bad request: empty line; send e.g. {"cmd":"status"}"#.into());
     }
+    if v1::is_versioned(text) {
+        return serde_json::from_str(text)
+            .map(Incoming::Thread)
+            .map_err(|e| format!("bad request: {e}"));
+    }
+    parse_control(text).map(Incoming::Control)
+}
+
+fn parse_control(text: &str) -> Result<Request, String> {
     let request = serde_json::from_str(text).map_err(|e| format!("bad request: {e}"))?;
     // serde ignores `deny_unknown_fields` on a unit variant of an internally tagged enum.
     if request == Request::Status {
@@ -311,6 +332,7 @@ pub fn parse_request(line: &[u8]) -> Result<Request, String> {
 fn serve(
     stream: &UnixStream,
     uid: u32,
+    conn: u64,
     control_uids: &[u32],
     events: &Sender<Event>,
 ) -> io::Result<()> {
@@ -323,10 +345,81 @@ fn serve(
         }
         s.set_read_timeout(Some(left))
     };
-    let request = match read_line(&mut &*stream, arm).and_then(|l| parse_request(&l)) {
-        Ok(r) => r,
+    let line = match read_line(&mut &*stream, arm) {
+        Ok(l) => l,
         Err(e) => return reply(stream, &Response::error(e)),
     };
+    match parse_request(&line) {
+        Ok(Incoming::Control(request)) => control(stream, uid, request, control_uids, events),
+        Ok(Incoming::Thread(first)) => threads(stream, conn, first, events),
+        Err(e) if v1::is_versioned(&String::from_utf8_lossy(&line)) => {
+            reply(stream, &Reply::refused(Refusal::BadRequest, e))
+        }
+        Err(e) => reply(stream, &Response::error(e)),
+    }
+}
+
+/// A real-time API session: requests and replies, one line each, for as long as the client
+/// keeps the connection (its `until: close` grants last that long). The first line had to come
+/// within [`REQUEST_TIMEOUT`]; later ones may come whenever. EOF, an empty line or a line that
+/// cannot be read ends it; the daemon is told, so the connection's grants end with it.
+fn threads(
+    stream: &UnixStream,
+    conn: u64,
+    first: v1::Request,
+    events: &Sender<Event>,
+) -> io::Result<()> {
+    struct Closed<'a>(&'a Sender<Event>, u64);
+    impl Drop for Closed<'_> {
+        fn drop(&mut self) {
+            let _ = self.0.send(Event::Closed { conn: self.1 });
+        }
+    }
+    let _closed = Closed(events, conn);
+    let peer = Arc::new(Peer::of(stream)?);
+    let mut next = Ok(first);
+    loop {
+        let answer = match next {
+            Ok(request) => {
+                let (tx, rx) = mpsc::channel();
+                let asked = events.send(Event::Thread {
+                    request,
+                    peer: peer.clone(),
+                    conn,
+                    reply: tx,
+                });
+                match asked {
+                    Ok(()) => rx.recv_timeout(REPLY_TIMEOUT).unwrap_or_else(|_| {
+                        Reply::refused(Refusal::NotApplied, "the daemon did not answer in time")
+                    }),
+                    Err(_) => Reply::refused(Refusal::NotApplied, "the daemon is shutting down"),
+                }
+            }
+            Err(e) => Reply::refused(Refusal::BadRequest, e),
+        };
+        reply(stream, &answer)?;
+        stream.set_read_timeout(None)?;
+        next = match read_line(&mut &*stream, |_| Ok(())) {
+            Ok(line) if line.is_empty() => return Ok(()),
+            Ok(line) => match parse_request(&line) {
+                Ok(Incoming::Thread(r)) => Ok(r),
+                Ok(Incoming::Control(_)) => {
+                    Err("bad request: a real-time API session takes only v1 requests".into())
+                }
+                Err(e) => Err(e),
+            },
+            Err(e) => return reply(stream, &Reply::refused(Refusal::BadRequest, e)),
+        };
+    }
+}
+
+fn control(
+    stream: &UnixStream,
+    uid: u32,
+    request: Request,
+    control_uids: &[u32],
+    events: &Sender<Event>,
+) -> io::Result<()> {
     if request.is_control() && uid != 0 && !control_uids.contains(&uid) {
         return reply(
             stream,
@@ -407,6 +500,9 @@ mod tests {
             &br#"{"cmd":"status"}"#[..],
             br#"{"cmd":"focus","pid":42}"#,
             br#"{"cmd":"mode","mode":"eimos"}"#,
+            br#"{"v":1,"cmd":"realtime","tid":42,"policy":"rr","priority":10}"#,
+            br#"{"v":1,"cmd":"high_priority","tid":42,"nice":-5,"until":"exit"}"#,
+            br#"{"v":1,"cmd":"reset","tid":42}"#,
         ];
         match rng.gen_range(0..5) {
             0 => (0..rng.gen_range(0..6000)).map(|_| rng.gen()).collect(),

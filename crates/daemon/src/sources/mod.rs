@@ -40,6 +40,17 @@ pub enum Event {
         source: SourceName,
         error: Option<String>,
     },
+    /// A real-time API request (protocol v1) on connection `conn` from `peer`.
+    Thread {
+        request: uxsched_client::Request,
+        peer: std::sync::Arc<crate::rtapi::peer::Peer>,
+        conn: u64,
+        reply: Sender<uxsched_client::Reply>,
+    },
+    /// Connection `conn` closed: the grants it holds until close end.
+    Closed { conn: u64 },
+    /// The canary found ordinary threads starved: RT grants were revoked.
+    Canary,
     /// The tracker's critical set changed.
     Critical(Vec<tracker::Critical>),
     /// SIGTERM/SIGINT: restore everything and exit.
