@@ -32,11 +32,8 @@ const MAX_REPLY: u64 = 1 << 16;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("cannot connect to the daemon at {path}: {source} (is `uxsched daemon` running?)")]
-    Connect {
-        path: String,
-        source: std::io::Error,
-    },
+    #[error("cannot connect to the daemon at {path}: {err} (is `uxsched daemon` running?)")]
+    Connect { path: String, err: std::io::Error },
     #[error("talking to the daemon: {0}")]
     Io(#[from] std::io::Error),
     #[error("the daemon's reply is not valid: {0}")]
@@ -56,9 +53,9 @@ pub struct Client {
 impl Client {
     pub fn connect(socket: impl AsRef<Path>) -> Result<Client, Error> {
         let path = socket.as_ref();
-        let stream = UnixStream::connect(path).map_err(|source| Error::Connect {
+        let stream = UnixStream::connect(path).map_err(|err| Error::Connect {
             path: path.display().to_string(),
-            source,
+            err,
         })?;
         stream.set_read_timeout(Some(Duration::from_secs(10)))?;
         let reader = BufReader::new(stream.try_clone()?.take(u64::MAX));

@@ -13,7 +13,7 @@ pub struct SocketArg {
     /// Control socket of the daemon [default: `socket` of /etc/uxsched/uxsched.toml, else
     /// /run/uxsched/uxsched.sock].
     #[arg(long, value_name = "PATH")]
-    socket: Option<PathBuf>,
+    pub(crate) socket: Option<PathBuf>,
 }
 
 #[derive(clap::Subcommand)]
@@ -105,7 +105,7 @@ fn load(path: Option<&Path>) -> anyhow::Result<Config> {
     Config::load(path).map_err(|e| bad_input(e.to_string()))
 }
 
-fn socket_path(arg: &SocketArg) -> anyhow::Result<PathBuf> {
+pub(crate) fn socket_path(arg: &SocketArg) -> anyhow::Result<PathBuf> {
     match &arg.socket {
         Some(p) => Ok(p.clone()),
         None => Ok(load(None)?.socket),

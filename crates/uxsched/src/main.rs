@@ -5,6 +5,7 @@
 mod bench_cmd;
 mod daemon_cmd;
 mod exit;
+mod rt_cmd;
 mod sim_cmd;
 mod tracker_cmd;
 
@@ -33,6 +34,10 @@ enum Command {
     /// The delay-critical thread tracker: learned decisions, and the tracker on a live process.
     #[command(subcommand)]
     Tracker(tracker_cmd::TrackerCommand),
+    /// Ask the daemon for real time, a nice level or a latency slice (docs/api.md), e.g.
+    /// `uxsched rt realtime --priority 10 -- CMD…`.
+    #[command(subcommand)]
+    Rt(rt_cmd::RtCommand),
 }
 
 fn main() -> ExitCode {
@@ -52,6 +57,7 @@ fn main() -> ExitCode {
         Command::Daemon(c) => daemon_cmd::run(c),
         Command::Bench(c) => bench_cmd::run(c),
         Command::Tracker(c) => tracker_cmd::run(c),
+        Command::Rt(c) => rt_cmd::run(c),
     };
     match result {
         Ok(code) => code,

@@ -323,12 +323,12 @@ impl Grants {
                     Err((
                         Refusal::NotApplied,
                         format!(
-                            "the thread keeps {} {}{}: uxsched changes only fair-class threads \
-                             and never one someone else changed (see `uxsched status`)",
+                            "the thread keeps {}{}{}: uxsched changes only fair-class \
+                             (SCHED_OTHER/BATCH) threads and never one someone else changed (see `uxsched status`)",
                             got.policy,
                             got.priority
-                                .map_or(String::new(), |p| format!("priority {p}")),
-                            got.nice.map_or(String::new(), |n| format!("nice {n}")),
+                                .map_or(String::new(), |p| format!(" priority {p}")),
+                            got.nice.map_or(String::new(), |n| format!(" nice {n}")),
                         ),
                     ))
                 }
