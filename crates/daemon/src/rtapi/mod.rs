@@ -18,7 +18,7 @@ pub mod config;
 pub mod peer;
 
 use crate::identity::{self, TaskId};
-use crate::policy::{Desired, Rt, RtPolicy, Target};
+use crate::policy::{Desired, Rt, RtPolicy};
 use config::RtApi;
 use peer::{Caller, Peer};
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
@@ -282,7 +282,7 @@ impl Grants {
     /// settings; a nice is the lower of the mode's and the grant's; a slice is the grant's.
     pub fn merge_into(&self, desired: &mut Desired) {
         for (task, g) in &self.grants {
-            let t = desired.threads.entry(*task).or_insert_with(Target::default);
+            let t = desired.threads.entry(*task).or_default();
             match g.ask {
                 Ask::Realtime { policy, priority } => {
                     let policy = match policy {
