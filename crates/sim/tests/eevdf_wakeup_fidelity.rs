@@ -45,8 +45,15 @@ fn a_tenth_of_the_wakeups_wait_for_the_tick_as_on_the_kernel() {
     let samples = periodic_wakeups(1..9);
     let s = Summary::of(&samples, false).stats.unwrap();
     let waited = samples.iter().filter(|&&l| l >= MS as i64).count() as f64 / samples.len() as f64;
-    eprintln!("p50 {} p90 {} p99 {} waited {waited:.3}", s.p50, s.p90, s.p99);
-    assert!(s.p50 <= 100 * US as i64, "p50 {} ns: the kernel's is 74 µs", s.p50);
+    eprintln!(
+        "p50 {} p90 {} p99 {} waited {waited:.3}",
+        s.p50, s.p90, s.p99
+    );
+    assert!(
+        s.p50 <= 100 * US as i64,
+        "p50 {} ns: the kernel's is 74 µs",
+        s.p50
+    );
     assert!(
         (2 * MS as i64..=6 * MS as i64).contains(&s.p90),
         "p90 {} ns: the kernel's is 4.0 ms (one tick at HZ 250)",

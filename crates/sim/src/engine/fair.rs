@@ -108,12 +108,12 @@ impl Sim {
     }
 
     /// Enqueue a task and, where its group was empty on this CPU, the group entities above it.
-    /// The running task is charged first, as `enqueue_entity` calls `update_curr` before
-    /// `place_entity` (kernel/sched/fair.c, 2.6.32 through 6.18): placement must see the queue's
-    /// virtual time as of now, not as of the last tick — a stale V hands a waking EEVDF entity
-    /// the lag the current one accrued since then.
+    /// Under policies that ask for it the running task is charged first (see
+    /// [`crate::policy::FairPolicy::update_curr_on_enqueue`]).
     pub(super) fn fair_enqueue(&mut self, tid: u32, cpu: usize, why: Enqueue) {
-        self.update_curr(cpu);
+        if self.policy.update_curr_on_enqueue() {
+            self.update_curr(cpu);
+        }
         self.cpus[cpu].fair_tasks.push(tid);
         let g = self.tasks[tid as usize].group;
         self.fair_enqueue_up(tid as EntityId, g, cpu, why);

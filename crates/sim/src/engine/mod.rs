@@ -62,6 +62,10 @@ pub struct SimConfig {
     /// The block device behind `read` events (`--param blockdev.access=1ms`,
     /// `blockdev.mb_per_s=20`, `blockdev.read_ahead_kb=128`).
     pub device: DeviceSpec,
+    /// Timer slack of fair tasks' sleeps and timers (`timer_slack_ns`, 50 µs by default on
+    /// Linux; RT tasks get none, `hrtimer_nanosleep`): the wake-up comes this much after the
+    /// requested time. 0 here by default (the ideal timer); `sim validate` sets the kernel's.
+    pub timer_slack: Nanos,
 }
 
 impl SimConfig {
@@ -81,6 +85,7 @@ impl SimConfig {
             cfs_tunables: None,
             io_sched: "cfq".into(),
             device: DeviceSpec::default(),
+            timer_slack: 0,
         }
     }
 

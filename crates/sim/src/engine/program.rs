@@ -331,7 +331,7 @@ impl Sim {
                 Op::Run(_) | Op::Runtime(_) => {}
                 Op::Sleep(d) => {
                     self.tasks[t].work_end = self.now;
-                    self.block_until(tid, self.now + d);
+                    self.sleep_until(tid, self.now + d);
                     return Next::Blocked;
                 }
                 Op::Io(d) if d > 0 => {
@@ -365,7 +365,7 @@ impl Sim {
                     };
                     self.tasks[t].prog.timers[timer] = Some(next);
                     if next > now {
-                        self.block_until(tid, next);
+                        self.sleep_until(tid, next);
                         return Next::Blocked;
                     }
                 }
@@ -461,6 +461,16 @@ impl Sim {
         }
         self.block_until(tid, self.now);
         true
+    }
+
+    /// Block on a sleep or timer until `at`, plus the timer slack for fair tasks (the hrtimer
+    /// fires at the end of its range `[at, at + slack]` when nothing else interrupts earlier).
+    fn sleep_until(&mut self, tid: u32, at: Nanos) {
+        let slack = match self.tasks[tid as usize].class {
+            super::Class::Fair => self.cfg.timer_slack,
+            super::Class::Rt { .. } => 0,
+        };
+        self.block_until(tid, at + slack);
     }
 
     fn block_until(&mut self, tid: u32, at: Nanos) {

@@ -18,8 +18,15 @@
 //! - A waking entity preempts if `pick_eevdf` would choose it; PREEMPT_SHORT first cancels the
 //!   current's protection when the wakee has a shorter slice, is eligible and has the earlier
 //!   deadline (`check_preempt_wakeup_fair`, `do_preempt_short`).
-//! - Not modelled: DELAY_DEQUEUE (6.12 keeps an ineligible sleeper queued until its lag decays;
-//!   we dequeue at once and keep its negative lag, which the clamp bounds) — see docs/mechanisms.md.
+//! - DELAY_DEQUEUE and DELAY_ZERO (6.12+, `dequeue_entity`, `requeue_delayed_entity`,
+//!   `finish_delayed_dequeue_entity`): the kernel keeps a sleeper that is not eligible queued
+//!   until it is picked, and then dequeues it with its lag clipped to 0; woken before that, it
+//!   keeps its place. We dequeue at once but remember the queue ([`Entity::delayed_on`]): woken
+//!   on that queue, it keeps its vruntime while V has not reached it, and is placed with zero
+//!   lag once V has (it would have been eligible, hence picked and dequeued, or re-placed by
+//!   `requeue_delayed_entity`). The sleeper's own weight in V meanwhile is not modelled, nor is
+//!   its wait for the earliest deadline; woken on another CPU it keeps its negative lag (the
+//!   kernel wakes a delayed task where it is queued) — see docs/mechanisms.md.
 
 use super::{
     rq_members, update_min_vruntime_members, Enqueue, Entity, EntityId, FairPolicy, FairRq,
@@ -37,6 +44,8 @@ pub struct EevdfTunables {
     pub preempt_short: bool,
     pub place_lag: bool,
     pub wakeup_preempt: bool,
+    /// DELAY_DEQUEUE with DELAY_ZERO (both on since 6.12).
+    pub delay_dequeue: bool,
 }
 
 impl EevdfTunables {
@@ -50,6 +59,7 @@ impl EevdfTunables {
             preempt_short: true,
             place_lag: true,
             wakeup_preempt: true,
+            delay_dequeue: true,
         }
     }
 }
@@ -166,11 +176,23 @@ impl FairPolicy for Eevdf {
         self.t.base_slice
     }
 
+    fn update_curr_on_enqueue(&self) -> bool {
+        true
+    }
+
     fn place(&self, rq: &FairRq, ents: &mut [Entity], id: EntityId, why: Enqueue) {
         if !ents[id].custom_slice {
             ents[id].slice = self.t.base_slice;
         }
         let v = avg_vruntime(rq, ents);
+        if let Some(on) = ents[id].delayed_on.take() {
+            if why == Enqueue::Wakeup && on == ents[id].rq {
+                if v < ents[id].vruntime {
+                    return; // still queued in the kernel: it keeps vruntime and deadline
+                }
+                ents[id].vlag = 0; // DELAY_ZERO
+            }
+        }
         let mut lag = 0i64;
         if self.t.place_lag && rq.nr_running > 0 && why != Enqueue::Initial {
             let load = rq.load as i128;
@@ -185,12 +207,15 @@ impl FairPolicy for Eevdf {
         e.deadline = e.vruntime + vs;
     }
 
-    fn on_dequeue(&self, rq: &FairRq, ents: &mut [Entity], id: EntityId, _sleep: bool) {
+    fn on_dequeue(&self, rq: &FairRq, ents: &mut [Entity], id: EntityId, sleep: bool) {
         // `update_entity_lag`, computed while the entity is still counted in V.
         let v = avg_vruntime(rq, ents);
         let e = &ents[id];
         let limit = vruntime_delta((2 * e.slice).max(self.t.tick), e.weight) as i64;
-        ents[id].vlag = (v - e.vruntime).clamp(-limit, limit);
+        let lag = (v - e.vruntime).clamp(-limit, limit);
+        // DELAY_DEQUEUE: only a sleeper that is not eligible is delayed.
+        ents[id].delayed_on = (self.t.delay_dequeue && sleep && lag < 0).then_some(e.rq);
+        ents[id].vlag = lag;
     }
 
     fn charge(&self, rq: &mut FairRq, ents: &mut [Entity], id: EntityId, delta: Nanos) -> bool {

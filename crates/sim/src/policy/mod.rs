@@ -30,6 +30,9 @@ pub struct Entity {
     pub vlag: i64,
     /// EEVDF protection end for RUN_TO_PARITY (`se->vprot`).
     pub vprot: i64,
+    /// EEVDF DELAY_DEQUEUE: the run-queue this entity went to sleep on while not eligible
+    /// (`se->sched_delayed`); see `policy::eevdf`.
+    pub delayed_on: Option<usize>,
     /// Requested slice: EEVDF base or custom slice.
     pub slice: Nanos,
     /// `sched_attr.sched_runtime` was set explicitly.
@@ -91,6 +94,16 @@ pub trait FairPolicy {
 
     /// Default slice of a new entity (EEVDF base slice; CFS computes slices per period instead).
     fn base_slice(&self) -> Nanos;
+
+    /// Charge the running task before an enqueue, as `enqueue_entity` calls `update_curr`
+    /// before `place_entity` (kernel/sched/fair.c, 2.6.32 through 6.18), so that placement sees
+    /// the queue's virtual time as of now rather than as of the last tick. `eevdf` does (a stale
+    /// V handed every waking entity the lag the current one had accrued since the tick: issue
+    /// 11). The other policies keep the older order their seed-paper reproductions were
+    /// calibrated with (`seed000_examples`, `seed_mechanisms_a` change otherwise).
+    fn update_curr_on_enqueue(&self) -> bool {
+        false
+    }
 
     /// Set `ents[id]`'s virtual time before it joins `rq` (`place_entity`).
     fn place(&self, rq: &FairRq, ents: &mut [Entity], id: EntityId, why: Enqueue);
