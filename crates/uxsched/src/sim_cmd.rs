@@ -2,6 +2,7 @@
 
 mod bench;
 mod reproduce;
+mod validate;
 
 use crate::exit::bad_input;
 use anyhow::Context;
@@ -34,6 +35,8 @@ pub enum SimCommand {
     List,
     /// Run a seed paper's experiments (or `all`) and report the paper's numbers next to ours.
     Reproduce(ReproduceArgs),
+    /// Run rt-app workloads on this kernel and in the simulator, and compare per task.
+    Validate(validate::ValidateArgs),
 }
 
 #[derive(clap::Args)]
@@ -126,6 +129,7 @@ pub fn run(c: SimCommand) -> anyhow::Result<ExitCode> {
         SimCommand::Run(a) => run_workload(*a),
         SimCommand::Bench(a) => bench::bench(a),
         SimCommand::Reproduce(a) => reproduce::reproduce(a),
+        SimCommand::Validate(a) => validate::validate(a),
         SimCommand::List => {
             println!("built-in workloads (scenarios/):");
             for (name, _) in workload::BUILTINS {
