@@ -16,11 +16,12 @@ use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
+use uxsched_model::stats::nearest_rank;
 use uxsched_model::time::fmt_ns;
 use uxsched_model::Nanos;
 use uxsched_sim::engine::{Sim, SimConfig};
 use uxsched_sim::log::{Record, RunMeta, Sink};
-use uxsched_sim::metrics::dist::{nearest_rank, Summary};
+use uxsched_sim::metrics::dist::Summary;
 use uxsched_sim::platform::PlatformSpec;
 use uxsched_sim::workload::{self, Workload};
 
