@@ -15,7 +15,7 @@ PKGS=(build-essential pkg-config curl ca-certificates rt-app rt-tests stress-ng 
       xvfb x11-utils xdotool clang llvm libbpf-dev libelf-dev zlib1g-dev bpftool util-linux procps
       fonts-dejavu-core qemu-system-x86 busybox-static dbus-daemon
       linux-source-6.12 flex bison bc libssl-dev
-      xterm x11-apps openbox xfonts-base)
+      xterm x11-apps openbox xfonts-base valgrind)
 
 missing=()
 for p in "${PKGS[@]}"; do
