@@ -106,6 +106,9 @@ ranged!(budget_ms, u64, "budget_ms", 10, 600_000);
 ranged!(cut_rate, u32, "cut_rate", 1, 1024);
 ranged!(poll_ms, u64, "poll_ms", 10, 60_000);
 ranged!(readahead_factor, u64, "readahead_factor", 1, 64);
+ranged!(rt_continuous_ms, u64, "rt_continuous_ms", 1, 100);
+ranged!(rt_episode_ms, u64, "rt_episode_ms", 1, 1_000);
+ranged!(rt_cooldown_ms, u64, "rt_cooldown_ms", 10, 600_000);
 
 fn cgroup_name<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
     let s = String::deserialize(d)?;
@@ -187,6 +190,29 @@ pub struct Tracker {
     pub kernel_workers: bool,
     /// Where learned ⟨context, decision⟩ pairs are kept.
     pub store: PathBuf,
+    /// How the critical set (UI/render/critical threads and the chain) is raised.
+    pub lever: Lever,
+    /// The `rt` lever's bound: a thread seen on CPU this long without a break is demoted
+    /// (WALT's MVP rule: 3 ms continuous).
+    #[serde(deserialize_with = "rt_continuous_ms")]
+    pub rt_continuous_ms: u64,
+    /// The `rt` lever's bound: CPU time a thread may use at real-time priority in one busy
+    /// period (WALT's MVP rule: 12 ms per episode).
+    #[serde(deserialize_with = "rt_episode_ms")]
+    pub rt_episode_ms: u64,
+    /// How long a demoted thread stays on the fair lever before it may be real-time again.
+    #[serde(deserialize_with = "rt_cooldown_ms")]
+    pub rt_cooldown_ms: u64,
+}
+
+/// The boost lever of the critical set (issue 10): the fair class (nice `min_nice` and the
+/// short custom slice) or SCHED_FIFO 1 under a per-thread CPU budget (docs/mechanisms.md).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Lever {
+    #[default]
+    Fair,
+    Rt,
 }
 
 impl Default for Tracker {
@@ -196,6 +222,10 @@ impl Default for Tracker {
             partners: true,
             kernel_workers: true,
             store: "/var/lib/uxsched/tracker.sqlite".into(),
+            lever: Lever::Fair,
+            rt_continuous_ms: 3,
+            rt_episode_ms: 12,
+            rt_cooldown_ms: 1000,
         }
     }
 }
@@ -461,6 +491,23 @@ mod tests {
         assert!(e.contains("line 1") && e.contains("fastest"), "{e}");
         let e = parse("cgroup_name = \"../etc\"\n").unwrap_err();
         assert!(e.contains("cgroup_name"), "{e}");
+    }
+
+    #[test]
+    fn the_lever_and_its_bounds_are_checked_with_their_line() {
+        let c = parse("[tracker]\nlever = \"rt\"\nrt_cooldown_ms = 500\n").unwrap();
+        assert_eq!(
+            (c.tracker.lever, c.tracker.rt_cooldown_ms),
+            (Lever::Rt, 500)
+        );
+        assert_eq!(c.tracker.rt_continuous_ms, 3);
+        let e = parse("[tracker]\nenabled = true\nlever = \"deadline\"\n").unwrap_err();
+        assert!(
+            e.contains("line 3") && e.contains("lever") && e.contains("rt"),
+            "{e}"
+        );
+        let e = parse("[tracker]\nrt_episode_ms = 0\n").unwrap_err();
+        assert!(e.contains("line 2") && e.contains("rt_episode_ms"), "{e}");
     }
 
     #[test]

@@ -14,6 +14,7 @@ use crate::journal::{Journal, JournalLock, Value};
 use crate::policy::{self, Desired};
 use crate::reconcile::Reconciler;
 use crate::rtapi::{canary, Grants};
+use crate::rt_budget::{self, RtBudget};
 use crate::server::Server;
 use crate::sources::tracker::{Critical, CriticalKind, TrackerHandle};
 use crate::sources::{cpufreq, explicit, Event};
@@ -52,6 +53,9 @@ struct Daemon {
     grants: Grants,
     /// The canary's watchdog, told after each pass which RT threads uxsched holds.
     canary: Option<canary::Canary>,
+    /// The `rt` lever's bound: the run time of every thread it made real-time.
+    rt: RtBudget,
+    rt_checked: Instant,
 }
 
 /// Start the configured sources' threads; a source that cannot start is reported, not fatal.
@@ -214,6 +218,8 @@ pub fn run(cfg: Config) -> anyhow::Result<()> {
         source_errors: BTreeMap::new(),
         grants: Grants::new(rtapi_cfg),
         canary,
+        rt: RtBudget::new(rt_budget::Limits::of(&cfg.tracker)),
+        rt_checked: Instant::now(),
         cfg,
     };
     let result = d.serve(&rx);
@@ -236,11 +242,14 @@ impl Daemon {
         let mut next_scan = Instant::now() + rescan;
         loop {
             let now = Instant::now();
-            let apply_at = if self.dirty {
+            let mut apply_at = if self.dirty {
                 (self.last_apply + min_interval).min(next_scan)
             } else {
                 next_scan
             };
+            if self.rt.active() {
+                apply_at = apply_at.min(self.rt_checked + rt_budget::CHECK);
+            }
             // A change request is answered after it has been applied (unless rate-limited), so
             // a client that focuses and then looks at the kernel sees the result.
             let mut pending = None;
@@ -304,6 +313,14 @@ impl Daemon {
                 Err(RecvTimeoutError::Timeout) => {}
             }
             let now = Instant::now();
+            if self.rt.active() && now >= self.rt_checked + rt_budget::CHECK {
+                self.rt_checked = now;
+                if self.rt.check(now) {
+                    // Over budget: demoted at once, not at the next rescan.
+                    self.dirty = true;
+                    self.last_apply = now - min_interval;
+                }
+            }
             let due = (self.dirty && now >= self.last_apply + min_interval) || now >= next_scan;
             if due {
                 self.apply()?;
@@ -436,6 +453,7 @@ impl Daemon {
             cpus: state::cpus_now(),
             autogroup,
             chain,
+            rt_demoted: Default::default(),
         }
     }
 
@@ -493,8 +511,19 @@ impl Daemon {
     }
 
     fn apply(&mut self) -> anyhow::Result<()> {
-        let state = self.scan();
-        let mut desired = policy::for_mode(self.mode).desired(&state, &self.cfg);
+        let mut state = self.scan();
+        state.rt_demoted = self.rt.demoted(Instant::now());
+        let policy = policy::for_mode(self.mode);
+        let mut desired = policy.desired(&state, &self.cfg).bounded(&self.cfg);
+        // The rt lever's bound is in force before a thread is made real-time: each is sampled
+        // now and watched from then on; one whose run time cannot be read is not made RT.
+        let unreadable = self.rt.follow(self.rt_lever_threads(&desired));
+        if !unreadable.is_empty() {
+            state.rt_demoted.extend(unreadable);
+            desired = policy.desired(&state, &self.cfg).bounded(&self.cfg);
+            self.rt.follow(self.rt_lever_threads(&desired));
+        }
+        // Real-time API grants (`rtapi/`) on top: not the lever's, so not its budget.
         self.grants.prune();
         self.grants.merge_into(&mut desired);
         let desired = desired.bounded(&self.cfg);
@@ -531,6 +560,19 @@ impl Daemon {
                 }
             }
         }
+    }
+
+    /// The threads the `uxsched` mode's `rt` lever asks to run real-time (none otherwise).
+    fn rt_lever_threads(&self, desired: &Desired) -> Vec<crate::identity::TaskId> {
+        if self.mode != Mode::Uxsched || self.cfg.tracker.lever != crate::config::Lever::Rt {
+            return Vec::new();
+        }
+        desired
+            .threads
+            .iter()
+            .filter(|(_, t)| t.rt.is_some())
+            .map(|(task, _)| *task)
+            .collect()
     }
 
     /// Undo everything and remove the groups (retrying while inherited tasks move out).

@@ -19,6 +19,7 @@ pub mod policy;
 pub mod process_tree;
 pub mod reconcile;
 pub mod rtapi;
+pub mod rt_budget;
 pub mod server;
 pub mod sources;
 pub mod state;

@@ -95,6 +95,9 @@ pub struct State {
     /// Threads outside the app that the tracker found on its interactions' path (partners'
     /// threads, kernel workers), already bounded by the config and ownership rules.
     pub chain: Vec<crate::sources::tracker::Critical>,
+    /// Threads of the `rt` lever that used up their run-time budget: on the fair lever until
+    /// their cool-down ends (`rt_budget.rs`).
+    pub rt_demoted: std::collections::BTreeSet<TaskId>,
 }
 
 /// Classify a thread of an app.

@@ -64,6 +64,7 @@ fn list_names_scenarios_and_modes() {
         "fifo",
         "uxsched",
         "uxsched-roles",
+        "uxsched-rt",
     ] {
         assert!(text.contains(word), "{word} missing from:\n{text}");
     }

@@ -2,7 +2,7 @@
 //! with a private socket and journal, waits until `uxsched status --json` answers, tells it the
 //! foreground with `uxsched focus <pid>`, and on restore stops it with SIGTERM (the daemon
 //! restores what it changed from its journal) and waits for it. Variants of a daemon mode
-//! (`uxsched-roles`) run the same daemon mode with a few configuration keys of their own
+//! (`uxsched-roles`, `uxsched-rt`) run the same daemon mode with a few configuration keys of their own
 //! ([`daemon_config`]), so one lever can be compared against the same daemon.
 
 use super::{Mode, ModeEnv, ModeName, Targets};
@@ -33,6 +33,7 @@ pub fn daemon_available(exe: Option<&Path>) -> bool {
 fn variant(mode: ModeName) -> (&'static str, &'static str) {
     match mode {
         ModeName::UxschedRoles => ("uxsched", "[tracker]\nenabled = false\n"),
+        ModeName::UxschedRt => ("uxsched", "[tracker]\nlever = \"rt\"\n"),
         other => (other.name(), ""),
     }
 }
@@ -255,5 +256,8 @@ mod tests {
         daemon_config(ModeName::UxschedRoles, "[tracker]\nenabled = false\n").unwrap();
         assert!(daemon_config(ModeName::Uxsched, "").unwrap().is_empty());
         assert_eq!(variant(ModeName::UxschedRoles).0, "uxsched");
+        let rt = daemon_config(ModeName::UxschedRt, "[tracker]\nrt_cooldown_ms = 500\n").unwrap();
+        assert_eq!(rt["tracker"]["lever"], toml::Value::String("rt".into()));
+        assert_eq!(rt["tracker"]["rt_cooldown_ms"], toml::Value::Integer(500));
     }
 }

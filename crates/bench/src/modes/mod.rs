@@ -38,10 +38,13 @@ pub enum ModeName {
     /// `uxsched` with the tracker off: name-based roles only, to measure the tracker's share.
     #[serde(rename = "uxsched-roles")]
     UxschedRoles,
+    /// `uxsched` with the tracker's bounded real-time lever on its critical set.
+    #[serde(rename = "uxsched-rt")]
+    UxschedRt,
 }
 
 impl ModeName {
-    pub const ALL: [ModeName; 13] = [
+    pub const ALL: [ModeName; 14] = [
         ModeName::Idle,
         ModeName::Stock,
         ModeName::Android,
@@ -55,6 +58,7 @@ impl ModeName {
         ModeName::Shuffledog,
         ModeName::Uxsched,
         ModeName::UxschedRoles,
+        ModeName::UxschedRt,
     ];
 
     pub fn name(self) -> &'static str {
@@ -72,6 +76,7 @@ impl ModeName {
             ModeName::Shuffledog => "shuffledog",
             ModeName::Uxsched => "uxsched",
             ModeName::UxschedRoles => "uxsched-roles",
+            ModeName::UxschedRt => "uxsched-rt",
         }
     }
 
@@ -91,7 +96,7 @@ impl ModeName {
     /// Whether a run without `--modes` includes it: every mode but the variants of `uxsched`
     /// that exist to take one of its parts apart (ask for them by name).
     pub fn in_default_set(self) -> bool {
-        !matches!(self, ModeName::UxschedRoles)
+        !matches!(self, ModeName::UxschedRoles | ModeName::UxschedRt)
     }
 
     pub fn description(self) -> &'static str {
@@ -109,6 +114,7 @@ impl ModeName {
             ModeName::Shuffledog => "uxsched daemon --mode shuffledog (seed 003)",
             ModeName::Uxsched => "uxsched daemon --mode uxsched (the recommended combination)",
             ModeName::UxschedRoles => "uxsched daemon --mode uxsched with [tracker] enabled = false: name-based roles only, no chain (not in the default set)",
+            ModeName::UxschedRt => "uxsched daemon --mode uxsched with [tracker] lever = \"rt\": the critical set at SCHED_FIFO 1 under a per-thread run-time budget (not in the default set)",
         }
     }
 }

@@ -32,6 +32,10 @@ pub struct Target {
     pub rt: Option<Rt>,
 }
 
+/// The real-time priority of the tracker's `rt` lever: the lowest, below every RT thread
+/// someone else asked for (audio servers, threaded IRQs at 50, watchdogs at 99).
+pub const RT_PRIORITY: u32 = 1;
+
 /// A real-time scheduling class and priority.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Rt {

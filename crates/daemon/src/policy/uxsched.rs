@@ -7,11 +7,14 @@
 //! without autogroup, the foreground cgroup. With the tracker, the app's threads on the
 //! interaction's path count as critical, and the rest of the chain (partner processes' threads,
 //! kernel workers) gets the UI thread's nice and slice too: an interaction is a chain, and only
-//! the whole chain reaches the idle machine's latency (VISION.md).
+//! the whole chain reaches the idle machine's latency (VISION.md). `[tracker] lever = "rt"`
+//! raises that critical set to SCHED_FIFO 1 instead, each thread under its run-time budget
+//! (`rt_budget.rs`): one that used it up gets the fair boost until its cool-down ends.
 
-use super::{Desired, Policy, Target};
+use super::{Desired, Policy, Rt, RtPolicy, Target, RT_PRIORITY};
 use crate::actuators::cgroup::Group;
-use crate::config::Config;
+use crate::config::{self, Config};
+use crate::identity::TaskId;
 use crate::state::{Role, State};
 
 pub struct Uxsched;
@@ -19,37 +22,68 @@ pub struct Uxsched;
 impl Policy for Uxsched {
     fn desired(&self, state: &State, cfg: &Config) -> Desired {
         let mut d = Desired::nothing(cfg);
-        if let Some(app) = &state.focus {
-            d.each(app, |t| {
-                let critical = matches!(t.role, Role::Ui | Role::Render | Role::Critical);
-                Some(Target {
-                    nice: Some(if critical {
-                        cfg.min_nice
-                    } else {
-                        cfg.uxsched.others_nice
-                    }),
-                    slice_ns: critical.then_some(cfg.uxsched.slice_us * 1000),
-                    group: (!state.autogroup).then_some(Group::Fg),
-                    ioprio: None,
-                    // One thread carries the process's session autogroup.
-                    autogroup_nice: (state.autogroup && t.role == Role::Ui).then_some(cfg.min_nice),
-                    rt: None,
-                })
-            });
-            // The rest of the interaction's chain (tracker): partners' threads and kernel
-            // workers on the path get what the UI thread gets, in the fair class only.
-            for c in &state.chain {
-                d.threads.insert(
-                    c.task,
-                    Target {
-                        nice: Some(cfg.min_nice),
-                        slice_ns: Some(cfg.uxsched.slice_us * 1000),
-                        ..Target::default()
-                    },
-                );
-            }
+        let Some(app) = &state.focus else { return d };
+        let lever = Raise::of(state, cfg);
+        d.each(app, |t| {
+            let critical = matches!(t.role, Role::Ui | Role::Render | Role::Critical);
+            let mut target = if critical {
+                lever.raise(&t.task)
+            } else {
+                Target {
+                    nice: Some(cfg.uxsched.others_nice),
+                    ..Target::default()
+                }
+            };
+            // The critical threads of the rt lever stay where they are: with RT group
+            // scheduling a cgroup without an RT runtime refuses real-time threads.
+            target.group = (!state.autogroup && !(lever.rt && critical)).then_some(Group::Fg);
+            // One thread carries the process's session autogroup.
+            target.autogroup_nice = (state.autogroup && t.role == Role::Ui).then_some(cfg.min_nice);
+            Some(target)
+        });
+        // The rest of the interaction's chain (tracker): partners' threads and kernel workers
+        // on the path get what the UI thread gets.
+        for c in &state.chain {
+            d.threads.insert(c.task, lever.raise(&c.task));
         }
         d
+    }
+}
+
+/// How the critical set is raised ([`config::Lever`]).
+struct Raise<'a> {
+    rt: bool,
+    fair: Target,
+    demoted: &'a std::collections::BTreeSet<TaskId>,
+}
+
+impl<'a> Raise<'a> {
+    fn of(state: &'a State, cfg: &Config) -> Raise<'a> {
+        Raise {
+            rt: cfg.tracker.lever == config::Lever::Rt,
+            fair: Target {
+                nice: Some(cfg.min_nice),
+                slice_ns: Some(cfg.uxsched.slice_us * 1000),
+                ..Target::default()
+            },
+            demoted: &state.rt_demoted,
+        }
+    }
+
+    /// The fair boost, or FIFO 1 on the `rt` lever unless the thread used up its budget
+    /// (`rt_budget.rs`: then the fair boost until its cool-down ends).
+    fn raise(&self, task: &TaskId) -> Target {
+        if self.rt && !self.demoted.contains(task) {
+            Target {
+                rt: Some(Rt {
+                    policy: RtPolicy::Fifo,
+                    priority: RT_PRIORITY,
+                }),
+                ..Target::default()
+            }
+        } else {
+            self.fair.clone()
+        }
     }
 }
 
@@ -99,5 +133,47 @@ mod tests {
             assert_eq!((x.nice, x.slice_ns), (Some(-19), Some(100_000)), "tid {t}");
             assert_eq!((x.group, x.autogroup_nice), (None, None), "tid {t}");
         }
+    }
+
+    #[test]
+    fn the_rt_lever_puts_the_critical_set_at_fifo_1_except_threads_over_budget() {
+        use crate::identity::TaskId;
+        use crate::sources::tracker::{Critical, CriticalKind};
+        let mut cfg = Config::default();
+        cfg.tracker.lever = config::Lever::Rt;
+        let mut s = fg_state();
+        s.autogroup = false;
+        let kworker = TaskId {
+            tid: 300,
+            pid: 300,
+            start: 1,
+        };
+        s.chain = vec![Critical {
+            task: kworker,
+            comm: "kworker/u8:2".into(),
+            kind: CriticalKind::KernelWorker,
+            provisional: false,
+        }];
+        let fifo1 = Some(Rt {
+            policy: RtPolicy::Fifo,
+            priority: 1,
+        });
+        let d = Uxsched.desired(&s, &cfg).bounded(&cfg);
+        for t in [100, 101, 300] {
+            let x = tid(&d, t).unwrap();
+            assert_eq!((x.rt, x.group), (fifo1, None), "tid {t}");
+        }
+        let w = tid(&d, 102).unwrap();
+        assert_eq!((w.rt, w.nice, w.group), (None, Some(-5), Some(Group::Fg)));
+        // The render thread used up its budget: the fair boost until its cool-down ends.
+        let render = s.focus.as_ref().unwrap().threads[1].task;
+        s.rt_demoted.insert(render);
+        let d = Uxsched.desired(&s, &cfg);
+        let r = tid(&d, 101).unwrap();
+        assert_eq!((r.rt, r.nice, r.slice_ns), (None, Some(-19), Some(100_000)));
+        assert_eq!(tid(&d, 100).unwrap().rt, fifo1);
+        // The default lever never asks for a real-time class.
+        let d = Uxsched.desired(&s, &Config::default());
+        assert!(d.threads.values().all(|t| t.rt.is_none()));
     }
 }

@@ -344,3 +344,43 @@ fn on_a_systemd_machine_the_apps_unit_is_raised_in_place_and_put_back() {
     assert_eq!(w.borrow().units[&9], UNSET);
     assert!(rec.journal.entries().unwrap().is_empty());
 }
+
+/// The tracker's `rt` lever (`policy/uxsched.rs`): FIFO 1 while within budget; a thread that used
+/// it up gets the fair boost (an update of the same row, not a restore), then FIFO again after
+/// its cool-down — and unfocus still restores the fair original, not an intermediate value.
+#[test]
+fn the_rt_lever_demoted_to_fair_and_back_still_restores_the_original() {
+    use crate::actuators::sched::{SCHED_FIFO, SCHED_FLAG_RESET_ON_FORK, SCHED_OTHER};
+    use crate::policy::{Rt, RtPolicy};
+    let (w, _dir, app, mut rec) = one_app();
+    w.borrow_mut().tasks.get_mut(&100).unwrap().sched = default_attr(3);
+    let fifo = Target {
+        rt: Some(Rt {
+            policy: RtPolicy::Fifo,
+            priority: 1,
+        }),
+        ..Target::default()
+    };
+    let fair = Target {
+        nice: Some(-19),
+        slice_ns: Some(100_000),
+        ..Target::default()
+    };
+    let sched = |w: &Shared| w.borrow().task(100).sched;
+    rec.reconcile(&want(&[(app, fifo.clone())])).unwrap();
+    assert_eq!((sched(&w).policy, sched(&w).priority), (SCHED_FIFO, 1));
+    assert_ne!(sched(&w).flags & SCHED_FLAG_RESET_ON_FORK, 0);
+    rec.reconcile(&want(&[(app, fair)])).unwrap(); // over budget: demoted
+    let s = sched(&w);
+    assert_eq!((s.policy, s.nice, s.runtime), (SCHED_OTHER, -19, 100_000));
+    rec.reconcile(&want(&[(app, fifo)])).unwrap(); // cool-down over
+    assert_eq!(sched(&w).policy, SCHED_FIFO);
+    assert_eq!(
+        rec.journal.entries().unwrap().len(),
+        1,
+        "one row throughout"
+    );
+    rec.reconcile(&nothing()).unwrap();
+    assert_eq!(sched(&w), default_attr(3));
+    assert!(rec.journal.entries().unwrap().is_empty());
+}

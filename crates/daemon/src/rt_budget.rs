@@ -1,0 +1,359 @@
+//! The bound of the tracker's `rt` lever (issue 10): every thread uxsched runs at SCHED_FIFO is
+//! watched through its scheduler statistics, and one that runs too long is demoted to the fair
+//! lever for a cool-down — Qualcomm WALT's MVP rule (3 ms of continuous running, 12 ms in total
+//! per episode) adapted to what a daemon can see from outside the kernel:
+//!
+//! - every [`CHECK`] the daemon reads `/proc/<pid>/task/<tid>/schedstat`: the thread's total
+//!   run time (field 1, ns, `se.sum_exec_runtime`) and how often it was switched in (field 3,
+//!   `sched_info.pcount`; fs/proc/base.c `proc_pid_schedstat`);
+//! - *continuous*: no switch-in since the last check means the thread has been on its CPU since
+//!   before that check, so its run time since then adds to the current stretch; with k
+//!   switch-ins the interval holds at most k + 1 stretches, so one of them lasted at least
+//!   run / (k + 1). Either over `rt_continuous_ms` demotes;
+//! - *episode*: a busy period ends when a whole check interval passes without any run time (the
+//!   thread slept); the run time of the current busy period over `rt_episode_ms` demotes.
+//!
+//! The run time of a running thread is brought up to date at each scheduler tick (4 ms at
+//! HZ=250), so a runaway is demoted within the limit plus one tick plus one check interval.
+
+use crate::identity::TaskId;
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::io;
+use std::time::{Duration, Instant};
+use tracing::{debug, warn};
+
+/// How often the RT-boosted threads' run time is read while any is boosted.
+pub const CHECK: Duration = Duration::from_millis(5);
+
+/// Bound on the remembered demotions and "logged once" threads.
+const MAX_REMEMBERED: usize = 4096;
+
+/// A thread's scheduler statistics at one instant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Sample {
+    /// Total time on a CPU, ns.
+    pub run_ns: u64,
+    /// Times it was switched in.
+    pub switches_in: u64,
+}
+
+/// Read a thread's run time and switch-in count.
+pub fn read(task: &TaskId) -> io::Result<Sample> {
+    let path = format!("/proc/{}/task/{}/schedstat", task.pid, task.tid);
+    parse(&std::fs::read_to_string(path)?)
+}
+
+fn parse(text: &str) -> io::Result<Sample> {
+    let f: Vec<u64> = text
+        .split_whitespace()
+        .map(|x| x.parse::<u64>())
+        .collect::<Result<_, _>>()
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("schedstat: {e}")))?;
+    match f[..] {
+        [run_ns, _, switches_in, ..] => Ok(Sample {
+            run_ns,
+            switches_in,
+        }),
+        _ => Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "schedstat: fewer than 3 fields",
+        )),
+    }
+}
+
+/// Whether a read failed because the thread is gone.
+fn gone(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ESRCH)
+}
+
+/// The limits, from `[tracker]`.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub continuous: Duration,
+    pub episode: Duration,
+    pub cooldown: Duration,
+}
+
+impl Limits {
+    pub fn of(cfg: &crate::config::Tracker) -> Limits {
+        Limits {
+            continuous: Duration::from_millis(cfg.rt_continuous_ms),
+            episode: Duration::from_millis(cfg.rt_episode_ms),
+            cooldown: Duration::from_millis(cfg.rt_cooldown_ms),
+        }
+    }
+}
+
+/// One watched thread.
+#[derive(Debug, Clone, Copy)]
+struct Track {
+    last: Sample,
+    /// Lower bound of the stretch it is running now, ns.
+    continuous: u64,
+    /// Run time in the current busy period, ns.
+    episode: u64,
+}
+
+impl Track {
+    /// Take a new sample; the longest stretch this interval proves and the episode so far.
+    fn observe(&mut self, s: Sample) -> (u64, u64) {
+        let run = s.run_ns.saturating_sub(self.last.run_ns);
+        let ins = s.switches_in.saturating_sub(self.last.switches_in);
+        self.last = s;
+        if run == 0 {
+            (self.continuous, self.episode) = (0, 0);
+            return (0, 0);
+        }
+        self.continuous = if ins == 0 { self.continuous + run } else { 0 };
+        self.episode += run;
+        (self.continuous.max(run / (ins + 1)), self.episode)
+    }
+}
+
+/// Why a thread was demoted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Over {
+    Continuous,
+    Episode,
+    /// Its statistics could not be read although it exists: unbounded, so not real-time.
+    Unreadable,
+}
+
+/// The watchdog: which threads are RT now, their budgets, and which are cooling down.
+pub struct RtBudget {
+    limits: Limits,
+    tracks: HashMap<TaskId, Track>,
+    demoted: HashMap<TaskId, Instant>,
+    logged: HashSet<TaskId>,
+}
+
+impl RtBudget {
+    pub fn new(limits: Limits) -> RtBudget {
+        RtBudget {
+            limits,
+            tracks: HashMap::new(),
+            demoted: HashMap::new(),
+            logged: HashSet::new(),
+        }
+    }
+
+    /// The threads the policy asks to run real-time from now on: each is watched from a
+    /// sample taken now, before the boost is written (never RT without the bound in force); a
+    /// thread that cannot be read is left out of the RT set (`Err`) and gets the fair lever.
+    pub fn follow(&mut self, wanted: impl IntoIterator<Item = TaskId>) -> Vec<TaskId> {
+        self.follow_with(wanted, read)
+    }
+
+    fn follow_with(
+        &mut self,
+        wanted: impl IntoIterator<Item = TaskId>,
+        read: impl Fn(&TaskId) -> io::Result<Sample>,
+    ) -> Vec<TaskId> {
+        let wanted: HashSet<TaskId> = wanted.into_iter().collect();
+        self.tracks.retain(|t, _| wanted.contains(t));
+        let mut unreadable = Vec::new();
+        for t in wanted {
+            if self.tracks.contains_key(&t) {
+                continue;
+            }
+            match read(&t) {
+                Ok(last) => {
+                    self.tracks.insert(
+                        t,
+                        Track {
+                            last,
+                            continuous: 0,
+                            episode: 0,
+                        },
+                    );
+                }
+                Err(e) => {
+                    debug!(tid = t.tid, "cannot read schedstat ({e}); not real-time");
+                    unreadable.push(t);
+                }
+            }
+        }
+        unreadable
+    }
+
+    /// Whether any thread is watched (the daemon then checks every [`CHECK`]).
+    pub fn active(&self) -> bool {
+        !self.tracks.is_empty()
+    }
+
+    /// One check of every watched thread; true if one was demoted (apply now).
+    pub fn check(&mut self, now: Instant) -> bool {
+        self.check_with(now, read)
+    }
+
+    fn check_with(&mut self, now: Instant, read: impl Fn(&TaskId) -> io::Result<Sample>) -> bool {
+        let limits = self.limits;
+        let mut over = Vec::new();
+        self.tracks.retain(|t, track| {
+            let s = match read(t) {
+                Ok(s) => s,
+                Err(e) if gone(&e) => return false, // exited: the reconciler forgets its row
+                Err(_) => {
+                    over.push((*t, Over::Unreadable, 0, 0));
+                    return false;
+                }
+            };
+            let (continuous, episode) = track.observe(s);
+            let why = if continuous >= limits.continuous.as_nanos() as u64 {
+                Some(Over::Continuous)
+            } else if episode >= limits.episode.as_nanos() as u64 {
+                Some(Over::Episode)
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                over.push((*t, why, continuous, episode));
+            }
+            why.is_none()
+        });
+        for &(t, why, continuous, episode) in &over {
+            if self.demoted.len() < MAX_REMEMBERED {
+                self.demoted.insert(t, now + limits.cooldown);
+            }
+            let first = self.logged.len() < MAX_REMEMBERED && self.logged.insert(t);
+            let msg = "real-time budget used up; on the fair lever for the cool-down";
+            let (cont_us, ep_us) = (continuous / 1000, episode / 1000);
+            if first {
+                warn!(tid = t.tid, pid = t.pid, ?why, cont_us, ep_us, "{msg}");
+            } else {
+                debug!(tid = t.tid, pid = t.pid, ?why, cont_us, ep_us, "{msg}");
+            }
+        }
+        !over.is_empty()
+    }
+
+    /// Threads cooling down now (expired cool-downs are dropped).
+    pub fn demoted(&mut self, now: Instant) -> BTreeSet<TaskId> {
+        self.demoted.retain(|_, until| *until > now);
+        self.demoted.keys().copied().collect()
+    }
+
+    /// Forget everything (focus change: a new interaction starts with a full budget; the
+    /// "logged once" set stays, bounded).
+    pub fn reset(&mut self) {
+        self.tracks.clear();
+        self.demoted.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    const T: TaskId = TaskId {
+        tid: 7,
+        pid: 7,
+        start: 1,
+    };
+
+    fn limits() -> Limits {
+        Limits {
+            continuous: Duration::from_millis(3),
+            episode: Duration::from_millis(12),
+            cooldown: Duration::from_millis(100),
+        }
+    }
+
+    fn ms(x: u64) -> u64 {
+        x * 1_000_000
+    }
+
+    /// Feed (run ms, switch-ins) increments one check at a time; the check that demoted, if any.
+    fn run(steps: &[(u64, u64)]) -> Option<usize> {
+        let now = Cell::new(Sample::default());
+        let mut b = RtBudget::new(limits());
+        b.follow_with([T], |_| Ok(now.get()));
+        let start = Instant::now();
+        for (i, &(run, ins)) in steps.iter().enumerate() {
+            let s = now.get();
+            now.set(Sample {
+                run_ns: s.run_ns + ms(run),
+                switches_in: s.switches_in + ins,
+            });
+            if b.check_with(start, |_| Ok(now.get())) {
+                assert!(b.demoted(start).contains(&T));
+                assert!(!b.active(), "no longer watched");
+                return Some(i);
+            }
+        }
+        None
+    }
+
+    #[test]
+    fn a_busy_loop_is_demoted_at_the_continuous_limit() {
+        // Switched in during the first interval (that stretch's start is unknown: counted
+        // from the check), then on the CPU through two more: 2 + 2 ms without a switch.
+        assert_eq!(run(&[(2, 1), (2, 0), (2, 0)]), Some(2));
+        assert_eq!(run(&[(5, 0)]), Some(0));
+    }
+
+    #[test]
+    fn short_runs_with_sleeps_in_between_are_never_demoted() {
+        // 1 ms of work per wake-up, a rest of a whole check interval between them.
+        let steps: Vec<_> = (0..100)
+            .map(|i| if i % 2 == 0 { (1, 1) } else { (0, 0) })
+            .collect();
+        assert_eq!(run(&steps), None);
+    }
+
+    #[test]
+    fn many_short_runs_without_a_rest_use_up_the_episode() {
+        // 2 ms per check in 2 stretches each (1 ms each): never 3 ms at once, 12 ms in total.
+        assert_eq!(run(&[(2, 2); 10]), Some(5));
+        // One long stretch among switch-ins: 7 ms in at most 2 stretches proves one ≥ 3.5 ms.
+        assert_eq!(run(&[(7, 1)]), Some(0));
+    }
+
+    #[test]
+    fn cool_downs_expire_and_reset_forgets() {
+        let mut b = RtBudget::new(limits());
+        let n = Cell::new(0u64);
+        b.follow_with([T], |_| {
+            Ok(Sample {
+                run_ns: n.get(),
+                switches_in: 0,
+            })
+        });
+        n.set(ms(4));
+        let t0 = Instant::now();
+        assert!(b.check_with(t0, |_| Ok(Sample {
+            run_ns: n.get(),
+            switches_in: 0
+        })));
+        assert!(b.demoted(t0 + Duration::from_millis(99)).contains(&T));
+        assert!(b.demoted(t0 + Duration::from_millis(101)).is_empty());
+        let gone = b.follow_with([T], |_| Err(io::ErrorKind::NotFound.into()));
+        assert_eq!(gone, [T], "unreadable: not real-time");
+        assert!(!b.active());
+        // Watched, then unreadable while it exists: demoted, not left unbounded.
+        let t1 = t0 + Duration::from_secs(1);
+        b.follow_with([T], |_| Ok(Sample::default()));
+        let denied = || Err(io::Error::from_raw_os_error(libc::EACCES));
+        assert!(b.check_with(t1, |_| denied()));
+        assert!(b.demoted(t1).contains(&T));
+        // An exited thread is simply no longer watched.
+        b.follow_with([T], |_| Ok(Sample::default()));
+        assert!(!b.check_with(t1, |_| Err(io::ErrorKind::NotFound.into())));
+        assert!(!b.active());
+    }
+
+    #[test]
+    fn schedstat_is_parsed_and_this_thread_has_run() {
+        assert_eq!(
+            parse("123 456 7\n").unwrap(),
+            Sample {
+                run_ns: 123,
+                switches_in: 7
+            }
+        );
+        assert!(parse("1 2\n").is_err());
+        let me = crate::identity::task_id(std::process::id() as i32).unwrap();
+        assert!(read(&me).unwrap().run_ns > 0);
+    }
+}
