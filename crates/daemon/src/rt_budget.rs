@@ -232,13 +232,6 @@ impl RtBudget {
         self.demoted.retain(|_, until| *until > now);
         self.demoted.keys().copied().collect()
     }
-
-    /// Forget everything (focus change: a new interaction starts with a full budget; the
-    /// "logged once" set stays, bounded).
-    pub fn reset(&mut self) {
-        self.tracks.clear();
-        self.demoted.clear();
-    }
 }
 
 #[cfg(test)]
@@ -311,7 +304,7 @@ mod tests {
     }
 
     #[test]
-    fn cool_downs_expire_and_reset_forgets() {
+    fn cool_downs_expire_and_unreadable_threads_are_never_left_real_time() {
         let mut b = RtBudget::new(limits());
         let n = Cell::new(0u64);
         b.follow_with([T], |_| {

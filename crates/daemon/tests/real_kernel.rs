@@ -344,6 +344,7 @@ fn the_rt_lever_runs_the_critical_set_at_fifo_and_demotes_a_busy_loop() {
         demotion(&std::fs::read_to_string(&log).unwrap_or_default()).is_some()
     });
     let line = demotion(&std::fs::read_to_string(&log).unwrap()).unwrap();
+    eprintln!("demoted: {line}");
     let field = |name: &str| -> u64 {
         let v = line.split(&format!("{name}=")).nth(1).unwrap();
         v.split(|c: char| !c.is_ascii_digit())

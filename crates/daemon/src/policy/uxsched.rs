@@ -36,7 +36,8 @@ impl Policy for Uxsched {
             };
             // The critical threads of the rt lever stay where they are: with RT group
             // scheduling a cgroup without an RT runtime refuses real-time threads.
-            target.group = (!state.autogroup && !(lever.rt && critical)).then_some(Group::Fg);
+            let stays = state.autogroup || (lever.rt && critical);
+            target.group = (!stays).then_some(Group::Fg);
             // One thread carries the process's session autogroup.
             target.autogroup_nice = (state.autogroup && t.role == Role::Ui).then_some(cfg.min_nice);
             Some(target)
