@@ -3,13 +3,14 @@
 //! lever for a cool-down — Qualcomm WALT's MVP rule (3 ms of continuous running, 12 ms in total
 //! per episode) adapted to what a daemon can see from outside the kernel:
 //!
-//! - every [`CHECK`] the daemon reads `/proc/<pid>/task/<tid>/schedstat`: the thread's total
-//!   run time (field 1, ns, `se.sum_exec_runtime`) and how often it was switched in (field 3,
-//!   `sched_info.pcount`; fs/proc/base.c `proc_pid_schedstat`);
-//! - *continuous*: no switch-in since the last check means the thread has been on its CPU since
-//!   before that check, so its run time since then adds to the current stretch; with k
-//!   switch-ins the interval holds at most k + 1 stretches, so one of them lasted at least
-//!   run / (k + 1). Either over `rt_continuous_ms` demotes;
+//! - every [`CHECK`] the daemon reads the thread's total run time from
+//!   `/proc/<pid>/task/<tid>/schedstat` (field 1, ns, `se.sum_exec_runtime`; fs/proc/base.c
+//!   `proc_pid_schedstat`) and how often it blocked from `…/status` (`voluntary_ctxt_switches`,
+//!   `nvcsw`; preemptions — by this daemon's own check among others — do not count);
+//! - *continuous*: no sleep since the last check means the thread has run (or waited to run)
+//!   without blocking since before that check, so its run time since then adds to the current
+//!   stretch; with k sleeps the interval holds at most k + 1 stretches, so one of them lasted at
+//!   least run / (k + 1). Either over `rt_continuous_ms` demotes;
 //! - *episode*: a busy period ends when a whole check interval passes without any run time (the
 //!   thread slept); the run time of the current busy period over `rt_episode_ms` demotes.
 //!
@@ -33,27 +34,40 @@ const MAX_REMEMBERED: usize = 4096;
 pub struct Sample {
     /// Total time on a CPU, ns.
     pub run_ns: u64,
-    /// Times it was switched in.
-    pub switches_in: u64,
+    /// Times it blocked (voluntary context switches).
+    pub sleeps: u64,
 }
 
-/// Read a thread's run time and switch-in count.
+/// Read a thread's run time and sleep count.
 pub fn read(task: &TaskId) -> io::Result<Sample> {
-    let path = format!("/proc/{}/task/{}/schedstat", task.pid, task.tid);
-    parse(&std::fs::read_to_string(path)?)
+    let dir = format!("/proc/{}/task/{}", task.pid, task.tid);
+    let run_ns = parse(&std::fs::read_to_string(format!("{dir}/schedstat"))?)?;
+    let sleeps = voluntary(&std::fs::read_to_string(format!("{dir}/status"))?)?;
+    Ok(Sample { run_ns, sleeps })
 }
 
-fn parse(text: &str) -> io::Result<Sample> {
+fn voluntary(status: &str) -> io::Result<u64> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+        .and_then(|v| v.trim().parse().ok())
+        .ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                "status: no voluntary_ctxt_switches",
+            )
+        })
+}
+
+/// The run time (ns) in a schedstat line.
+fn parse(text: &str) -> io::Result<u64> {
     let f: Vec<u64> = text
         .split_whitespace()
         .map(|x| x.parse::<u64>())
         .collect::<Result<_, _>>()
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("schedstat: {e}")))?;
     match f[..] {
-        [run_ns, _, switches_in, ..] => Ok(Sample {
-            run_ns,
-            switches_in,
-        }),
+        [run_ns, _, _, ..] => Ok(run_ns),
         _ => Err(io::Error::new(
             io::ErrorKind::InvalidData,
             "schedstat: fewer than 3 fields",
@@ -98,7 +112,7 @@ impl Track {
     /// Take a new sample; the longest stretch this interval proves and the episode so far.
     fn observe(&mut self, s: Sample) -> (u64, u64) {
         let run = s.run_ns.saturating_sub(self.last.run_ns);
-        let ins = s.switches_in.saturating_sub(self.last.switches_in);
+        let ins = s.sleeps.saturating_sub(self.last.sleeps);
         self.last = s;
         if run == 0 {
             (self.continuous, self.episode) = (0, 0);
@@ -174,6 +188,11 @@ impl RtBudget {
             }
         }
         unreadable
+    }
+
+    /// The threads watched now.
+    pub fn followed(&self) -> BTreeSet<TaskId> {
+        self.tracks.keys().copied().collect()
     }
 
     /// Whether any thread is watched (the daemon then checks every [`CHECK`]).
@@ -257,7 +276,7 @@ mod tests {
         x * 1_000_000
     }
 
-    /// Feed (run ms, switch-ins) increments one check at a time; the check that demoted, if any.
+    /// Feed (run ms, sleeps) increments one check at a time; the check that demoted, if any.
     fn run(steps: &[(u64, u64)]) -> Option<usize> {
         let now = Cell::new(Sample::default());
         let mut b = RtBudget::new(limits());
@@ -267,7 +286,7 @@ mod tests {
             let s = now.get();
             now.set(Sample {
                 run_ns: s.run_ns + ms(run),
-                switches_in: s.switches_in + ins,
+                sleeps: s.sleeps + ins,
             });
             if b.check_with(start, |_| Ok(now.get())) {
                 assert!(b.demoted(start).contains(&T));
@@ -280,8 +299,8 @@ mod tests {
 
     #[test]
     fn a_busy_loop_is_demoted_at_the_continuous_limit() {
-        // Switched in during the first interval (that stretch's start is unknown: counted
-        // from the check), then on the CPU through two more: 2 + 2 ms without a switch.
+        // Woke during the first interval (that stretch's start is unknown: counted from the
+        // check), then ran through two more: 2 + 2 ms without a sleep.
         assert_eq!(run(&[(2, 1), (2, 0), (2, 0)]), Some(2));
         assert_eq!(run(&[(5, 0)]), Some(0));
     }
@@ -299,7 +318,7 @@ mod tests {
     fn many_short_runs_without_a_rest_use_up_the_episode() {
         // 2 ms per check in 2 stretches each (1 ms each): never 3 ms at once, 12 ms in total.
         assert_eq!(run(&[(2, 2); 10]), Some(5));
-        // One long stretch among switch-ins: 7 ms in at most 2 stretches proves one ≥ 3.5 ms.
+        // One long stretch among sleeps: 7 ms in at most 2 stretches proves one ≥ 3.5 ms.
         assert_eq!(run(&[(7, 1)]), Some(0));
     }
 
@@ -310,14 +329,14 @@ mod tests {
         b.follow_with([T], |_| {
             Ok(Sample {
                 run_ns: n.get(),
-                switches_in: 0,
+                sleeps: 0,
             })
         });
         n.set(ms(4));
         let t0 = Instant::now();
         assert!(b.check_with(t0, |_| Ok(Sample {
             run_ns: n.get(),
-            switches_in: 0
+            sleeps: 0
         })));
         assert!(b.demoted(t0 + Duration::from_millis(99)).contains(&T));
         assert!(b.demoted(t0 + Duration::from_millis(101)).is_empty());
@@ -338,14 +357,13 @@ mod tests {
 
     #[test]
     fn schedstat_is_parsed_and_this_thread_has_run() {
-        assert_eq!(
-            parse("123 456 7\n").unwrap(),
-            Sample {
-                run_ns: 123,
-                switches_in: 7
-            }
-        );
+        assert_eq!(parse("123 456 7\n").unwrap(), 123);
         assert!(parse("1 2\n").is_err());
+        assert_eq!(
+            voluntary("Name:\tx\nvoluntary_ctxt_switches:\t42\n").unwrap(),
+            42
+        );
+        assert!(voluntary("Name:\tx\n").is_err());
         let me = crate::identity::task_id(std::process::id() as i32).unwrap();
         assert!(read(&me).unwrap().run_ns > 0);
     }
