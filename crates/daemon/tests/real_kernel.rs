@@ -316,6 +316,9 @@ fn the_rt_lever_runs_the_critical_set_at_fifo_and_demotes_a_busy_loop() {
             let Ok(a) = uxsched_daemon::actuators::sched::get(t) else {
                 continue; // a thread that exited meanwhile
             };
+            if a.is_rt() {
+                continue; // the daemon's own canary watchdog (rtapi, FIFO 99)
+            }
             let normal = uxsched_daemon::actuators::sched::SchedAttr {
                 policy: SCHED_OTHER,
                 nice: 0,
