@@ -28,21 +28,21 @@ cell_args() {
   local scenario=${1%%/*} rest=${1#*/}
   local layout=${rest%%/*} tag=${rest#*/}
   [ "$tag" = "$rest" ] && tag=peers
-  local args=("$scenario" --layout "$layout")
+  local args=("$scenario" --layout "$layout") reps=3 duration=5s
   case $scenario in
     # Real programs: ~13 keystrokes/s; 4 × 20 s per mode puts p99 on ≥ 10 samples.
-    xterm | xedit) args+=(--load cpu --load-workers 12 --reps 4 --duration 20s) ;;
-    *) args+=(--reps 3 --duration 5s) ;;
+    xterm | xedit) args+=(--load cpu --load-workers 12) reps=4 duration=20s ;;
   esac
   case $tag in
     peers) args+=(--modes "$PEERS") ;;
     daemon) args+=(--modes "$DAEMON_MODES") ;;
-    short) args+=(--modes "$PEERS" --reps 3 --duration 10s) ;;
+    short) args+=(--modes "$PEERS") reps=3 duration=10s ;;
     kbuild) args+=(--load kbuild --modes idle,stock,android,schedqos,fifo,uxsched) ;;
     roles) args+=(--modes idle,stock,fifo,uxsched,uxsched-roles) ;;
     lever) args+=(--modes idle,stock,fifo,uxsched,uxsched-roles,uxsched-rt) ;;
     *) echo "unknown cell tag '$tag' in $1" >&2; exit 2 ;;
   esac
+  args+=(--reps "$reps" --duration "$duration")
   printf '%s\n' "${args[@]}"
 }
 
@@ -55,6 +55,7 @@ ALL=(
   painting/same-session/daemon worker/same-session/daemon
   painting/same-session/kbuild
   xterm/same-session/roles xterm/no-autogroup/roles
+  xterm/same-session/lever xterm/no-autogroup/lever
 )
 [ $# -gt 0 ] && cells=("$@") || cells=("${ALL[@]}")
 

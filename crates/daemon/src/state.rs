@@ -159,8 +159,12 @@ pub fn apply_tracker(app: &mut App, set: &[Critical], cfg: &Config) -> Vec<Criti
     let app_uid = identity::observe(app.id.pid).ok().map(|(p, _)| p.uids[0]);
     let owned = |pid: i32, uid: u32| identity::observe(pid).is_ok_and(|(p, _)| p.owned_by(uid));
     let display = uxsched_tracker::TrackerConfig::default();
+    // The daemon itself answers the app (a focus request, a status read) and so shows up on the
+    // path: raising it would put its own rescans ahead of the app it serves (measured: xterm
+    // p50 0.54 ms with it, 0.32 ms without the tracker at all, 2026-11-23).
+    let me = std::process::id() as i32;
     set.iter()
-        .filter(|c| c.task.pid != app.id.pid)
+        .filter(|c| c.task.pid != app.id.pid && c.task.pid != me)
         .filter(|c| match c.kind {
             CriticalKind::App => false,
             CriticalKind::KernelWorker => cfg.tracker.kernel_workers,

@@ -102,13 +102,19 @@ fn run(mut tracker: Tracker, focus: &Receiver<Option<i32>>, events: &Sender<Even
             }
         }
         let set = critical_set(&tracker.poll(POLL));
-        if set != last {
+        // Only who is in the set changes a boost (`provisional` does not): an event per
+        // keystroke's provisional → confirmed flip made the daemon rescan while the app ran.
+        if !same_members(&set, &last) {
             if events.send(Event::Critical(set.clone())).is_err() {
                 return;
             }
             last = set;
         }
     }
+}
+
+fn same_members(a: &[Critical], b: &[Critical]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.task == y.task && x.kind == y.kind)
 }
 
 /// The snapshot's members as the daemon names tasks, in a stable order.
