@@ -97,13 +97,27 @@ impl Sim {
             if old != w {
                 if self.ents[ge].on_rq {
                     let prq = self.ents[ge].rq;
-                    self.policy.reweight(&self.rqs[prq], &mut self.ents, ge, w);
+                    self.reweight_queued(prq, ge, w);
                     self.add_load(prq, w as i64 - old as i64);
                 } else {
                     self.ents[ge].weight = w;
                 }
             }
             g = self.groups[g].parent.unwrap_or(0);
+        }
+    }
+
+    /// Let the policy reweight `e`, queued on `rq`, and keep the queue's sums (the policy sees
+    /// them with the old weight, as `reweight_entity` computes the lag before the change).
+    pub(super) fn reweight_queued(&mut self, rq: usize, e: EntityId, weight: u64) {
+        let in_tree = self.rqs[rq].curr != Some(e);
+        let before = self.ents[e].clone();
+        self.policy
+            .reweight(&self.rqs[rq], &mut self.ents, e, weight);
+        if in_tree {
+            let r = &mut self.rqs[rq];
+            r.avg_add(&before, -1);
+            r.avg_add(&self.ents[e], 1);
         }
     }
 
@@ -135,8 +149,8 @@ impl Sim {
             self.policy.place(&self.rqs[rq], &mut self.ents, e, why);
             self.ents[e].on_rq = true;
             let w = self.ents[e].weight;
+            self.rqs[rq].push_queued(e, &self.ents);
             let r = &mut self.rqs[rq];
-            r.queued.push(e);
             r.nr_running += 1;
             self.add_load(rq, w as i64);
             if g == 0 {
@@ -172,7 +186,7 @@ impl Sim {
             let w = self.ents[e].weight;
             let r = &mut self.rqs[rq];
             if let Some(i) = r.queued.iter().position(|&x| x == e) {
-                r.queued.remove(i);
+                r.remove_queued(i, &self.ents);
             }
             r.nr_running -= 1;
             self.add_load(rq, -(w as i64));
@@ -219,11 +233,11 @@ impl Sim {
             }
             if let Some(old) = r.curr.take() {
                 if self.ents[old].on_rq {
-                    r.queued.push(old);
+                    r.push_queued(old, &self.ents);
                 }
             }
             if let Some(i) = r.queued.iter().position(|&x| x == e) {
-                r.queued.remove(i);
+                r.remove_queued(i, &self.ents);
             }
             r.curr = Some(e);
             self.policy.on_pick(&self.rqs[rq], &mut self.ents, e);
@@ -237,7 +251,7 @@ impl Sim {
             if r.curr == Some(e) {
                 r.curr = None;
                 if self.ents[e].on_rq {
-                    r.queued.push(e);
+                    r.push_queued(e, &self.ents);
                 }
             }
         }

@@ -231,8 +231,7 @@ impl Sim {
         }
         if self.ents[t].on_rq {
             let rq = self.ents[t].rq;
-            self.policy
-                .reweight(&self.rqs[rq], &mut self.ents, t, weight);
+            self.reweight_queued(rq, t, weight);
             self.add_load(rq, weight as i64 - old as i64);
             self.refresh_shares(self.tasks[t].group, cpu);
         } else {

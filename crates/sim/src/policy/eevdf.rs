@@ -78,13 +78,13 @@ impl Eevdf {
     }
 }
 
-/// Σ wᵢ(vᵢ − min_vruntime) and Σ wᵢ over the queue, including the current entity.
+/// Σ wᵢ(vᵢ − min_vruntime) and Σ wᵢ over the queue, including the current entity while it is
+/// queued: the run-queue's kept sums plus the current one (`avg_vruntime`, 6.6–6.18), O(1).
 fn avg_parts(rq: &FairRq, ents: &[Entity]) -> (i128, i128) {
-    let mut sum = 0i128;
-    let mut load = 0i128;
-    for e in rq_members(rq, ents) {
-        let w = ents[e].weight as i128;
-        sum += w * (ents[e].vruntime - rq.min_vruntime) as i128;
+    let (mut sum, mut load) = (rq.avg_vruntime, rq.avg_load);
+    if let Some(c) = rq.curr.filter(|&c| ents[c].on_rq) {
+        let w = ents[c].weight as i128;
+        sum += w * (ents[c].vruntime - rq.min_vruntime) as i128;
         load += w;
     }
     (sum, load)

@@ -66,6 +66,35 @@ pub struct FairRq {
     pub load: u64,
     /// Monotonic floor of the queue's virtual time.
     pub min_vruntime: i64,
+    /// Σ wᵢ(vᵢ − min_vruntime) over `queued` (`cfs_rq->avg_vruntime`, kept by
+    /// `avg_vruntime_add`/`_sub` as entities enter and leave the tree and shifted by
+    /// `avg_vruntime_update` when min_vruntime moves; kernel/sched/fair.c 6.6–6.18). The current
+    /// entity is added when V is computed, as `avg_vruntime()` does.
+    pub avg_vruntime: i128,
+    /// Σ wᵢ over `queued` (`cfs_rq->avg_load`).
+    pub avg_load: i128,
+}
+
+impl FairRq {
+    /// Put `e` in the queue (`__enqueue_entity`, with `avg_vruntime_add`).
+    pub fn push_queued(&mut self, e: EntityId, ents: &[Entity]) {
+        self.queued.push(e);
+        self.avg_add(&ents[e], 1);
+    }
+
+    /// Take the entity at `queued[i]` out of the queue (`__dequeue_entity`, `avg_vruntime_sub`).
+    pub fn remove_queued(&mut self, i: usize, ents: &[Entity]) -> EntityId {
+        let e = self.queued.remove(i);
+        self.avg_add(&ents[e], -1);
+        e
+    }
+
+    /// Add (`sign` 1) or remove (−1) an entity's weight and weighted offset.
+    pub fn avg_add(&mut self, e: &Entity, sign: i128) {
+        let w = e.weight as i128;
+        self.avg_vruntime += sign * w * (e.vruntime - self.min_vruntime) as i128;
+        self.avg_load += sign * w;
+    }
 }
 
 /// Why an entity is being enqueued.
@@ -167,8 +196,10 @@ pub fn rq_members<'a>(rq: &'a FairRq, ents: &'a [Entity]) -> impl Iterator<Item 
 /// Raise `rq.min_vruntime` to the smallest vruntime on the queue, never lowering it
 /// (`update_min_vruntime`); `members` chooses which entities count (see [`rq_members`]).
 fn raise_min_vruntime(rq: &mut FairRq, smallest: Option<i64>) {
-    if let Some(v) = smallest {
-        rq.min_vruntime = rq.min_vruntime.max(v);
+    if let Some(v) = smallest.filter(|&v| v > rq.min_vruntime) {
+        // `avg_vruntime_update`: the offsets are relative to min_vruntime.
+        rq.avg_vruntime -= rq.avg_load * (v - rq.min_vruntime) as i128;
+        rq.min_vruntime = v;
     }
 }
 
