@@ -114,7 +114,10 @@ fn run(mut tracker: Tracker, focus: &Receiver<Option<i32>>, events: &Sender<Even
 }
 
 fn same_members(a: &[Critical], b: &[Critical]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.task == y.task && x.kind == y.kind)
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|(x, y)| x.task == y.task && x.kind == y.kind)
 }
 
 /// The snapshot's members as the daemon names tasks, in a stable order.
