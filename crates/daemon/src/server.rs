@@ -109,6 +109,12 @@ impl Slots {
 
 /// The uid of the process at the other end of the Unix socket `stream`.
 pub fn peer_uid(stream: &impl AsRawFd) -> std::io::Result<u32> {
+    peer_cred(stream).map(|c| c.uid)
+}
+
+/// `SO_PEERCRED` of the connected Unix socket `stream`: the peer's pid, uid and gid as of
+/// `connect(2)`.
+pub fn peer_cred(stream: &impl AsRawFd) -> std::io::Result<libc::ucred> {
     let mut cred = libc::ucred {
         pid: 0,
         uid: 0,
@@ -128,7 +134,7 @@ pub fn peer_uid(stream: &impl AsRawFd) -> std::io::Result<u32> {
     if r != 0 {
         return Err(std::io::Error::last_os_error());
     }
-    Ok(cred.uid)
+    Ok(cred)
 }
 
 pub struct Server {

@@ -27,25 +27,7 @@ impl Peer {
     /// that the newer kernels close).
     pub fn of(stream: &impl AsRawFd) -> io::Result<Peer> {
         let fd = stream.as_raw_fd();
-        let mut cred = libc::ucred {
-            pid: 0,
-            uid: 0,
-            gid: 0,
-        };
-        let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
-        // SAFETY: `cred` and `len` are valid for writes of the sizes given.
-        let r = unsafe {
-            libc::getsockopt(
-                fd,
-                libc::SOL_SOCKET,
-                libc::SO_PEERCRED,
-                &mut cred as *mut libc::ucred as *mut libc::c_void,
-                &mut len,
-            )
-        };
-        if r != 0 {
-            return Err(io::Error::last_os_error());
-        }
+        let cred = crate::server::peer_cred(stream)?;
         let mut pidfd: libc::c_int = -1;
         let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
         // SAFETY: `pidfd` and `len` are valid for writes of the sizes given.
