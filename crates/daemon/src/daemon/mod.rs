@@ -4,10 +4,12 @@
 //! Start and stop are reconciliations with "desired = nothing": the first restores what a
 //! killed predecessor left in the journal, the last undoes everything this one did.
 
-use crate::actuators::cgroup::{Groups, Hierarchy};
+mod setup;
+mod status;
+
 use crate::actuators::prefetch::Prefetcher;
-use crate::actuators::{ioprio, sched};
-use crate::api::{Boosted, Request, Response, Settings, SourceStatus, Status};
+use crate::actuators::sched;
+use crate::api::{Request, Response};
 use crate::config::{Config, Mode, SourceName};
 use crate::features::Features;
 use crate::journal::{Journal, JournalLock, Value};
@@ -16,10 +18,11 @@ use crate::reconcile::Reconciler;
 use crate::rt_budget::{self, RtBudget};
 use crate::rtapi::{canary, Grants};
 use crate::server::Server;
-use crate::sources::tracker::{Critical, CriticalKind, TrackerHandle};
+use crate::sources::tracker::{Critical, TrackerHandle};
 use crate::sources::{cpufreq, explicit, Event};
 use crate::state::{self, AppId, History, State};
 use anyhow::Context;
+use setup::{reconciler, start_sources, start_tracker};
 use std::collections::BTreeMap;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
@@ -58,90 +61,6 @@ struct Daemon {
     rt_checked: Instant,
     /// This loop's own scheduling attributes while it outranks the rt lever's threads.
     watchdog: Option<sched::SchedAttr>,
-}
-
-/// Start the configured sources' threads; a source that cannot start is reported, not fatal.
-fn start_sources(cfg: &Config, tx: &mpsc::Sender<Event>) -> BTreeMap<SourceName, bool> {
-    let mut alive = BTreeMap::new();
-    for &source in &cfg.sources {
-        let started = match source {
-            SourceName::Explicit => Ok(()),
-            SourceName::Android => crate::sources::android::spawn(
-                cfg.android.proc_root.clone(),
-                cfg.android.cpuset_root.clone(),
-                Duration::from_millis(cfg.android.poll_ms),
-                tx.clone(),
-            ),
-            SourceName::Mutter => crate::sources::mutter::spawn(
-                cfg.mutter.cgroup_root.clone(),
-                cfg.sources_any_owner,
-                tx.clone(),
-            ),
-            SourceName::X11 => crate::sources::x11::spawn(
-                cfg.x11.display.clone(),
-                cfg.sources_any_owner,
-                tx.clone(),
-            ),
-        };
-        if let Err(e) = &started {
-            warn!(?source, "source could not start: {e}");
-        }
-        alive.insert(source, started.is_ok());
-    }
-    alive
-}
-
-/// Start the delay-critical thread tracker if the config asks for it; say once why not.
-fn start_tracker(cfg: &Config, tx: &mpsc::Sender<Event>) -> (Option<TrackerHandle>, String) {
-    if !cfg.tracker.enabled {
-        return (None, "off (`[tracker] enabled = false`)".into());
-    }
-    let tcfg = uxsched_tracker::TrackerConfig {
-        store: Some(cfg.tracker.store.clone()),
-        ..Default::default()
-    };
-    match crate::sources::tracker::spawn(tcfg, tx.clone()) {
-        Ok(h) => (Some(h), "running".into()),
-        Err(why) => {
-            warn!("the delay-critical thread tracker is unavailable: {why}; roles fall back to thread names");
-            (None, format!("unavailable: {why}"))
-        }
-    }
-}
-
-/// The reconciler for this machine, and how it places apps (shown by `status`): on a systemd
-/// machine with cgroup2 it raises the app's own unit's weight and moves nothing (systemd owns
-/// the tree); elsewhere it creates its fg/bg groups (v1: threads, v2: whole processes).
-fn reconciler(cfg: &Config, journal: Journal, default_slice: u64) -> (Reconciler, String) {
-    let hierarchy = Hierarchy::detect();
-    if let Some(Hierarchy::V2 { mount, cpu: true }) = &hierarchy {
-        if crate::actuators::unit::systemd_running() {
-            let how = format!(
-                "systemd units: the app's unit CPUWeight (cgroup2 at {})",
-                mount.display()
-            );
-            return (
-                Reconciler::with_units(journal, mount.clone(), default_slice),
-                how,
-            );
-        }
-    }
-    let groups = hierarchy.and_then(|h| {
-        let where_ = h.describe();
-        Groups::create(h, &cfg.cgroup_name, cfg.fg_shares, cfg.bg_shares)
-            .map_err(|e| {
-                warn!("cannot create uxsched's cgroups in {where_}: {e}; group placement disabled")
-            })
-            .ok()
-    });
-    let how = match groups.as_ref().map(|g| &g.hierarchy) {
-        Some(h @ Hierarchy::V1 { .. }) => {
-            format!("threads into uxsched's groups ({})", h.describe())
-        }
-        Some(h) => format!("whole processes into uxsched's groups ({})", h.describe()),
-        None => "none (no usable cpu cgroup hierarchy): nice, slices and autogroup only".into(),
-    };
-    (Reconciler::new(journal, groups, default_slice), how)
 }
 
 /// Run the daemon in the foreground until SIGTERM/SIGINT.
@@ -647,139 +566,5 @@ impl Daemon {
             }
         }
         Ok(())
-    }
-
-    fn status(&self) -> Status {
-        let focus_app = self
-            .focus
-            .and_then(|id| state::scan_app(id, true, &self.cfg));
-        let mut problems: Vec<String> = self
-            .rec
-            .failures
-            .iter()
-            .map(|((kind, key), why)| format!("{} of {}: {why}", kind.name(), key.describe()))
-            .collect();
-        let entries = self.rec.journal.entries().unwrap_or_else(|e| {
-            problems.push(format!(
-                "{e}: cannot show what is boosted; restart the daemon, and if it persists move \
-                 the journal aside (its rows are restored by hand then)"
-            ));
-            Vec::new()
-        });
-        let mut boosted: BTreeMap<i32, Boosted> = BTreeMap::new();
-        for e in entries {
-            let tid = e.via.tid;
-            let b = boosted.entry(tid).or_insert_with(|| {
-                let info = focus_app
-                    .iter()
-                    .flat_map(|a| a.threads.iter())
-                    .find(|t| t.task == e.via);
-                Boosted {
-                    tid,
-                    pid: e.via.pid,
-                    comm: crate::identity::stat(tid)
-                        .map(|s| s.comm)
-                        .unwrap_or_else(|_| "(exited)".into()),
-                    role: info
-                        .map(|t| role_name(t.role))
-                        .or_else(|| {
-                            let c = self.critical.iter().find(|c| c.task == e.via)?;
-                            Some(match c.kind {
-                                CriticalKind::KernelWorker => "kernel-worker",
-                                _ => "partner",
-                            })
-                        })
-                        .unwrap_or("background")
-                        .to_owned(),
-                    objects: Vec::new(),
-                    original: Settings::default(),
-                    current: Settings::default(),
-                }
-            });
-            if e.key != crate::actuators::Key::Thread(e.via) {
-                b.objects.push(e.key.describe());
-            }
-            fill(&mut b.original, &e.original);
-            match self.current(tid, &e.original) {
-                Ok(v) => fill(&mut b.current, &v),
-                Err(err) => problems.push(format!(
-                    "cannot read the {} of {} now: {err}",
-                    e.kind().name(),
-                    e.key.describe()
-                )),
-            }
-        }
-        Status {
-            mode: self.mode.name().to_owned(),
-            focus: self.focus.map(|a| a.pid),
-            focus_comm: focus_app.and_then(|a| {
-                a.threads
-                    .iter()
-                    .find(|t| t.task.tid == a.id.pid)
-                    .map(|t| t.comm.clone())
-            }),
-            boosted: boosted.into_values().collect(),
-            sources: self
-                .cfg
-                .sources
-                .iter()
-                .map(|s| SourceStatus {
-                    name: format!("{s:?}").to_lowercase(),
-                    alive: self.sources_alive.get(s).copied().unwrap_or(false),
-                    focus: self.focus_by_source.get(s).map(|a| a.pid),
-                    error: self.source_errors.get(s).cloned(),
-                })
-                .collect(),
-            features: serde_json::to_value(&self.features).unwrap_or_default(),
-            daemon_pid: std::process::id(),
-            problems,
-            tracker: self.tracker_state.clone(),
-            placement: self.placement.clone(),
-        }
-    }
-
-    /// The kernel's value now for the kind of `like`.
-    fn current(&self, tid: i32, like: &Value) -> std::io::Result<Value> {
-        use crate::actuators::autogroup;
-        Ok(match like {
-            Value::Sched(_) => Value::Sched(sched::get(tid)?),
-            Value::Ioprio(_) => Value::Ioprio(ioprio::get(tid)?),
-            Value::Autogroup(_) => Value::Autogroup(autogroup::get(tid)?),
-            Value::Unit(_) => {
-                let pid = crate::identity::tgid(tid)?;
-                let unit =
-                    crate::actuators::unit::unit_of(pid)?.ok_or(std::io::ErrorKind::NotFound)?;
-                Value::Unit(crate::actuators::unit::weight(&unit)?)
-            }
-            Value::Cgroup(_) => match &self.rec.groups {
-                Some(g) => Value::Cgroup(g.hierarchy.current(tid)?),
-                None => return Err(std::io::ErrorKind::Unsupported.into()),
-            },
-        })
-    }
-}
-
-fn role_name(r: state::Role) -> &'static str {
-    match r {
-        state::Role::Ui => "ui",
-        state::Role::Render => "render",
-        state::Role::Critical => "critical",
-        state::Role::Other => "other",
-        state::Role::Background => "background",
-    }
-}
-
-fn fill(s: &mut Settings, v: &Value) {
-    match v {
-        Value::Sched(a) => {
-            s.policy = Some(a.policy);
-            s.nice = Some(a.nice);
-            s.slice_ns = Some(a.runtime);
-            s.rt_priority = (a.priority > 0).then_some(a.priority);
-        }
-        Value::Cgroup(p) => s.cgroup = Some(p.clone()),
-        Value::Ioprio(v) => s.ioprio = Some(*v),
-        Value::Autogroup(n) => s.autogroup_nice = Some(*n),
-        Value::Unit(w) => s.unit_weight = Some(*w),
     }
 }

@@ -1,0 +1,104 @@
+//! Starting the daemon's parts: its focus sources, the tracker and the reconciler with its
+//! cgroup hierarchy — each reports what it could not do instead of failing the daemon.
+
+use crate::actuators::cgroup::{Groups, Hierarchy};
+use crate::config::{Config, SourceName};
+use crate::journal::Journal;
+use crate::reconcile::Reconciler;
+use crate::sources::tracker::TrackerHandle;
+use crate::sources::Event;
+use std::collections::BTreeMap;
+use std::sync::mpsc;
+use std::time::Duration;
+use tracing::warn;
+
+/// Start the configured sources' threads; a source that cannot start is reported, not fatal.
+pub(super) fn start_sources(cfg: &Config, tx: &mpsc::Sender<Event>) -> BTreeMap<SourceName, bool> {
+    let mut alive = BTreeMap::new();
+    for &source in &cfg.sources {
+        let started = match source {
+            SourceName::Explicit => Ok(()),
+            SourceName::Android => crate::sources::android::spawn(
+                cfg.android.proc_root.clone(),
+                cfg.android.cpuset_root.clone(),
+                Duration::from_millis(cfg.android.poll_ms),
+                tx.clone(),
+            ),
+            SourceName::Mutter => crate::sources::mutter::spawn(
+                cfg.mutter.cgroup_root.clone(),
+                cfg.sources_any_owner,
+                tx.clone(),
+            ),
+            SourceName::X11 => crate::sources::x11::spawn(
+                cfg.x11.display.clone(),
+                cfg.sources_any_owner,
+                tx.clone(),
+            ),
+        };
+        if let Err(e) = &started {
+            warn!(?source, "source could not start: {e}");
+        }
+        alive.insert(source, started.is_ok());
+    }
+    alive
+}
+
+/// Start the delay-critical thread tracker if the config asks for it; say once why not.
+pub(super) fn start_tracker(
+    cfg: &Config,
+    tx: &mpsc::Sender<Event>,
+) -> (Option<TrackerHandle>, String) {
+    if !cfg.tracker.enabled {
+        return (None, "off (`[tracker] enabled = false`)".into());
+    }
+    let tcfg = uxsched_tracker::TrackerConfig {
+        store: Some(cfg.tracker.store.clone()),
+        ..Default::default()
+    };
+    match crate::sources::tracker::spawn(tcfg, tx.clone()) {
+        Ok(h) => (Some(h), "running".into()),
+        Err(why) => {
+            warn!("the delay-critical thread tracker is unavailable: {why}; roles fall back to thread names");
+            (None, format!("unavailable: {why}"))
+        }
+    }
+}
+
+/// The reconciler for this machine, and how it places apps (shown by `status`): on a systemd
+/// machine with cgroup2 it raises the app's own unit's weight and moves nothing (systemd owns
+/// the tree); elsewhere it creates its fg/bg groups (v1: threads, v2: whole processes).
+pub(super) fn reconciler(
+    cfg: &Config,
+    journal: Journal,
+    default_slice: u64,
+) -> (Reconciler, String) {
+    let hierarchy = Hierarchy::detect();
+    if let Some(Hierarchy::V2 { mount, cpu: true }) = &hierarchy {
+        if crate::actuators::unit::systemd_running() {
+            let how = format!(
+                "systemd units: the app's unit CPUWeight (cgroup2 at {})",
+                mount.display()
+            );
+            return (
+                Reconciler::with_units(journal, mount.clone(), default_slice),
+                how,
+            );
+        }
+    }
+    let groups = hierarchy.and_then(|h| {
+        let where_ = h.describe();
+        Groups::create(h, &cfg.cgroup_name, cfg.fg_shares, cfg.bg_shares)
+            .map_err(|e| {
+                warn!("cannot create uxsched's cgroups in {where_}: {e}; group placement disabled")
+            })
+            .ok()
+    });
+    let how = match groups.as_ref().map(|g| &g.hierarchy) {
+        Some(h @ Hierarchy::V1 { .. }) => {
+            format!("threads into uxsched's groups ({})", h.describe())
+        }
+        Some(h) => format!("whole processes into uxsched's groups ({})", h.describe()),
+        None => "none (no usable cpu cgroup hierarchy): nice, slices and autogroup only".into(),
+    };
+    (Reconciler::new(journal, groups, default_slice), how)
+}

@@ -1,0 +1,146 @@
+//! `uxsched status`: what the daemon reports — focus, boosted threads with their original and
+//! current settings read from the kernel, sources, problems — kept apart from the loop that acts.
+
+use super::Daemon;
+use crate::actuators::{ioprio, sched};
+use crate::api::{Boosted, Settings, SourceStatus, Status};
+use crate::journal::Value;
+use crate::sources::tracker::CriticalKind;
+use crate::state;
+use std::collections::BTreeMap;
+
+impl Daemon {
+    pub(super) fn status(&self) -> Status {
+        let focus_app = self
+            .focus
+            .and_then(|id| state::scan_app(id, true, &self.cfg));
+        let mut problems: Vec<String> = self
+            .rec
+            .failures
+            .iter()
+            .map(|((kind, key), why)| format!("{} of {}: {why}", kind.name(), key.describe()))
+            .collect();
+        let entries = self.rec.journal.entries().unwrap_or_else(|e| {
+            problems.push(format!(
+                "{e}: cannot show what is boosted; restart the daemon, and if it persists move \
+                 the journal aside (its rows are restored by hand then)"
+            ));
+            Vec::new()
+        });
+        let mut boosted: BTreeMap<i32, Boosted> = BTreeMap::new();
+        for e in entries {
+            let tid = e.via.tid;
+            let b = boosted.entry(tid).or_insert_with(|| {
+                let info = focus_app
+                    .iter()
+                    .flat_map(|a| a.threads.iter())
+                    .find(|t| t.task == e.via);
+                Boosted {
+                    tid,
+                    pid: e.via.pid,
+                    comm: crate::identity::stat(tid)
+                        .map(|s| s.comm)
+                        .unwrap_or_else(|_| "(exited)".into()),
+                    role: info
+                        .map(|t| role_name(t.role))
+                        .or_else(|| {
+                            let c = self.critical.iter().find(|c| c.task == e.via)?;
+                            Some(match c.kind {
+                                CriticalKind::KernelWorker => "kernel-worker",
+                                _ => "partner",
+                            })
+                        })
+                        .unwrap_or("background")
+                        .to_owned(),
+                    objects: Vec::new(),
+                    original: Settings::default(),
+                    current: Settings::default(),
+                }
+            });
+            if e.key != crate::actuators::Key::Thread(e.via) {
+                b.objects.push(e.key.describe());
+            }
+            fill(&mut b.original, &e.original);
+            match self.current(tid, &e.original) {
+                Ok(v) => fill(&mut b.current, &v),
+                Err(err) => problems.push(format!(
+                    "cannot read the {} of {} now: {err}",
+                    e.kind().name(),
+                    e.key.describe()
+                )),
+            }
+        }
+        Status {
+            mode: self.mode.name().to_owned(),
+            focus: self.focus.map(|a| a.pid),
+            focus_comm: focus_app.and_then(|a| {
+                a.threads
+                    .iter()
+                    .find(|t| t.task.tid == a.id.pid)
+                    .map(|t| t.comm.clone())
+            }),
+            boosted: boosted.into_values().collect(),
+            sources: self
+                .cfg
+                .sources
+                .iter()
+                .map(|s| SourceStatus {
+                    name: format!("{s:?}").to_lowercase(),
+                    alive: self.sources_alive.get(s).copied().unwrap_or(false),
+                    focus: self.focus_by_source.get(s).map(|a| a.pid),
+                    error: self.source_errors.get(s).cloned(),
+                })
+                .collect(),
+            features: serde_json::to_value(&self.features).unwrap_or_default(),
+            daemon_pid: std::process::id(),
+            problems,
+            tracker: self.tracker_state.clone(),
+            placement: self.placement.clone(),
+        }
+    }
+
+    /// The kernel's value now for the kind of `like`.
+    fn current(&self, tid: i32, like: &Value) -> std::io::Result<Value> {
+        use crate::actuators::autogroup;
+        Ok(match like {
+            Value::Sched(_) => Value::Sched(sched::get(tid)?),
+            Value::Ioprio(_) => Value::Ioprio(ioprio::get(tid)?),
+            Value::Autogroup(_) => Value::Autogroup(autogroup::get(tid)?),
+            Value::Unit(_) => {
+                let pid = crate::identity::tgid(tid)?;
+                let unit =
+                    crate::actuators::unit::unit_of(pid)?.ok_or(std::io::ErrorKind::NotFound)?;
+                Value::Unit(crate::actuators::unit::weight(&unit)?)
+            }
+            Value::Cgroup(_) => match &self.rec.groups {
+                Some(g) => Value::Cgroup(g.hierarchy.current(tid)?),
+                None => return Err(std::io::ErrorKind::Unsupported.into()),
+            },
+        })
+    }
+}
+
+fn role_name(r: state::Role) -> &'static str {
+    match r {
+        state::Role::Ui => "ui",
+        state::Role::Render => "render",
+        state::Role::Critical => "critical",
+        state::Role::Other => "other",
+        state::Role::Background => "background",
+    }
+}
+
+fn fill(s: &mut Settings, v: &Value) {
+    match v {
+        Value::Sched(a) => {
+            s.policy = Some(a.policy);
+            s.nice = Some(a.nice);
+            s.slice_ns = Some(a.runtime);
+            s.rt_priority = (a.priority > 0).then_some(a.priority);
+        }
+        Value::Cgroup(p) => s.cgroup = Some(p.clone()),
+        Value::Ioprio(v) => s.ioprio = Some(*v),
+        Value::Autogroup(n) => s.autogroup_nice = Some(*n),
+        Value::Unit(w) => s.unit_weight = Some(*w),
+    }
+}
