@@ -19,6 +19,7 @@ pub mod policy;
 pub mod process_tree;
 pub mod reconcile;
 pub mod rt_budget;
+pub mod rt_guard;
 pub mod rtapi;
 pub mod server;
 pub mod sources;

@@ -16,6 +16,7 @@
 //!
 //! The run time of a running thread is brought up to date at each scheduler tick (4 ms at
 //! HZ=250), so a runaway is demoted within the limit plus one tick plus one check interval.
+//! The checks run on a thread of their own at SCHED_FIFO 99 (`rt_guard.rs`).
 
 use crate::identity::TaskId;
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -200,12 +201,17 @@ impl RtBudget {
         !self.tracks.is_empty()
     }
 
-    /// One check of every watched thread; true if one was demoted (apply now).
-    pub fn check(&mut self, now: Instant) -> bool {
+    /// One check of every watched thread: the ones over their budget, no longer watched and
+    /// cooling down from now (the caller demotes them).
+    pub fn check(&mut self, now: Instant) -> Vec<TaskId> {
         self.check_with(now, read)
     }
 
-    fn check_with(&mut self, now: Instant, read: impl Fn(&TaskId) -> io::Result<Sample>) -> bool {
+    fn check_with(
+        &mut self,
+        now: Instant,
+        read: impl Fn(&TaskId) -> io::Result<Sample>,
+    ) -> Vec<TaskId> {
         let limits = self.limits;
         let mut over = Vec::new();
         self.tracks.retain(|t, track| {
@@ -243,7 +249,7 @@ impl RtBudget {
                 debug!(tid = t.tid, pid = t.pid, ?why, cont_us, ep_us, "{msg}");
             }
         }
-        !over.is_empty()
+        over.into_iter().map(|(t, ..)| t).collect()
     }
 
     /// Threads cooling down now (expired cool-downs are dropped).
@@ -288,7 +294,7 @@ mod tests {
                 run_ns: s.run_ns + ms(run),
                 sleeps: s.sleeps + ins,
             });
-            if b.check_with(start, |_| Ok(now.get())) {
+            if !b.check_with(start, |_| Ok(now.get())).is_empty() {
                 assert!(b.demoted(start).contains(&T));
                 assert!(!b.active(), "no longer watched");
                 return Some(i);
@@ -334,10 +340,13 @@ mod tests {
         });
         n.set(ms(4));
         let t0 = Instant::now();
-        assert!(b.check_with(t0, |_| Ok(Sample {
-            run_ns: n.get(),
-            sleeps: 0
-        })));
+        let over = b.check_with(t0, |_| {
+            Ok(Sample {
+                run_ns: n.get(),
+                sleeps: 0,
+            })
+        });
+        assert_eq!(over, [T]);
         assert!(b.demoted(t0 + Duration::from_millis(99)).contains(&T));
         assert!(b.demoted(t0 + Duration::from_millis(101)).is_empty());
         let gone = b.follow_with([T], |_| Err(io::ErrorKind::NotFound.into()));
@@ -347,11 +356,13 @@ mod tests {
         let t1 = t0 + Duration::from_secs(1);
         b.follow_with([T], |_| Ok(Sample::default()));
         let denied = || Err(io::Error::from_raw_os_error(libc::EACCES));
-        assert!(b.check_with(t1, |_| denied()));
+        assert_eq!(b.check_with(t1, |_| denied()), [T]);
         assert!(b.demoted(t1).contains(&T));
         // An exited thread is simply no longer watched.
         b.follow_with([T], |_| Ok(Sample::default()));
-        assert!(!b.check_with(t1, |_| Err(io::ErrorKind::NotFound.into())));
+        assert!(b
+            .check_with(t1, |_| Err(io::ErrorKind::NotFound.into()))
+            .is_empty());
         assert!(!b.active());
     }
 

@@ -98,6 +98,9 @@ pub struct State {
     /// Threads of the `rt` lever that used up their run-time budget: on the fair lever until
     /// their cool-down ends (`rt_budget.rs`).
     pub rt_demoted: std::collections::BTreeSet<TaskId>,
+    /// The `rt` lever is unavailable (no guard or no canary) or suspended (the canary
+    /// tripped): the critical set gets the fair boost.
+    pub rt_suspended: bool,
 }
 
 /// Classify a thread of an app.

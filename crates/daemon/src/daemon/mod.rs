@@ -15,7 +15,7 @@ use crate::features::Features;
 use crate::journal::{Journal, JournalLock, Value};
 use crate::policy::{self, Desired};
 use crate::reconcile::Reconciler;
-use crate::rt_budget::{self, RtBudget};
+use crate::rt_guard::RtGuard;
 use crate::rtapi::{canary, Grants};
 use crate::server::Server;
 use crate::sources::tracker::{Critical, TrackerHandle};
@@ -56,11 +56,11 @@ struct Daemon {
     grants: Grants,
     /// The canary's watchdog, told after each pass which RT threads uxsched holds.
     canary: Option<canary::Canary>,
-    /// The `rt` lever's bound: the run time of every thread it made real-time.
-    rt: RtBudget,
-    rt_checked: Instant,
-    /// This loop's own scheduling attributes while it outranks the rt lever's threads.
-    watchdog: Option<sched::SchedAttr>,
+    /// The `rt` lever's guard, which bounds the run time of every thread the lever makes
+    /// real-time; `None` when the lever is not `rt` or cannot be bounded (then it is fair).
+    rt: Option<RtGuard>,
+    /// The rt lever is off until then (the canary tripped).
+    rt_suspended_until: Option<Instant>,
 }
 
 /// Run the daemon in the foreground until SIGTERM/SIGINT.
@@ -88,9 +88,8 @@ pub fn run(cfg: Config) -> anyhow::Result<()> {
     rec.reconcile(&Desired::nothing(&cfg))?;
     let sources_alive = start_sources(&cfg, &tx);
     let (tracker, tracker_state) = start_tracker(&cfg, &tx);
-    let canary = cfg
-        .rtapi
-        .enabled
+    let rt_lever = cfg.tracker.lever == crate::config::Lever::Rt;
+    let canary = (cfg.rtapi.enabled || rt_lever)
         .then(|| {
             let ms = std::time::Duration::from_millis;
             let r = &cfg.rtapi;
@@ -102,6 +101,10 @@ pub fn run(cfg: Config) -> anyhow::Result<()> {
     let mut rtapi_cfg = cfg.rtapi.clone();
     if canary.is_none() {
         rtapi_cfg.max_rt_threads = 0; // never RT without the canary in force
+    }
+    let rt = setup::start_rt_guard(&cfg, canary.is_some(), &tx);
+    if let Some(g) = &rt {
+        rec.trust(g.demoted_by_guard());
     }
     let mut signals = signal_hook::iterator::Signals::new([
         signal_hook::consts::SIGTERM,
@@ -139,9 +142,8 @@ pub fn run(cfg: Config) -> anyhow::Result<()> {
         source_errors: BTreeMap::new(),
         grants: Grants::new(rtapi_cfg),
         canary,
-        rt: RtBudget::new(rt_budget::Limits::of(&cfg.tracker)),
-        rt_checked: Instant::now(),
-        watchdog: None,
+        rt,
+        rt_suspended_until: None,
         cfg,
     };
     let result = d.serve(&rx);
@@ -164,14 +166,11 @@ impl Daemon {
         let mut next_scan = Instant::now() + rescan;
         loop {
             let now = Instant::now();
-            let mut apply_at = if self.dirty {
+            let apply_at = if self.dirty {
                 (self.last_apply + min_interval).min(next_scan)
             } else {
                 next_scan
             };
-            if self.rt.active() {
-                apply_at = apply_at.min(self.rt_checked + rt_budget::CHECK);
-            }
             // A change request is answered after it has been applied (unless rate-limited), so
             // a client that focuses and then looks at the kernel sees the result.
             let mut pending = None;
@@ -216,7 +215,14 @@ impl Daemon {
                 }
                 Ok(Event::Canary) => {
                     self.grants.suspend_rt();
+                    let refuse = Duration::from_millis(self.cfg.rtapi.canary_refuse_ms);
+                    self.rt_suspended_until = Some(Instant::now() + refuse);
                     self.apply()?;
+                }
+                Ok(Event::RtOver) => {
+                    // The guard demoted threads: give them the fair boost now.
+                    self.dirty = true;
+                    self.last_apply = Instant::now() - min_interval;
                 }
                 Ok(Event::Critical(set)) => {
                     // Applied at once: the tracker decides early so the boost is not too late.
@@ -235,14 +241,6 @@ impl Daemon {
                 Err(RecvTimeoutError::Timeout) => {}
             }
             let now = Instant::now();
-            if self.rt.active() && now >= self.rt_checked + rt_budget::CHECK {
-                self.rt_checked = now;
-                if self.rt.check(now) {
-                    // Over budget: demoted at once, not at the next rescan.
-                    self.dirty = true;
-                    self.last_apply = now - min_interval;
-                }
-            }
             let due = (self.dirty && now >= self.last_apply + min_interval) || now >= next_scan;
             if due {
                 self.apply()?;
@@ -376,6 +374,7 @@ impl Daemon {
             autogroup,
             chain,
             rt_demoted: Default::default(),
+            rt_suspended: false,
         }
     }
 
@@ -434,36 +433,49 @@ impl Daemon {
 
     fn apply(&mut self) -> anyhow::Result<()> {
         let mut state = self.scan();
-        state.rt_demoted = self.rt.demoted(Instant::now());
+        let now = Instant::now();
+        self.rt_suspended_until = self.rt_suspended_until.filter(|until| *until > now);
+        state.rt_suspended = self.rt.is_none() || self.rt_suspended_until.is_some();
+        // Demotions the guard made before this pass: rewritten by it, then the journal's again.
+        let settled = self.rt.as_ref().map(|g| g.demotions());
+        if let Some(g) = &self.rt {
+            state.rt_demoted = g.cooling(now);
+        }
         let policy = policy::for_mode(self.mode);
         let mut desired = policy.desired(&state, &self.cfg).bounded(&self.cfg);
         // The rt lever's bound is in force before a thread is made real-time: each is sampled
         // now and watched from then on; one whose run time cannot be read is not made RT.
-        let before = self.rt.followed();
-        let unreadable = self.rt.follow(self.rt_lever_threads(&desired));
-        if !unreadable.is_empty() {
-            state.rt_demoted.extend(unreadable);
-            desired = policy.desired(&state, &self.cfg).bounded(&self.cfg);
-            self.rt.follow(self.rt_lever_threads(&desired));
+        let before = self.rt.as_ref().map(|g| g.followed()).unwrap_or_default();
+        if let Some(g) = &self.rt {
+            let unreadable = g.follow(self.rt_lever_threads(&desired));
+            if !unreadable.is_empty() {
+                state.rt_demoted.extend(unreadable);
+                desired = policy.desired(&state, &self.cfg).bounded(&self.cfg);
+                g.follow(self.rt_lever_threads(&desired));
+            }
         }
         // Real-time API grants (`rtapi/`) on top: not the lever's, so not its budget.
         self.grants.prune();
         self.grants.merge_into(&mut desired);
         let desired = desired.bounded(&self.cfg);
-        self.outrank_rt_lever(self.rt.active());
-        // Threads made real-time in this pass go last: a FIFO thread can starve a per-CPU
-        // kernel thread that another write of the pass waits for (measured: a session's
-        // autogroup write blocked 0.95 s, until RT throttling, with the budget unchecked).
-        let fresh: Vec<_> = (self.rt.followed().difference(&before).copied()).collect();
+        // Threads made real-time in this pass go last, after their originals are published to
+        // the guard: a FIFO thread can starve a per-CPU kernel thread that another write of the
+        // pass waits for (measured: a session's autogroup write blocked 0.95 s).
+        let after = self.rt.as_ref().map(|g| g.followed()).unwrap_or_default();
+        let fresh: Vec<_> = after.difference(&before).copied().collect();
         if !fresh.is_empty() {
             let mut first = desired.clone();
             for (_, t) in first.threads.iter_mut().filter(|(k, _)| fresh.contains(*k)) {
                 t.rt = None;
             }
             self.rec.reconcile(&first)?;
+            self.publish_rt();
         }
         self.rec.reconcile(&desired)?;
         self.publish_rt();
+        if let (Some(g), Some(upto)) = (&self.rt, settled) {
+            g.settled(upto);
+        }
         if self.mode == Mode::Eimos && self.cfg.eimos.prefetch {
             if let Some(app) = &state.focus {
                 if let Err(e) = self
@@ -479,21 +491,31 @@ impl Daemon {
         Ok(())
     }
 
-    /// Tell the canary's watchdog which RT threads uxsched holds now, with their originals.
+    /// Tell the canary's watchdog and the rt lever's guard which threads uxsched holds at real
+    /// time or is about to (the lever's), with the originals to put back.
     fn publish_rt(&mut self) {
-        let Some(c) = &self.canary else { return };
-        let mut held = c.held.lock().unwrap_or_else(|e| e.into_inner());
-        if self.grants.is_empty() && held.is_empty() {
-            return;
-        }
-        held.clear();
+        let lever = self.rt.as_ref().map(|g| g.followed()).unwrap_or_default();
+        let mut originals = Vec::new();
         for e in self.rec.journal.entries().unwrap_or_default() {
             if let (Value::Sched(orig), Value::Sched(applied)) = (&e.original, &e.applied) {
-                if applied.is_rt() {
+                if applied.is_rt() || lever.contains(&e.via) {
                     let back = sched::restorable(orig, self.features.default_slice_ns);
-                    held.push((e.via, back));
+                    originals.push((e.via, back, applied.is_rt()));
                 }
             }
+        }
+        if let Some(g) = &self.rt {
+            g.publish(originals.iter().map(|&(t, back, _)| (t, back)));
+        }
+        if let Some(c) = &self.canary {
+            let mut held = c.held.lock().unwrap_or_else(|e| e.into_inner());
+            held.clear();
+            held.extend(
+                originals
+                    .iter()
+                    .filter(|o| o.2)
+                    .map(|&(t, back, _)| (t, back)),
+            );
         }
     }
 
@@ -508,48 +530,6 @@ impl Daemon {
             .filter(|(_, t)| t.rt.is_some())
             .map(|(task, _)| *task)
             .collect()
-    }
-
-    /// While the rt lever has threads at FIFO 1, this loop — which enforces their budget — runs
-    /// at FIFO 2 (rtkit's watchdog rule): a fair daemon woken on a CPU that a runaway FIFO
-    /// thread holds would wait for the kernel's RT throttling (measured: 0.95 s) before it
-    /// could demote it. Its own work per pass is short and it sleeps between checks.
-    fn outrank_rt_lever(&mut self, on: bool) {
-        match (on, self.watchdog) {
-            (true, None) => {
-                let own = match sched::get(0) {
-                    Ok(a) => a,
-                    Err(e) => {
-                        warn!("cannot read the daemon's own scheduling ({e})");
-                        return;
-                    }
-                };
-                let fifo2 = sched::SchedAttr {
-                    policy: sched::SCHED_FIFO,
-                    flags: sched::SCHED_FLAG_RESET_ON_FORK,
-                    nice: 0,
-                    priority: policy::RT_PRIORITY + 1,
-                    runtime: 0,
-                    deadline: 0,
-                    period: 0,
-                };
-                match sched::set(0, &fifo2) {
-                    Ok(()) => self.watchdog = Some(own),
-                    Err(e) => warn!(
-                        "cannot run the daemon's loop at SCHED_FIFO 2 ({e}): the rt lever's \
-                         budget is enforced only when the daemon gets a CPU; use lever = \"fair\""
-                    ),
-                }
-            }
-            (false, Some(own)) => {
-                let back = sched::restorable(&own, self.features.default_slice_ns);
-                if let Err(e) = sched::set(0, &back) {
-                    warn!("cannot put the daemon's own scheduling back ({e})");
-                }
-                self.watchdog = None;
-            }
-            _ => {}
-        }
     }
 
     /// Undo everything and remove the groups (retrying while inherited tasks move out).

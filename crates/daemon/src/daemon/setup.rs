@@ -12,6 +12,34 @@ use std::sync::mpsc;
 use std::time::Duration;
 use tracing::warn;
 
+/// Start the `rt` lever's guard when the config asks for that lever; without the guard (no
+/// SCHED_FIFO 99) or the canary the lever cannot be bounded, and the fair lever is used.
+pub(super) fn start_rt_guard(
+    cfg: &Config,
+    canary: bool,
+    tx: &mpsc::Sender<Event>,
+) -> Option<crate::rt_guard::RtGuard> {
+    // Whatever the mode at start: a client may switch to `uxsched` later.
+    if cfg.tracker.lever != crate::config::Lever::Rt {
+        return None;
+    }
+    if !canary {
+        warn!("the rt lever needs the canary, which did not start: using the fair lever");
+        return None;
+    }
+    let limits = crate::rt_budget::Limits::of(&cfg.tracker);
+    crate::rt_guard::RtGuard::spawn(limits, tx.clone())
+        .map_err(|e| {
+            warn!(
+                "the rt lever's guard cannot run at SCHED_FIFO {} ({e}): its budget could not be \
+                 enforced, so the fair lever is used — run the daemon as root without \
+                 RestrictRealtime=",
+                crate::rt_guard::PRIORITY
+            )
+        })
+        .ok()
+}
+
 /// Start the configured sources' threads; a source that cannot start is reported, not fatal.
 pub(super) fn start_sources(cfg: &Config, tx: &mpsc::Sender<Event>) -> BTreeMap<SourceName, bool> {
     let mut alive = BTreeMap::new();

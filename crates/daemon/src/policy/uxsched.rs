@@ -61,7 +61,7 @@ struct Raise<'a> {
 impl<'a> Raise<'a> {
     fn of(state: &'a State, cfg: &Config) -> Raise<'a> {
         Raise {
-            rt: cfg.tracker.lever == config::Lever::Rt,
+            rt: cfg.tracker.lever == config::Lever::Rt && !state.rt_suspended,
             fair: Target {
                 nice: Some(cfg.min_nice),
                 slice_ns: Some(cfg.uxsched.slice_us * 1000),

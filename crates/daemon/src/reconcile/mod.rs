@@ -92,6 +92,9 @@ pub struct Reconciler {
     pub failures: BTreeMap<Setting, String>,
     /// `cpu.weight` for a unit whose app is wanted in the fg / bg group (systemd machines).
     unit_weights: (u64, u64),
+    /// Threads whose scheduling the rt lever's guard wrote since the last pass (`rt_guard.rs`):
+    /// uxsched's own change, not someone else's.
+    guard: Option<crate::rt_guard::Demoted>,
 }
 
 impl Reconciler {
@@ -130,6 +133,7 @@ impl Reconciler {
             warned: HashSet::new(),
             failures: BTreeMap::new(),
             unit_weights: (0, 0),
+            guard: None,
         }
     }
 
@@ -368,6 +372,21 @@ impl Reconciler {
         }
     }
 
+    /// Count the rt lever guard's demotions as uxsched's own writes.
+    pub fn trust(&mut self, guard: crate::rt_guard::Demoted) {
+        self.guard = Some(guard);
+    }
+
+    /// Whether the guard demoted the thread of this scheduling entry since the last pass.
+    fn guard_wrote(&self, entry: &Entry) -> bool {
+        entry.kind() == Kind::Sched
+            && self.guard.as_ref().is_some_and(|g| {
+                g.lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .contains_key(&entry.via)
+            })
+    }
+
     /// A journalled setting that is still wanted: if the kernel still holds what uxsched
     /// applied, update it to the new wish; otherwise someone else changed it — theirs stands.
     fn keep(
@@ -388,7 +407,7 @@ impl Reconciler {
                 return Ok(());
             }
         };
-        if entry.is_ours(&now, |a, b| act.holds(a, b)) {
+        if entry.is_ours(&now, |a, b| act.holds(a, b)) || self.guard_wrote(entry) {
             if act.holds(&now, &entry.applied) && want == entry.applied && task == entry.via {
                 return Ok(());
             }
@@ -428,7 +447,7 @@ impl Reconciler {
             return Ok(());
         };
         let result = act.read(via).and_then(|now| {
-            if !entry.is_ours(&now, |a, b| act.holds(a, b)) {
+            if !entry.is_ours(&now, |a, b| act.holds(a, b)) && !self.guard_wrote(entry) {
                 info!(
                     object = entry.key.describe(),
                     kind = id.0.name(),

@@ -51,6 +51,8 @@ pub enum Event {
     Closed { conn: u64 },
     /// The canary found ordinary threads starved: RT grants were revoked.
     Canary,
+    /// The rt lever's guard demoted threads over their run-time budget (`rt_guard.rs`).
+    RtOver,
     /// The tracker's critical set changed.
     Critical(Vec<tracker::Critical>),
     /// SIGTERM/SIGINT: restore everything and exit.
