@@ -39,7 +39,7 @@ cell_args() {
     short) args+=(--modes "$PEERS") reps=3 duration=10s ;;
     kbuild) args+=(--load kbuild --modes idle,stock,android,schedqos,fifo,uxsched) ;;
     roles) args+=(--modes idle,stock,fifo,uxsched,uxsched-roles) ;;
-    lever) args+=(--modes idle,stock,fifo,uxsched,uxsched-roles,uxsched-rt) ;;
+    lever) args+=(--modes idle,stock,fifo,uxsched,uxsched-roles,uxsched-fair) ;;
     *) echo "unknown cell tag '$tag' in $1" >&2; exit 2 ;;
   esac
   args+=(--reps "$reps" --duration "$duration")

@@ -261,13 +261,15 @@ fn run_one(
     let wall_s = started.elapsed().as_secs_f64();
     cancel::check()?;
     let output = model.collect()?;
+    let mut extras = output.extras;
+    extras.extend(guard.mode.extras());
     let background = load.map(RunningLoad::stop).transpose()?;
     guard.restore()?;
     Ok(RunRecord {
         mode: name,
         rep,
         samples_ms: output.samples_ms,
-        extras: output.extras,
+        extras,
         context_switches: output.context_switches,
         wall_s,
         background,

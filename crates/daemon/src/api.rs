@@ -131,6 +131,35 @@ pub struct Status {
     /// weights.
     #[serde(default)]
     pub placement: String,
+    /// From the kernel event that made a thread critical to its boost written (the tracker's
+    /// new members only; the latest 4096), when there were any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boost_latency: Option<LatencySummary>,
+}
+
+/// Percentiles of a latency, µs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LatencySummary {
+    pub samples: usize,
+    pub p50_us: u64,
+    pub p99_us: u64,
+    pub max_us: u64,
+}
+
+impl LatencySummary {
+    /// The summary of latencies in ns (`None` for none).
+    pub fn of_ns(ns: impl IntoIterator<Item = u64>) -> Option<LatencySummary> {
+        let mut v: Vec<u64> = ns.into_iter().collect();
+        v.sort_unstable();
+        let us = |x: u64| x / 1000;
+        let max = *v.last()?;
+        Some(LatencySummary {
+            samples: v.len(),
+            p50_us: us(uxsched_model::stats::nearest_rank(&v, 500)),
+            p99_us: us(uxsched_model::stats::nearest_rank(&v, 990)),
+            max_us: us(max),
+        })
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -148,6 +177,21 @@ pub enum ClientError {
     Reply(#[from] serde_json::Error),
     #[error("the daemon refused: {0}")]
     Refused(String),
+}
+
+#[cfg(test)]
+mod latency_tests {
+    use super::LatencySummary;
+
+    #[test]
+    fn latencies_are_summarised_in_microseconds_and_none_is_none() {
+        assert_eq!(LatencySummary::of_ns([]), None);
+        let l = LatencySummary::of_ns((1..=100).map(|i| i * 1000)).unwrap();
+        assert_eq!(
+            (l.samples, l.p50_us, l.p99_us, l.max_us),
+            (100, 50, 99, 100)
+        );
+    }
 }
 
 /// Send one request and wait for its reply (10 s at most).

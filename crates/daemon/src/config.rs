@@ -207,11 +207,14 @@ pub struct Tracker {
 
 /// The boost lever of the critical set (issue 10): the fair class (nice `min_nice` and the
 /// short custom slice) or SCHED_FIFO 1 under a per-thread CPU budget (docs/mechanisms.md).
+/// `rt` is the default: it is the lever that reached the idle machine's latency where stock
+/// fails (README, "The tracker's effect, and which lever"); without its guard or canary the
+/// daemon falls back to `fair` by itself.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Lever {
-    #[default]
     Fair,
+    #[default]
     Rt,
 }
 
@@ -222,7 +225,7 @@ impl Default for Tracker {
             partners: true,
             kernel_workers: true,
             store: "/var/lib/uxsched/tracker.sqlite".into(),
-            lever: Lever::Fair,
+            lever: Lever::Rt,
             rt_continuous_ms: 3,
             rt_episode_ms: 12,
             rt_cooldown_ms: 1000,

@@ -142,22 +142,34 @@ fn the_partner_an_app_waits_on_is_raised_with_it_and_restored() {
     let (partner, app) = (chain.worker(1, "chainpartner"), chain.pid(2));
     d.focus(Some(app));
     let relay = chain.worker(2, "chainapp");
+    // The default lever: the critical set at SCHED_FIFO 1 (its threads relay and sleep, far
+    // under the run-time budget).
+    use uxsched_daemon::actuators::sched::{self, SCHED_FIFO, SCHED_OTHER};
+    let fifo1 = |t: i32| sched::get(t).is_ok_and(|a| a.policy == SCHED_FIFO && a.priority == 1);
     wait_until(
         "the app's relaying thread raised",
         Duration::from_secs(5),
-        || nice(relay) == -19,
+        || fifo1(relay),
     );
     wait_until(
         "the partner on the path raised",
         Duration::from_secs(10),
-        || nice(partner) == -19,
+        || fifo1(partner),
     );
     let st = d.status();
     let b = st.boosted.iter().find(|b| b.tid == partner).unwrap();
     assert_eq!(b.role, "partner");
+    // How long after the tracker's decision the new members' boosts were written.
+    let l = st.boost_latency.expect("new critical threads were boosted");
+    assert!(
+        l.samples >= 2 && l.p50_us <= l.p99_us && l.p99_us <= l.max_us,
+        "{l:?}"
+    );
+    assert!(l.max_us < 10_000_000, "{l:?}");
+    eprintln!("critical → boosted: {l:?}");
     d.focus(None);
     wait_until("the partner restored", Duration::from_secs(5), || {
-        nice(partner) == 0
+        sched::get(partner).is_ok_and(|a| a.policy == SCHED_OTHER) && nice(partner) == 0
     });
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -313,6 +313,22 @@ impl Classifier {
         }
     }
 
+    /// The delay-critical threads now (the part of [`Classifier::snapshot`] a daemon acts on).
+    pub fn critical(&self) -> impl Iterator<Item = &Member> {
+        self.critical.values()
+    }
+
+    /// Episodes resolved so far.
+    pub fn episodes(&self) -> u64 {
+        self.episodes
+    }
+
+    /// When the open episode times out (monotonic ns); `None` when no episode is open.
+    pub fn episode_deadline_ns(&self) -> Option<u64> {
+        let limit = self.cfg.episode_timeout_ms * 1_000_000;
+        self.episode.as_ref().map(|e| e.start_ns + limit)
+    }
+
     pub fn snapshot(&self, dropped_events: u64) -> Snapshot {
         Snapshot {
             episode: match &self.episode {

@@ -201,10 +201,49 @@ impl Tracker {
         if let Err(e) = self.ring.poll(timeout) {
             tracing::debug!("tracker: ring buffer poll: {e}");
         }
-        let (events, user_dropped) = {
-            let mut p = self.pending.lock().expect("tracker queue lock");
-            (std::mem::take(&mut p.events), p.dropped)
-        };
+        let user_dropped = self.classify_pending();
+        let mut s = self.cls.snapshot(user_dropped + self.kernel_dropped());
+        for m in &mut s.critical {
+            m.episode_cpu_ns = self.episode_cpu_ns(m.id.tid as u32);
+        }
+        s
+    }
+
+    /// Classify what the ring buffer holds now, without waiting, and resolve an episode that
+    /// timed out: for a caller that waits on [`Tracker::fd`] itself and only needs the set.
+    /// True when anything was handled (the critical set may have changed).
+    pub fn process(&mut self) -> bool {
+        if let Err(e) = self.ring.consume() {
+            tracing::debug!("tracker: ring buffer consume: {e}");
+        }
+        let (before, open) = (self.cls.episodes(), self.cls.episode_deadline_ns());
+        let handled = self.classify_pending_count();
+        handled > 0 || self.cls.episodes() != before || self.cls.episode_deadline_ns() != open
+    }
+
+    /// How long until the open episode times out (`None`: none is open) — when a caller
+    /// waiting on [`Tracker::fd`] must call [`Tracker::process`] even without events.
+    pub fn episode_deadline(&self) -> Option<Duration> {
+        let at = self.cls.episode_deadline_ns()?;
+        Some(Duration::from_nanos(
+            at.saturating_sub(procfs::monotonic_ns()),
+        ))
+    }
+
+    /// The delay-critical threads now.
+    pub fn critical(&self) -> impl Iterator<Item = &crate::critical::Member> {
+        self.cls.critical()
+    }
+
+    /// Hand the queued events to the classifier and tick it; the events dropped so far.
+    fn classify_pending(&mut self) -> u64 {
+        self.classify_pending_count();
+        self.pending.lock().expect("tracker queue lock").dropped
+    }
+
+    fn classify_pending_count(&mut self) -> usize {
+        let events = std::mem::take(&mut self.pending.lock().expect("tracker queue lock").events);
+        let n = events.len();
         for ev in events {
             if let Event::Rename { task, .. } | Event::Exec { task, .. } = &ev {
                 self.set_partner(task.tid, &task.comm);
@@ -213,11 +252,7 @@ impl Tracker {
             self.cls.handle(ev);
         }
         self.cls.tick(procfs::monotonic_ns());
-        let mut s = self.cls.snapshot(user_dropped + self.kernel_dropped());
-        for m in &mut s.critical {
-            m.episode_cpu_ns = self.episode_cpu_ns(m.id.tid as u32);
-        }
-        s
+        n
     }
 
     /// The ring buffer's epoll descriptor, for a caller's own event loop.

@@ -179,6 +179,16 @@ fn render_status(s: &Status) -> String {
             push_line!(o, "  {}: {e}", x.name);
         }
     }
+    if let Some(l) = &s.boost_latency {
+        push_line!(
+            o,
+            "tracker: critical → boosted p50 {} µs, p99 {} µs, max {} µs ({} threads)",
+            l.p50_us,
+            l.p99_us,
+            l.max_us,
+            l.samples
+        );
+    }
     push_line!(o, "boosted: {} thread(s)", s.boosted.len());
     if !s.boosted.is_empty() {
         push_line!(

@@ -64,7 +64,7 @@ fn list_names_scenarios_and_modes() {
         "fifo",
         "uxsched",
         "uxsched-roles",
-        "uxsched-rt",
+        "uxsched-fair",
     ] {
         assert!(text.contains(word), "{word} missing from:\n{text}");
     }

@@ -2,7 +2,7 @@
 //! with a private socket and journal, waits until `uxsched status --json` answers, tells it the
 //! foreground with `uxsched focus <pid>`, and on restore stops it with SIGTERM (the daemon
 //! restores what it changed from its journal) and waits for it. Variants of a daemon mode
-//! (`uxsched-roles`, `uxsched-rt`) run the same daemon mode with a few configuration keys of their own
+//! (`uxsched-roles`, `uxsched-fair`) run the same daemon mode with a few configuration keys of their own
 //! ([`daemon_config`]), so one lever can be compared against the same daemon.
 
 use super::{Mode, ModeEnv, ModeName, Targets};
@@ -33,7 +33,7 @@ pub fn daemon_available(exe: Option<&Path>) -> bool {
 fn variant(mode: ModeName) -> (&'static str, &'static str) {
     match mode {
         ModeName::UxschedRoles => ("uxsched", "[tracker]\nenabled = false\n"),
-        ModeName::UxschedRt => ("uxsched", "[tracker]\nlever = \"rt\"\n"),
+        ModeName::UxschedFair => ("uxsched", "[tracker]\nlever = \"fair\"\n"),
         other => (other.name(), ""),
     }
 }
@@ -203,6 +203,26 @@ impl Mode for Daemon {
         Ok(())
     }
 
+    /// The daemon's "critical → boosted" latency (the tracker's new members), µs.
+    fn extras(&mut self) -> std::collections::BTreeMap<String, f64> {
+        let mut x = std::collections::BTreeMap::new();
+        let Ok(out) = self.client(&["status", "--json"]) else {
+            return x;
+        };
+        let status: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        let l = &status["boost_latency"];
+        for (key, field) in [
+            ("boosted_new", "samples"),
+            ("boost_p50_us", "p50_us"),
+            ("boost_p99_us", "p99_us"),
+        ] {
+            if let Some(v) = l[field].as_f64() {
+                x.insert(key.to_owned(), v);
+            }
+        }
+        x
+    }
+
     fn restore(&mut self) -> Result<()> {
         self.focused = false;
         let Some(mut child) = self.child.take() else {
@@ -256,8 +276,9 @@ mod tests {
         daemon_config(ModeName::UxschedRoles, "[tracker]\nenabled = false\n").unwrap();
         assert!(daemon_config(ModeName::Uxsched, "").unwrap().is_empty());
         assert_eq!(variant(ModeName::UxschedRoles).0, "uxsched");
-        let rt = daemon_config(ModeName::UxschedRt, "[tracker]\nrt_cooldown_ms = 500\n").unwrap();
-        assert_eq!(rt["tracker"]["lever"], toml::Value::String("rt".into()));
-        assert_eq!(rt["tracker"]["rt_cooldown_ms"], toml::Value::Integer(500));
+        let fair =
+            daemon_config(ModeName::UxschedFair, "[tracker]\nrt_cooldown_ms = 500\n").unwrap();
+        assert_eq!(fair["tracker"]["lever"], toml::Value::String("fair".into()));
+        assert_eq!(fair["tracker"]["rt_cooldown_ms"], toml::Value::Integer(500));
     }
 }

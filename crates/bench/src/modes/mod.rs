@@ -38,9 +38,10 @@ pub enum ModeName {
     /// `uxsched` with the tracker off: name-based roles only, to measure the tracker's share.
     #[serde(rename = "uxsched-roles")]
     UxschedRoles,
-    /// `uxsched` with the tracker's bounded real-time lever on its critical set.
-    #[serde(rename = "uxsched-rt")]
-    UxschedRt,
+    /// `uxsched` with the fair lever (nice and a short slice) on its critical set instead of
+    /// the default bounded real-time lever.
+    #[serde(rename = "uxsched-fair")]
+    UxschedFair,
 }
 
 impl ModeName {
@@ -58,7 +59,7 @@ impl ModeName {
         ModeName::Shuffledog,
         ModeName::Uxsched,
         ModeName::UxschedRoles,
-        ModeName::UxschedRt,
+        ModeName::UxschedFair,
     ];
 
     pub fn name(self) -> &'static str {
@@ -76,7 +77,7 @@ impl ModeName {
             ModeName::Shuffledog => "shuffledog",
             ModeName::Uxsched => "uxsched",
             ModeName::UxschedRoles => "uxsched-roles",
-            ModeName::UxschedRt => "uxsched-rt",
+            ModeName::UxschedFair => "uxsched-fair",
         }
     }
 
@@ -96,7 +97,7 @@ impl ModeName {
     /// Whether a run without `--modes` includes it: every mode but the variants of `uxsched`
     /// that exist to take one of its parts apart (ask for them by name).
     pub fn in_default_set(self) -> bool {
-        !matches!(self, ModeName::UxschedRoles | ModeName::UxschedRt)
+        !matches!(self, ModeName::UxschedRoles | ModeName::UxschedFair)
     }
 
     pub fn description(self) -> &'static str {
@@ -112,9 +113,9 @@ impl ModeName {
             ModeName::Mcfs => "uxsched daemon --mode mcfs (seed 002)",
             ModeName::Facfs => "uxsched daemon --mode facfs (seed 004)",
             ModeName::Shuffledog => "uxsched daemon --mode shuffledog (seed 003)",
-            ModeName::Uxsched => "uxsched daemon --mode uxsched (the recommended combination)",
+            ModeName::Uxsched => "uxsched daemon --mode uxsched (the recommended combination: the tracker's critical set at SCHED_FIFO 1 under a run-time budget)",
             ModeName::UxschedRoles => "uxsched daemon --mode uxsched with [tracker] enabled = false: name-based roles only, no chain (not in the default set)",
-            ModeName::UxschedRt => "uxsched daemon --mode uxsched with [tracker] lever = \"rt\": the critical set at SCHED_FIFO 1 under a per-thread run-time budget (not in the default set)",
+            ModeName::UxschedFair => "uxsched daemon --mode uxsched with [tracker] lever = \"fair\": the critical set at nice -19 and a short slice instead of SCHED_FIFO 1 (not in the default set)",
         }
     }
 }
@@ -157,6 +158,11 @@ pub trait Mode {
     /// Undo everything; called on every exit path. Returns the problems met, if any.
     fn restore(&mut self) -> Result<()> {
         Ok(())
+    }
+    /// What the mode itself measured in the run (reported with the model's extras), read
+    /// before [`Mode::restore`].
+    fn extras(&mut self) -> std::collections::BTreeMap<String, f64> {
+        Default::default()
     }
 }
 

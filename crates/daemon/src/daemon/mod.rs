@@ -61,7 +61,14 @@ struct Daemon {
     rt: Option<RtGuard>,
     /// The rt lever is off until then (the canary tripped).
     rt_suspended_until: Option<Instant>,
+    /// When the tracker decided each new critical thread (monotonic ns), until its boost is
+    /// written; then the latency goes to `boost_latency` (the latest [`LATENCIES`]).
+    boost_pending: Vec<u64>,
+    boost_latency: std::collections::VecDeque<u64>,
 }
+
+/// How many "critical → boosted" latencies `status` summarises.
+const LATENCIES: usize = 4096;
 
 /// Run the daemon in the foreground until SIGTERM/SIGINT.
 pub fn run(cfg: Config) -> anyhow::Result<()> {
@@ -144,6 +151,8 @@ pub fn run(cfg: Config) -> anyhow::Result<()> {
         canary,
         rt,
         rt_suspended_until: None,
+        boost_pending: Vec::new(),
+        boost_latency: Default::default(),
         cfg,
     };
     let result = d.serve(&rx);
@@ -226,6 +235,10 @@ impl Daemon {
                 }
                 Ok(Event::Critical(set)) => {
                     // Applied at once: the tracker decides early so the boost is not too late.
+                    let new = set
+                        .iter()
+                        .filter(|c| !self.critical.iter().any(|o| o.task == c.task));
+                    self.boost_pending.extend(new.map(|c| c.since_ns));
                     self.critical = set;
                     self.dirty = true;
                     self.last_apply = Instant::now() - min_interval;
@@ -244,6 +257,7 @@ impl Daemon {
             let due = (self.dirty && now >= self.last_apply + min_interval) || now >= next_scan;
             if due {
                 self.apply()?;
+                self.boosts_written();
                 next_scan = Instant::now() + rescan;
             }
             if let Some((reply, resp)) = pending {
@@ -489,6 +503,20 @@ impl Daemon {
         self.dirty = false;
         self.last_apply = Instant::now();
         Ok(())
+    }
+
+    /// The new critical threads' boosts are written: record how long after the tracker's
+    /// decision (in the `uxsched` mode, the one that boosts them).
+    fn boosts_written(&mut self) {
+        let now = uxsched_tracker::procfs::monotonic_ns();
+        for since in self.boost_pending.drain(..) {
+            if self.mode == Mode::Uxsched && since > 0 {
+                if self.boost_latency.len() == LATENCIES {
+                    self.boost_latency.pop_front();
+                }
+                self.boost_latency.push_back(now.saturating_sub(since));
+            }
+        }
     }
 
     /// Tell the canary's watchdog and the rt lever's guard which threads uxsched holds at real

@@ -96,6 +96,7 @@ impl Daemon {
             problems,
             tracker: self.tracker_state.clone(),
             placement: self.placement.clone(),
+            boost_latency: crate::api::LatencySummary::of_ns(self.boost_latency.iter().copied()),
         }
     }
 

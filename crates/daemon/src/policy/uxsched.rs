@@ -93,10 +93,17 @@ mod tests {
     use super::super::test_state::{fg_state, tid};
     use super::*;
 
+    /// The fair lever's settings (the rt lever, the default, has its own test below).
+    fn fair() -> Config {
+        let mut cfg = Config::default();
+        cfg.tracker.lever = config::Lever::Fair;
+        cfg
+    }
+
     #[test]
     fn ui_and_render_get_the_short_slice_others_a_mild_bonus() {
         let mut s = fg_state();
-        let d = Uxsched.desired(&s, &Config::default());
+        let d = Uxsched.desired(&s, &fair());
         for t in [100, 101] {
             assert_eq!(tid(&d, t).unwrap().nice, Some(-19));
             assert_eq!(tid(&d, t).unwrap().slice_ns, Some(100_000));
@@ -107,7 +114,7 @@ mod tests {
         assert_eq!((w.nice, w.slice_ns, w.group), (Some(-5), None, None));
         // Without autogroup, the foreground cgroup instead.
         s.autogroup = false;
-        let d = Uxsched.desired(&s, &Config::default());
+        let d = Uxsched.desired(&s, &fair());
         assert_eq!(tid(&d, 102).unwrap().group, Some(Group::Fg));
         assert_eq!(tid(&d, 100).unwrap().autogroup_nice, None);
     }
@@ -127,8 +134,9 @@ mod tests {
             comm: "kworker/u8:2".into(),
             kind: CriticalKind::KernelWorker,
             provisional: true,
+            since_ns: 0,
         }];
-        let d = Uxsched.desired(&s, &Config::default());
+        let d = Uxsched.desired(&s, &fair());
         for t in [102, 300] {
             let x = tid(&d, t).unwrap();
             assert_eq!((x.nice, x.slice_ns), (Some(-19), Some(100_000)), "tid {t}");
@@ -154,6 +162,7 @@ mod tests {
             comm: "kworker/u8:2".into(),
             kind: CriticalKind::KernelWorker,
             provisional: false,
+            since_ns: 0,
         }];
         let fifo1 = Some(Rt {
             policy: RtPolicy::Fifo,
@@ -173,8 +182,14 @@ mod tests {
         let r = tid(&d, 101).unwrap();
         assert_eq!((r.rt, r.nice, r.slice_ns), (None, Some(-19), Some(100_000)));
         assert_eq!(tid(&d, 100).unwrap().rt, fifo1);
-        // The default lever never asks for a real-time class.
-        let d = Uxsched.desired(&s, &Config::default());
+        // The fair lever never asks for a real-time class, nor does the rt lever while it is
+        // suspended (the canary tripped, or it has no guard).
+        cfg.tracker.lever = config::Lever::Fair;
+        let d = Uxsched.desired(&s, &cfg);
+        assert!(d.threads.values().all(|t| t.rt.is_none()));
+        cfg.tracker.lever = config::Lever::Rt;
+        s.rt_suspended = true;
+        let d = Uxsched.desired(&s, &cfg);
         assert!(d.threads.values().all(|t| t.rt.is_none()));
     }
 }

@@ -64,12 +64,15 @@ impl Daemon {
         let cgroup_name = format!("uxsched-test-{}-{n}", std::process::id());
         let socket = dir.join("uxsched.sock");
         let config = dir.join("uxsched.toml");
-        // The tracker's store stays in the test's directory unless the test configures it.
+        // The tracker's store stays in the test's directory unless the test configures it, and
+        // the uxsched mode's fair lever is what these tests check unless they name a lever
+        // (the rt lever, the default, has tests of its own: `real_kernel.rs`, `rt_guard.rs`,
+        // `tracker_chain.rs`).
         let extra = if extra.contains("[tracker]") {
             extra.to_owned()
         } else {
             format!(
-                "{extra}\n[tracker]\nstore = \"{}\"\n",
+                "{extra}\n[tracker]\nstore = \"{}\"\nlever = \"fair\"\n",
                 dir.join("tracker.sqlite").display()
             )
         };
