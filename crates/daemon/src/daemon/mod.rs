@@ -155,6 +155,7 @@ pub fn run(cfg: Config) -> anyhow::Result<()> {
         boost_latency: Default::default(),
         cfg,
     };
+    raise_loop();
     let result = d.serve(&rx);
     if let Err(e) = &result {
         error!("stopping after an error: {e:#}");
@@ -166,6 +167,21 @@ pub fn run(cfg: Config) -> anyhow::Result<()> {
     let stopped = d.stop();
     drop(server);
     result.and(stopped)
+}
+
+/// The loop writes the boosts the tracker decides, so it must not wait behind the load it
+/// protects: measured without this, "critical → boosted" was p50 14 ms, p99 47 ms with 12 hogs
+/// and autogroup off (the loop at nice 0 among them). Nice −20 is the fair class's top, like the
+/// tracker thread; only this thread (the socket's and sources' threads keep their nice), and
+/// the critical set it raises is at FIFO 1 or nice −19, where a rescan barely delays it.
+fn raise_loop() {
+    // SAFETY: setpriority on this thread's own tid.
+    if unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, -20) } != 0 {
+        warn!(
+            "cannot raise the daemon's loop to nice -20 ({}): boosts may be written late under load",
+            std::io::Error::last_os_error()
+        );
+    }
 }
 
 impl Daemon {
@@ -446,8 +462,10 @@ impl Daemon {
     }
 
     fn apply(&mut self) -> anyhow::Result<()> {
+        let start = Instant::now();
         let mut state = self.scan();
         let now = Instant::now();
+        let scan_us = (now - start).as_micros() as u64;
         self.rt_suspended_until = self.rt_suspended_until.filter(|until| *until > now);
         state.rt_suspended = self.rt.is_none() || self.rt_suspended_until.is_some();
         // Demotions the guard made before this pass: rewritten by it, then the journal's again.
@@ -502,6 +520,8 @@ impl Daemon {
         }
         self.dirty = false;
         self.last_apply = Instant::now();
+        let pass_us = (self.last_apply - start).as_micros() as u64;
+        tracing::debug!(scan_us, pass_us, "pass");
         Ok(())
     }
 
