@@ -22,7 +22,13 @@ impl Sim {
 
     /// Runnable fair tasks scaled to capacity (1024 = one task on a full-size CPU).
     fn cpu_load(&self, c: usize) -> u64 {
-        self.cpus[c].fair_tasks.len() as u64 * 1024 * 1024 / self.cpus[c].capacity.max(1) as u64
+        self.cpus[c].fair_load
+    }
+
+    /// Recompute `cpu`'s [`Sim::cpu_load`] after its fair task list changed.
+    pub(super) fn refresh_cpu_load(&mut self, cpu: usize) {
+        let c = &mut self.cpus[cpu];
+        c.fair_load = c.fair_tasks.len() as u64 * 1024 * 1024 / c.capacity.max(1) as u64;
     }
 
     pub(super) fn select_cpu(&mut self, tid: u32, initial: bool) -> usize {

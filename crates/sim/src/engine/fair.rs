@@ -52,7 +52,7 @@ impl Sim {
     }
 
     fn rq_group(&self, rq: usize) -> usize {
-        rq / self.ncpus()
+        self.rqs[rq].group
     }
 
     pub(super) fn group_entity(&self, group: usize, cpu: usize) -> EntityId {
@@ -77,7 +77,7 @@ impl Sim {
     pub(super) fn add_load(&mut self, rq: usize, delta: i64) {
         let r = &mut self.rqs[rq];
         r.load = (r.load as i64 + delta) as u64;
-        let g = rq / self.cpus.len();
+        let g = r.group;
         self.groups[g].total_load = (self.groups[g].total_load as i64 + delta) as u64;
     }
 
@@ -129,6 +129,7 @@ impl Sim {
             self.update_curr(cpu);
         }
         self.cpus[cpu].fair_tasks.push(tid);
+        self.refresh_cpu_load(cpu);
         let g = self.tasks[tid as usize].group;
         self.fair_enqueue_up(tid as EntityId, g, cpu, why);
         self.refresh_shares(g, cpu);
@@ -172,6 +173,7 @@ impl Sim {
         let ft = &mut self.cpus[cpu].fair_tasks;
         if let Some(i) = ft.iter().position(|&t| t == tid) {
             ft.swap_remove(i);
+            self.refresh_cpu_load(cpu);
         }
         self.fair_dequeue_up(tid as EntityId, cpu, sleep);
     }

@@ -181,6 +181,9 @@ struct Cpu {
     busy: Nanos,
     /// Runnable fair tasks on this CPU (including the running one).
     fair_tasks: Vec<u32>,
+    /// `fair_tasks.len()` scaled to capacity, kept as the list changes (balancing reads it for
+    /// every CPU on every tick; see `balance::cpu_load`).
+    fair_load: u64,
     rt: rt::RtRq,
 }
 

@@ -454,8 +454,11 @@ impl Sim {
     /// shows as a switch-out and a wake-up at the same instant.
     fn apply_phase_affinity(&mut self, tid: u32) -> bool {
         let task = &mut self.tasks[tid as usize];
-        let mask = task.prog.masks.get(task.prog.phase).cloned().flatten();
-        task.allowed = mask.unwrap_or_else(|| task.base_allowed.clone());
+        // `clone_from` reuses the mask's buffer: every loop of a program passes here.
+        match task.prog.masks.get(task.prog.phase) {
+            Some(Some(mask)) => task.allowed.clone_from(mask),
+            _ => task.allowed.clone_from(&task.base_allowed),
+        }
         if task.allows(task.cpu) {
             return false;
         }
