@@ -4,14 +4,14 @@
 # An optimisation of the engine must leave every line unchanged.
 #
 #   scripts/sim-digests.sh              print the set
-#   scripts/sim-digests.sh --check      compare with scenarios/digests.txt (exit 1 on a difference)
-#   scripts/sim-digests.sh --write      rewrite scenarios/digests.txt (a deliberate model change)
+#   scripts/sim-digests.sh --check      compare with scripts/sim-digests.txt (exit 1 on a difference)
+#   scripts/sim-digests.sh --write      rewrite scripts/sim-digests.txt (a deliberate model change)
 #
 # UXSCHED (default target/release/uxsched) is the binary used.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${UXSCHED:-target/release/uxsched}
-golden=scenarios/digests.txt
+golden=scripts/sim-digests.txt
 [ -x "$bin" ] || { echo "sim-digests: $bin missing; build it: cargo build --release -p uxsched" >&2; exit 2; }
 
 digest() { # workload, then sim run options

@@ -309,6 +309,7 @@ impl Sim {
             cpus,
             tasks,
             ents,
+            overloaded: vec![0; ncpus.div_ceil(64)],
             rqs,
             groups,
             group_ents,

@@ -468,12 +468,13 @@ impl Sim {
 
     /// Block on a sleep or timer until `at`, plus the timer slack for fair tasks (the hrtimer
     /// fires at the end of its range `[at, at + slack]` when nothing else interrupts earlier).
+    /// The measured wake-up cost ([`super::SimConfig::wakeup_cost`]) comes on top.
     fn sleep_until(&mut self, tid: u32, at: Nanos) {
         let slack = match self.tasks[tid as usize].class {
             super::Class::Fair => self.cfg.timer_slack,
             super::Class::Rt { .. } => 0,
         };
-        self.block_until(tid, at + slack);
+        self.block_until(tid, at + slack + self.cfg.wakeup_cost);
     }
 
     fn block_until(&mut self, tid: u32, at: Nanos) {
