@@ -53,7 +53,7 @@ impl CfsTunables {
             gentle_sleepers: true,
             wakeup_preempt: true,
             start_debit: true,
-            update_curr_first: false,
+            update_curr_first: true,
         }
     }
 

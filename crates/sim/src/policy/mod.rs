@@ -133,8 +133,8 @@ pub trait FairPolicy {
     /// before `place_entity` (kernel/sched/fair.c, 2.6.32 through 6.18), so that placement sees
     /// the queue's virtual time as of now rather than as of the last tick. `eevdf` does (a stale
     /// V handed every waking entity the lag the current one had accrued since the tick: issue
-    /// 11). The other policies keep the older order their seed-paper reproductions were
-    /// calibrated with (`seed000_examples`, `seed_mechanisms_a` change otherwise).
+    /// 11), and so do `cfs` and the policies built on it (`CfsTunables::update_curr_first`;
+    /// docs/mechanisms.md has the evidence and what it changed).
     fn update_curr_on_enqueue(&self) -> bool {
         false
     }

@@ -1,7 +1,8 @@
 //! `uxsched sim validate`: the simulator's fidelity on this machine. Each rt-app workload runs
 //! once with rt-app on the running kernel and once in the simulator with the machine's CPU
-//! count, HZ, fair policy (EEVDF from 6.6) and timer slack; per task, rt-app's wake-up latency
-//! (`wu_lat`) and slack are compared with the simulated ones, and the relative error printed.
+//! count, HZ, fair policy (EEVDF from 6.6), timer slack and the wake-up cost measured by a
+//! calibration probe ([`calibrate`]); per task, rt-app's wake-up latency (`wu_lat`) and slack
+//! are compared with the simulated ones, and the relative error printed.
 //!
 //! What it cannot match: rt-app runs in this process's autogroup or cgroup, beside every other
 //! process on the machine, while the simulator sees the workload alone on the machine's CPUs
