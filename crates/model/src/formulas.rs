@@ -13,7 +13,11 @@ pub fn vruntime_delta(delta: Nanos, weight: u64) -> Nanos {
     if weight == NICE_0_LOAD {
         delta
     } else {
-        ((delta as u128 * NICE_0_LOAD as u128) / weight.max(1) as u128) as Nanos
+        match delta.checked_mul(NICE_0_LOAD) {
+            // The same quotient without 128-bit division (the simulator's hottest formula).
+            Some(p) => p / weight.max(1),
+            None => ((delta as u128 * NICE_0_LOAD as u128) / weight.max(1) as u128) as Nanos,
+        }
     }
 }
 
@@ -35,7 +39,10 @@ pub fn android_period(n: usize) -> Nanos {
 
 /// Seed 000 eq. (2): a task's time slice, W / ΣW × P.
 pub fn cfs_slice(weight: u64, total_weight: u64, period: Nanos) -> Nanos {
-    ((period as u128 * weight as u128) / total_weight.max(1) as u128) as Nanos
+    match period.checked_mul(weight) {
+        Some(p) => p / total_weight.max(1),
+        None => ((period as u128 * weight as u128) / total_weight.max(1) as u128) as Nanos,
+    }
 }
 
 /// Seed 000 eq. (6): the boost weight W'(τa) = C × ΣW / P, capped at ω−20, that gives the

@@ -3,7 +3,8 @@
 
 mod common;
 use common::*;
-use uxsched_model::{MS, SEC, US};
+use uxsched_model::{Nanos, MS, SEC, US};
+use uxsched_sim::log::Record;
 use uxsched_sim::workload::{Event, SchedPolicy};
 
 fn share(sched: &str, nice_b: i32) -> f64 {
@@ -150,4 +151,42 @@ fn per_phase_affinity_moves_the_task() {
         })
         .collect();
     assert_eq!(cpus.into_iter().collect::<Vec<_>>(), vec![0, 1]);
+}
+
+#[test]
+fn timer_wakeups_come_after_the_slack_and_the_measured_wakeup_cost() {
+    // One periodic task alone on one CPU: it runs at each period boundary plus the timer slack
+    // plus the wake-up cost (`sim validate` measures the cost on the kernel; 0 by default).
+    let periodic = task(
+        "periodic",
+        nice(0),
+        vec![
+            Event::Timer {
+                name: "t".into(),
+                period: 10 * MS,
+                absolute: false,
+            },
+            Event::Run(MS),
+        ],
+    );
+    for (slack, cost) in [(0, 0), (50 * US, 0), (50 * US, 30 * US)] {
+        let mut cfg = config("eevdf", 1, 100 * MS);
+        cfg.timer_slack = slack;
+        cfg.wakeup_cost = cost;
+        let log = run(&workload(vec![periodic.clone()]), cfg);
+        let starts: Vec<Nanos> = log
+            .records
+            .iter()
+            .filter_map(|r| match *r {
+                Record::Switch {
+                    t, next: Some(0), ..
+                } => Some(t),
+                _ => None,
+            })
+            .collect();
+        assert!(starts.len() >= 9, "{starts:?}");
+        for (k, &t) in starts.iter().enumerate().skip(1) {
+            assert_eq!(t, k as Nanos * 10 * MS + slack + cost, "{starts:?}");
+        }
+    }
 }

@@ -120,6 +120,13 @@ pub struct BenchArgs {
     /// are reported, since a shared machine's speed drifts between runs.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub reps: u32,
+    /// Standard workload(s) to measure: `phone` (8 CPUs, 200 threads) and `server64` (64 CPUs,
+    /// 2,000 threads); repeatable. Default: both.
+    #[arg(long = "workload", value_parser = ["phone", "server64"])]
+    pub workloads: Vec<String>,
+    /// Only these fair policies (repeatable). Default: all.
+    #[arg(long = "sched", value_parser = clap::builder::PossibleValuesParser::new(uxsched_sim::policy::POLICY_NAMES))]
+    pub scheds: Vec<String>,
     #[arg(long)]
     pub json: bool,
 }

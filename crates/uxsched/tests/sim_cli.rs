@@ -166,6 +166,8 @@ fn bench_reports_every_policy_with_medians() {
         "500ms",
         "--reps",
         "3",
+        "--workload",
+        "phone",
         "--json",
     ]);
     assert!(
@@ -179,6 +181,7 @@ fn bench_reports_every_policy_with_medians() {
     assert_eq!(names, ["cfs", "eevdf", "vtcfs", "mcfs"]);
     for r in rows {
         assert_eq!(r["reps"], 3);
+        assert_eq!(r["workload"], "phone");
         assert_eq!(r["threads"], 200);
         assert!(r["events"].as_u64().unwrap() > 1000, "{r}");
         let (median, best) = (
@@ -189,4 +192,34 @@ fn bench_reports_every_policy_with_medians() {
     }
     let bad = uxsched(&["sim", "bench", "--reps", "0"]);
     assert_eq!(bad.status.code(), Some(2));
+}
+
+#[test]
+fn bench_has_the_64_cpu_2000_thread_server_workload() {
+    let out = uxsched(&[
+        "sim",
+        "bench",
+        "--workload",
+        "server64",
+        "--sched",
+        "eevdf",
+        "--duration",
+        "100ms",
+        "--reps",
+        "1",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let r = &rows.as_array().unwrap()[..];
+    assert_eq!(r.len(), 1, "{rows}");
+    assert_eq!(r[0]["workload"], "server64");
+    assert_eq!(r[0]["sched"], "eevdf");
+    assert_eq!(r[0]["cpus"], 64);
+    assert_eq!(r[0]["threads"], 2000);
+    assert!(r[0]["events"].as_u64().unwrap() > 1000, "{rows}");
 }

@@ -22,7 +22,33 @@ impl Sim {
 
     /// Runnable fair tasks scaled to capacity (1024 = one task on a full-size CPU).
     fn cpu_load(&self, c: usize) -> u64 {
-        self.cpus[c].fair_tasks.len() as u64 * 1024 * 1024 / self.cpus[c].capacity.max(1) as u64
+        self.cpus[c].fair_load
+    }
+
+    /// Recompute `cpu`'s [`Sim::cpu_load`] after its fair task list changed.
+    pub(super) fn refresh_cpu_load(&mut self, cpu: usize) {
+        let c = &mut self.cpus[cpu];
+        c.fair_load = c.fair_tasks.len() as u64 * 1024 * 1024 / c.capacity.max(1) as u64;
+        let bit = 1u64 << (cpu % 64);
+        if c.fair_tasks.len() >= 2 {
+            self.overloaded[cpu / 64] |= bit;
+        } else {
+            self.overloaded[cpu / 64] &= !bit;
+        }
+    }
+
+    /// CPUs with at least two runnable fair tasks, in increasing order.
+    fn overloaded_cpus(&self) -> impl Iterator<Item = usize> + '_ {
+        self.overloaded.iter().enumerate().flat_map(|(w, &bits)| {
+            let mut b = bits;
+            std::iter::from_fn(move || {
+                (b != 0).then(|| {
+                    let i = b.trailing_zeros() as usize;
+                    b &= b - 1;
+                    w * 64 + i
+                })
+            })
+        })
     }
 
     pub(super) fn select_cpu(&mut self, tid: u32, initial: bool) -> usize {
@@ -98,8 +124,9 @@ impl Sim {
     /// Pull from the busiest CPU if it has at least two more runnable tasks (per capacity).
     fn balance_into(&mut self, cpu: usize) -> bool {
         let mine = self.cpu_load(cpu);
-        let busiest = (0..self.ncpus())
-            .filter(|&c| c != cpu && self.cpus[c].fair_tasks.len() >= 2)
+        let busiest = self
+            .overloaded_cpus()
+            .filter(|&c| c != cpu)
             .max_by_key(|&c| (self.cpu_load(c), std::cmp::Reverse(c)));
         match busiest {
             Some(b)

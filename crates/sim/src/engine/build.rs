@@ -117,6 +117,7 @@ impl Sim {
                     need_resched: false,
                     busy: 0,
                     fair_tasks: Vec::new(),
+                    fair_load: 0,
                     rt: Default::default(),
                 });
             }
@@ -279,7 +280,12 @@ impl Sim {
         sync.finish_barriers();
 
         // Run-queues and group entities.
-        let rqs = vec![FairRq::default(); groups.len() * ncpus];
+        let rqs = (0..groups.len() * ncpus)
+            .map(|i| FairRq {
+                group: i / ncpus,
+                ..FairRq::default()
+            })
+            .collect();
         let mut group_ents = vec![usize::MAX; groups.len() * ncpus];
         for (g, grp) in groups.iter().enumerate().skip(1) {
             for c in 0..ncpus {
@@ -303,6 +309,7 @@ impl Sim {
             cpus,
             tasks,
             ents,
+            overloaded: vec![0; ncpus.div_ceil(64)],
             rqs,
             groups,
             group_ents,

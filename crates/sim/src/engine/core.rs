@@ -223,9 +223,10 @@ impl Sim {
         };
         let c = &mut self.cpus[cpu];
         let dur = match self.tasks[tid as usize].seg {
-            Segment::Work(w) => {
-                ((w as u128 * SPEED_ONE as u128).div_ceil(c.speed.max(1) as u128)) as u64
-            }
+            Segment::Work(w) => match w.checked_mul(SPEED_ONE) {
+                Some(p) => p.div_ceil(c.speed.max(1)),
+                None => ((w as u128 * SPEED_ONE as u128).div_ceil(c.speed.max(1) as u128)) as u64,
+            },
             Segment::Busy(d) => d,
             Segment::None => return,
         };

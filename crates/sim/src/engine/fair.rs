@@ -52,7 +52,7 @@ impl Sim {
     }
 
     fn rq_group(&self, rq: usize) -> usize {
-        rq / self.ncpus()
+        self.rqs[rq].group
     }
 
     pub(super) fn group_entity(&self, group: usize, cpu: usize) -> EntityId {
@@ -77,7 +77,7 @@ impl Sim {
     pub(super) fn add_load(&mut self, rq: usize, delta: i64) {
         let r = &mut self.rqs[rq];
         r.load = (r.load as i64 + delta) as u64;
-        let g = rq / self.cpus.len();
+        let g = r.group;
         self.groups[g].total_load = (self.groups[g].total_load as i64 + delta) as u64;
     }
 
@@ -129,6 +129,7 @@ impl Sim {
             self.update_curr(cpu);
         }
         self.cpus[cpu].fair_tasks.push(tid);
+        self.refresh_cpu_load(cpu);
         let g = self.tasks[tid as usize].group;
         self.fair_enqueue_up(tid as EntityId, g, cpu, why);
         self.refresh_shares(g, cpu);
@@ -172,6 +173,7 @@ impl Sim {
         let ft = &mut self.cpus[cpu].fair_tasks;
         if let Some(i) = ft.iter().position(|&t| t == tid) {
             ft.swap_remove(i);
+            self.refresh_cpu_load(cpu);
         }
         self.fair_dequeue_up(tid as EntityId, cpu, sleep);
     }
@@ -244,9 +246,20 @@ impl Sim {
         }
     }
 
+    /// The entity one level above `e`'s run-queue on `cpu`, or None at the root — the step of
+    /// [`Sim::path_up`], for the hot walks that need no [`Path`].
+    fn parent_entity(&self, rq: usize, cpu: usize) -> Option<EntityId> {
+        match self.rqs[rq].group {
+            0 => None,
+            g => Some(self.group_entity(g, cpu)),
+        }
+    }
+
     /// The running task leaves the CPU: put its entities back in their queues (`put_prev_entity`).
     pub(super) fn fair_put_prev(&mut self, cpu: usize, tid: u32) {
-        for &(rq, e) in self.path_up(tid, cpu).as_slice() {
+        let mut next = Some(tid as EntityId);
+        while let Some(e) = next {
+            let rq = self.ents[e].rq;
             let r = &mut self.rqs[rq];
             if r.curr == Some(e) {
                 r.curr = None;
@@ -254,24 +267,36 @@ impl Sim {
                     r.push_queued(e, &self.ents);
                 }
             }
+            next = self.parent_entity(rq, cpu);
         }
     }
 
-    /// Charge `delta` to the running task at every level; true if a policy asks to reschedule.
+    /// Charge `delta` to the running task at every level, task first (the order of
+    /// [`Sim::path_up`]); true if a policy asks to reschedule.
     pub(super) fn fair_charge(&mut self, cpu: usize, tid: u32, delta: u64) -> bool {
         let mut resched = false;
-        for &(rq, e) in self.path_up(tid, cpu).as_slice() {
+        let mut next = Some(tid as EntityId);
+        while let Some(e) = next {
+            let rq = self.ents[e].rq;
             resched |= self
                 .policy
                 .charge(&mut self.rqs[rq], &mut self.ents, e, delta);
+            next = self.parent_entity(rq, cpu);
         }
         resched
     }
 
     pub(super) fn fair_tick(&mut self, cpu: usize, tid: u32) -> bool {
-        self.path_up(tid, cpu).as_slice().iter().any(|&(rq, e)| {
-            self.rqs[rq].nr_running > 1 && self.policy.tick_preempt(&self.rqs[rq], &self.ents, e)
-        })
+        let mut next = Some(tid as EntityId);
+        while let Some(e) = next {
+            let rq = self.ents[e].rq;
+            if self.rqs[rq].nr_running > 1 && self.policy.tick_preempt(&self.rqs[rq], &self.ents, e)
+            {
+                return true;
+            }
+            next = self.parent_entity(rq, cpu);
+        }
+        false
     }
 
     /// Compare the woken task with the running one where their hierarchies meet

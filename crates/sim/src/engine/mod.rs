@@ -66,6 +66,13 @@ pub struct SimConfig {
     /// Linux; RT tasks get none, `hrtimer_nanosleep`): the wake-up comes this much after the
     /// requested time. 0 here by default (the ideal timer); `sim validate` sets the kernel's.
     pub timer_slack: Nanos,
+    /// Wake-up cost of sleeps and timers: the time from a timer's expiry (after its slack) to
+    /// the woken task being able to run — the timer interrupt, `try_to_wake_up` and the context
+    /// switch, which the engine otherwise takes as free. The wake-up happens this much later.
+    /// 0 by default; `sim validate` measures it on the running kernel (docs/fidelity.md) and
+    /// never sets it from anything else. Wake-ups by other tasks (signal, resume, send) are
+    /// not delayed: nothing measures their cost.
+    pub wakeup_cost: Nanos,
 }
 
 impl SimConfig {
@@ -86,6 +93,7 @@ impl SimConfig {
             io_sched: "cfq".into(),
             device: DeviceSpec::default(),
             timer_slack: 0,
+            wakeup_cost: 0,
         }
     }
 
@@ -181,6 +189,9 @@ struct Cpu {
     busy: Nanos,
     /// Runnable fair tasks on this CPU (including the running one).
     fair_tasks: Vec<u32>,
+    /// `fair_tasks.len()` scaled to capacity, kept as the list changes (balancing reads it for
+    /// every CPU on every tick; see `balance::cpu_load`).
+    fair_load: u64,
     rt: rt::RtRq,
 }
 
@@ -215,6 +226,9 @@ pub struct Sim {
     meta: RunMeta,
     /// Current frequency of each domain (kHz).
     domain_khz: Vec<u32>,
+    /// Bitmap of CPUs with at least two runnable fair tasks (the only ones balancing can pull
+    /// from), kept by `refresh_cpu_load`, so balancing does not scan every CPU.
+    overloaded: Vec<u64>,
     /// CPUs with `need_resched` set, in the order they were asked.
     resched_list: Vec<usize>,
     /// Attached mechanisms ([`hooks`]).

@@ -454,8 +454,11 @@ impl Sim {
     /// shows as a switch-out and a wake-up at the same instant.
     fn apply_phase_affinity(&mut self, tid: u32) -> bool {
         let task = &mut self.tasks[tid as usize];
-        let mask = task.prog.masks.get(task.prog.phase).cloned().flatten();
-        task.allowed = mask.unwrap_or_else(|| task.base_allowed.clone());
+        // `clone_from` reuses the mask's buffer: every loop of a program passes here.
+        match task.prog.masks.get(task.prog.phase) {
+            Some(Some(mask)) => task.allowed.clone_from(mask),
+            _ => task.allowed.clone_from(&task.base_allowed),
+        }
         if task.allows(task.cpu) {
             return false;
         }
@@ -465,12 +468,13 @@ impl Sim {
 
     /// Block on a sleep or timer until `at`, plus the timer slack for fair tasks (the hrtimer
     /// fires at the end of its range `[at, at + slack]` when nothing else interrupts earlier).
+    /// The measured wake-up cost ([`super::SimConfig::wakeup_cost`]) comes on top.
     fn sleep_until(&mut self, tid: u32, at: Nanos) {
         let slack = match self.tasks[tid as usize].class {
             super::Class::Fair => self.cfg.timer_slack,
             super::Class::Rt { .. } => 0,
         };
-        self.block_until(tid, at + slack);
+        self.block_until(tid, at + slack + self.cfg.wakeup_cost);
     }
 
     fn block_until(&mut self, tid: u32, at: Nanos) {

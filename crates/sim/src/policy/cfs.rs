@@ -35,6 +35,10 @@ pub struct CfsTunables {
     pub wakeup_preempt: bool,
     /// START_DEBIT: new tasks start one virtual slice late.
     pub start_debit: bool,
+    /// Charge the running task before placing an enqueued one, as 2.6.32's `enqueue_entity`
+    /// and `task_new_fair` call `update_curr` before `place_entity` (see
+    /// [`FairPolicy::update_curr_on_enqueue`] and docs/mechanisms.md).
+    pub update_curr_first: bool,
 }
 
 impl CfsTunables {
@@ -49,6 +53,7 @@ impl CfsTunables {
             gentle_sleepers: true,
             wakeup_preempt: true,
             start_debit: true,
+            update_curr_first: true,
         }
     }
 
@@ -105,6 +110,10 @@ impl FairPolicy for Cfs {
 
     fn base_slice(&self) -> Nanos {
         self.t.min_granularity
+    }
+
+    fn update_curr_on_enqueue(&self) -> bool {
+        self.t.update_curr_first
     }
 
     fn place(&self, rq: &FairRq, ents: &mut [Entity], id: EntityId, why: Enqueue) {

@@ -96,8 +96,13 @@ pub fn avg_vruntime(rq: &FairRq, ents: &[Entity]) -> i64 {
     if load == 0 {
         return rq.min_vruntime;
     }
-    // Round towards −∞ like the kernel's div_s64 with its "sign flip" fix-up, so V ≤ exact.
-    rq.min_vruntime + sum.div_euclid(load) as i64
+    // Round towards −∞ like the kernel's div_s64 with its "sign flip" fix-up, so V ≤ exact
+    // (in 64 bits when the sums fit, as they do but for extreme weights and spreads).
+    let q = match (i64::try_from(sum), i64::try_from(load)) {
+        (Ok(s), Ok(l)) => s.div_euclid(l),
+        _ => sum.div_euclid(load) as i64,
+    };
+    rq.min_vruntime + q
 }
 
 /// vᵢ ≤ V, evaluated exactly as Σ wⱼ(vⱼ − vᵢ) ≥ 0 (`vruntime_eligible`).
@@ -108,6 +113,19 @@ pub fn eligible(rq: &FairRq, ents: &[Entity], id: EntityId) -> bool {
 /// [`eligible`] with the queue's sums computed once, for loops over the queue.
 fn eligible_with((sum, load): (i128, i128), rq: &FairRq, e: &Entity) -> bool {
     sum >= (e.vruntime - rq.min_vruntime) as i128 * load
+}
+
+/// `lag × num / den`, truncated towards zero (`place_entity`'s inflation of the lag by
+/// (W + w) / W), in 64 bits unless the product overflows.
+fn scale_lag(lag: i64, num: u64, den: u64) -> i64 {
+    let den = den.max(1);
+    match (i64::try_from(num).ok(), i64::try_from(den)) {
+        (Some(n), Ok(d)) => match lag.checked_mul(n) {
+            Some(p) => p / d,
+            None => (lag as i128 * n as i128 / d as i128) as i64,
+        },
+        _ => (lag as i128 * num as i128 / den as i128) as i64,
+    }
 }
 
 fn vslice(e: &Entity, slice: Nanos) -> i64 {
@@ -195,8 +213,7 @@ impl FairPolicy for Eevdf {
         }
         let mut lag = 0i64;
         if self.t.place_lag && rq.nr_running > 0 && why != Enqueue::Initial {
-            let load = rq.load as i128;
-            lag = (ents[id].vlag as i128 * (load + ents[id].weight as i128) / load.max(1)) as i64;
+            lag = scale_lag(ents[id].vlag, rq.load + ents[id].weight, rq.load);
         }
         let e = &mut ents[id];
         e.vruntime = v - lag;

@@ -53,6 +53,10 @@ impl FairPolicy for Mcfs {
         self.cfs.base_slice()
     }
 
+    fn update_curr_on_enqueue(&self) -> bool {
+        self.cfs.update_curr_on_enqueue()
+    }
+
     fn place(&self, rq: &FairRq, ents: &mut [Entity], id: EntityId, why: Enqueue) {
         self.cfs.place(rq, ents, id, why);
     }

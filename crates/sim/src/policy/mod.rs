@@ -56,8 +56,8 @@ pub struct Entity {
 /// One fair run-queue: a CPU's root queue or a cgroup's queue on that CPU.
 #[derive(Debug, Clone, Default)]
 pub struct FairRq {
-    /// Queued entities, not including `curr` (the kernel's rb-tree). Order is insertion order;
-    /// policies pick by their own key with the entity id as the final tie-break.
+    /// Queued entities, not including `curr` (the kernel's rb-tree). Unordered: policies pick
+    /// by their own key with the entity id as the final tie-break.
     pub queued: Vec<EntityId>,
     /// The entity running at this level, if any (still counted in `nr_running` and `load`).
     pub curr: Option<EntityId>,
@@ -73,6 +73,9 @@ pub struct FairRq {
     pub avg_vruntime: i128,
     /// Σ wᵢ over `queued` (`cfs_rq->avg_load`).
     pub avg_load: i128,
+    /// The cgroup this run-queue belongs to (0 = the CPU's root run-queue); kept here so the
+    /// engine's hierarchy walks need no division of the run-queue index.
+    pub group: usize,
 }
 
 impl FairRq {
@@ -83,8 +86,10 @@ impl FairRq {
     }
 
     /// Take the entity at `queued[i]` out of the queue (`__dequeue_entity`, `avg_vruntime_sub`).
+    /// The queue's order is not part of the model (every pick has its own key and the entity id
+    /// as the final tie-break), so the last entity fills the hole instead of shifting the rest.
     pub fn remove_queued(&mut self, i: usize, ents: &[Entity]) -> EntityId {
-        let e = self.queued.remove(i);
+        let e = self.queued.swap_remove(i);
         self.avg_add(&ents[e], -1);
         e
     }
@@ -128,8 +133,8 @@ pub trait FairPolicy {
     /// before `place_entity` (kernel/sched/fair.c, 2.6.32 through 6.18), so that placement sees
     /// the queue's virtual time as of now rather than as of the last tick. `eevdf` does (a stale
     /// V handed every waking entity the lag the current one had accrued since the tick: issue
-    /// 11). The other policies keep the older order their seed-paper reproductions were
-    /// calibrated with (`seed000_examples`, `seed_mechanisms_a` change otherwise).
+    /// 11), and so do `cfs` and the policies built on it (`CfsTunables::update_curr_first`;
+    /// docs/mechanisms.md has the evidence and what it changed).
     fn update_curr_on_enqueue(&self) -> bool {
         false
     }

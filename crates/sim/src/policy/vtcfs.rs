@@ -69,6 +69,10 @@ impl FairPolicy for VtCfs {
         self.preempt_tick
     }
 
+    fn update_curr_on_enqueue(&self) -> bool {
+        self.cfs.update_curr_on_enqueue()
+    }
+
     fn place(&self, rq: &FairRq, ents: &mut [Entity], id: EntityId, why: Enqueue) {
         match why {
             Enqueue::Wakeup => {

@@ -279,6 +279,7 @@ macro_rules! scenario {
 pub const BUILTINS: &[(&str, &str)] = &[
     scenario!("showcase"),
     scenario!("phone"),
+    scenario!("server64"),
     scenario!("example1"),
     scenario!("example2"),
     scenario!("pipeline"),

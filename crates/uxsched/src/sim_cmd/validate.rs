@@ -1,7 +1,8 @@
 //! `uxsched sim validate`: the simulator's fidelity on this machine. Each rt-app workload runs
 //! once with rt-app on the running kernel and once in the simulator with the machine's CPU
-//! count, HZ, fair policy (EEVDF from 6.6) and timer slack; per task, rt-app's wake-up latency
-//! (`wu_lat`) and slack are compared with the simulated ones, and the relative error printed.
+//! count, HZ, fair policy (EEVDF from 6.6), timer slack and the wake-up cost measured by a
+//! calibration probe ([`calibrate`]); per task, rt-app's wake-up latency (`wu_lat`) and slack
+//! are compared with the simulated ones, and the relative error printed.
 //!
 //! What it cannot match: rt-app runs in this process's autogroup or cgroup, beside every other
 //! process on the machine, while the simulator sees the workload alone on the machine's CPUs
@@ -53,6 +54,10 @@ struct Machine {
     hz: u32,
     hz_from: String,
     timer_slack_ns: Nanos,
+    /// Measured wake-up cost the simulator adds to every timer wake-up (see [`calibrate`]).
+    wakeup_cost_ns: Nanos,
+    /// How it was measured.
+    wakeup_cost_from: String,
     autogroup: bool,
     date: String,
     loadavg_before: String,
@@ -110,9 +115,19 @@ pub fn validate(a: ValidateArgs) -> anyhow::Result<ExitCode> {
     }
     let mut machine = probe(a.hz)?;
     let rtapp = rtapp::binary(a.rt_app.as_deref());
+    let dir = tempfile::tempdir()?;
+    let mut kernel = Vec::new();
+    for (i, (file, _, duration)) in loaded.iter().enumerate() {
+        let d = dir.path().join(i.to_string());
+        std::fs::create_dir(&d)?;
+        let limit = Duration::from_nanos(*duration) + Duration::from_secs(30);
+        kernel.push(rtapp::run(&rtapp, file, &d, limit)?);
+    }
+    (machine.wakeup_cost_ns, machine.wakeup_cost_from) =
+        calibrate(&rtapp, &dir.path().join("calibration"), machine.cpus)?;
     let mut results = Vec::new();
-    for (file, w, duration) in &loaded {
-        results.push(one(&machine, &rtapp, file, w, *duration, a.seed)?);
+    for ((file, w, duration), logs) in loaded.iter().zip(&kernel) {
+        results.push(one(&machine, logs, file, w, *duration, a.seed)?);
     }
     machine.loadavg_after = loadavg();
     let v = Validation {
@@ -195,6 +210,8 @@ fn probe(hz_flag: Option<u32>) -> anyhow::Result<Machine> {
         hz,
         hz_from,
         timer_slack_ns: slack.max(0) as Nanos,
+        wakeup_cost_ns: 0,
+        wakeup_cost_from: String::new(),
         autogroup: std::fs::read_to_string("/proc/sys/kernel/sched_autogroup_enabled")
             .is_ok_and(|s| s.trim() == "1"),
         date: uxsched_bench::report::utc_now(),
@@ -245,23 +262,72 @@ impl Sink for TimerSink {
     }
 }
 
-/// The kernel's and the simulator's run of one workload.
+/// Seconds the calibration probe runs (200 wake-ups at its 10 ms period).
+const CALIBRATION_S: u64 = 2;
+
+/// Measure this machine's wake-up cost: the time from a timer's expiry to the woken thread
+/// running, when nothing else may delay it. A SCHED_FIFO probe (no timer slack, preempts at once)
+/// wakes every 10 ms on CPUs kept busy by one nice-0 hog each — like the suite's tasks, whose
+/// CPUs are never idle — so its rt-app `wu_lat` is the timer interrupt, `try_to_wake_up` and
+/// the context switch alone. The median over [`CALIBRATION_S`] s is the cost the simulator adds
+/// to each timer wake-up ([`SimConfig::wakeup_cost`]); it is never set from anything else.
+fn calibrate(rtapp: &Path, dir: &Path, cpus: usize) -> anyhow::Result<(Nanos, String)> {
+    std::fs::create_dir(dir)?;
+    let json = serde_json::json!({
+        "global": {"duration": CALIBRATION_S, "default_policy": "SCHED_OTHER", "calibration": 100},
+        "tasks": {
+            "probe": {"policy": "SCHED_FIFO", "priority": 10, "runtime": 50,
+                      "timer": {"ref": "probe", "period": 10000}, "loop": -1},
+            "hog": {"instance": cpus, "priority": 0, "runtime": 1000000}
+        }
+    });
+    let file = dir.join("calibration.json");
+    std::fs::write(&file, serde_json::to_vec_pretty(&json)?)?;
+    let limit = Duration::from_secs(CALIBRATION_S + 30);
+    let logs = rtapp::run(rtapp, &file, dir, limit).map_err(|e| {
+        bad_input(format!(
+            "wake-up cost calibration (a SCHED_FIFO rt-app probe; needs root or CAP_SYS_NICE): {e}"
+        ))
+    })?;
+    let mut lat: Vec<i64> = logs
+        .get("probe")
+        .and_then(|v| v.first())
+        .map(|l| l.wu_lat.clone())
+        .unwrap_or_default();
+    if lat.len() < 20 {
+        return Err(bad_input(format!(
+            "wake-up cost calibration: rt-app logged {} probe wake-ups in {CALIBRATION_S} s              (expected ~{}); is the machine overloaded?",
+            lat.len(),
+            CALIBRATION_S * 100
+        )));
+    }
+    lat.sort_unstable();
+    let cost = nearest_rank(&lat, 50).max(0) as Nanos;
+    let from = format!(
+        "median wu_lat of a SCHED_FIFO probe every 10 ms over {} busy CPUs ({} wake-ups; p10 {}, p90 {})",
+        cpus,
+        lat.len(),
+        fmt_ns(nearest_rank(&lat, 10) as f64),
+        fmt_ns(nearest_rank(&lat, 90) as f64)
+    );
+    Ok((cost, from))
+}
+
+/// The simulator's run of one workload, compared with the kernel's `logs`.
 fn one(
     m: &Machine,
-    rtapp: &Path,
+    logs: &std::collections::BTreeMap<String, Vec<rtapp::ThreadLog>>,
     file: &Path,
     w: &Workload,
     duration: Nanos,
     seed: u64,
 ) -> anyhow::Result<FileResult> {
-    let dir = tempfile::tempdir()?;
-    let limit = Duration::from_nanos(duration) + Duration::from_secs(30);
-    let logs = rtapp::run(rtapp, file, dir.path(), limit)?;
     let mut cfg = SimConfig::new(m.sched, PlatformSpec::uniform(m.cpus));
     cfg.hz = m.hz;
     cfg.seed = seed;
     cfg.duration = duration;
     cfg.timer_slack = m.timer_slack_ns;
+    cfg.wakeup_cost = m.wakeup_cost_ns;
     let mut sim = Sim::new(w, cfg).map_err(|e| bad_input(format!("{}: {e}", file.display())))?;
     let mut sink = TimerSink::default();
     sim.run(&mut sink, &mut |_| {})?;
@@ -269,7 +335,7 @@ fn one(
         .names
         .iter()
         .enumerate()
-        .map(|(i, name)| compare(name, kernel_log(&logs, name), &sink, i))
+        .map(|(i, name)| compare(name, kernel_log(logs, name), &sink, i))
         .collect();
     Ok(FileResult {
         file: file.display().to_string(),
@@ -344,6 +410,12 @@ fn render(v: &Validation) -> String {
         m.cpus,
         fmt_ns(m.timer_slack_ns as f64),
         if m.autogroup { "on" } else { "off" }
+    );
+    let _ = writeln!(
+        out,
+        "wake-up cost {} (simulated on every timer wake-up), measured: {}",
+        fmt_ns(m.wakeup_cost_ns as f64),
+        m.wakeup_cost_from
     );
     let _ = writeln!(
         out,
