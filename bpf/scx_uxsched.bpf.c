@@ -4,14 +4,16 @@
  *
  * Design, rule by rule (papers in shared/seeds/; the simulator's counterparts in crates/sim):
  *
- * One queue. Every thread this scheduler owns waits in one shared dispatch queue ordered by
- * virtual time (p->scx.dsq_vtime), the counterpart of CFS's red-black tree of vruntimes; an
- * idle CPU found at wake-up takes the thread directly. Virtual time is kept in the kernel's
+ * Queues. Each CPU has a dispatch queue ordered by virtual time (p->scx.dsq_vtime), the
+ * counterpart of CFS's per-CPU red-black tree of vruntimes; a thread is queued on the CPU
+ * select_cpu chose (an idle one takes it directly), and a CPU whose queue is empty takes the
+ * head of another's (CFS's new-idle balance, simplified). Virtual time is kept in the kernel's
  * units: nice 0 = weight 1024, the table of sched_prio_to_weight (seed 000 eq. 1), so the
  * papers' formulas apply unchanged. Each CPU keeps vtime_now, the largest vtime that started
  * running there, for its run-queue's min_vruntime (monotonic, like it); a thread that moves to
  * another CPU is rebased from the old CPU's clock to the new one's (CFS's migration rule), so
- * threads pinned to a busy CPU are not judged by an idle one's clock.
+ * threads pinned to a busy CPU are not judged by an idle one's clock. The running thread keeps
+ * the CPU while its vtime, charged up to now, is not ahead of its queue's head (dispatch).
  *
  * Charging (seed 000 eq. 1): a thread that ran `used` ns at weight w advances by
  * used × 1024 / w.
@@ -24,7 +26,7 @@
  *
  * Slices. vtcfs: the constant preemption tick T (Fig. 5: no eq. 2 slice). mcfs and facfs: CFS's
  * slice w / ΣW × P(n) (eq. 2, 3), with ΣW and n the runnable weight and count of the owned
- * threads divided by the number of CPUs (the paper's per-CPU run-queue S; we have one queue).
+ * threads divided by the number of CPUs (an approximation of the paper's per-CPU run-queue S).
  * A thread that set its own slice with sched_setattr(sched_runtime) (6.12: p->se.custom_slice,
  * p->se.slice, clamped by the kernel to 0.1–100 ms) gets that slice instead, in every policy.
  *
@@ -160,6 +162,8 @@ static struct task_ctx *tctx_of(struct task_struct *p)
 {
 	return bpf_task_storage_get(&task_ctxs, p, 0, 0);
 }
+
+static u64 charge(u64 used, u64 w, s32 cpu);
 
 static struct cpu_ctx *cctx_of(s32 cpu)
 {
@@ -393,16 +397,68 @@ void BPF_STRUCT_OPS(uxs_enqueue, struct task_struct *p, u64 enq_flags)
 	if (enq_flags & SCX_ENQ_WAKEUP)
 		kick = should_preempt(p, cpu, w, slice);
 	stat_inc(UXS_ST_ENQUEUED);
-	scx_bpf_dispatch_vtime(p, UXS_SHARED_DSQ, slice, p->scx.dsq_vtime, enq_flags);
+	scx_bpf_dispatch_vtime(p, UXS_DSQ(cpu), slice, p->scx.dsq_vtime, enq_flags);
 	if (kick) {
 		stat_inc(UXS_ST_PREEMPT);
 		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 	}
 }
 
+/* The vtime of the first queued thread that may run on `cpu`, if any. */
+static bool queue_head(s32 cpu, u64 *vtime)
+{
+	struct task_struct *q;
+
+	bpf_for_each(scx_dsq, q, UXS_DSQ(cpu), 0) {
+		if (!bpf_cpumask_test_cpu(cpu, q->cpus_ptr))
+			continue;
+		*vtime = q->scx.dsq_vtime;
+		return true;
+	}
+	return false;
+}
+
+/*
+ * The kernel asks for the next thread before it puts back the one whose slice ended, so
+ * consuming unconditionally would hand the CPU to the queue's head even when `prev` is still
+ * the furthest behind. As CFS does (and VT-CFS's flowchart, Fig. 5), keep running `prev` with a
+ * fresh slice while its vtime, charged up to now, is not ahead of the head's.
+ */
 void BPF_STRUCT_OPS(uxs_dispatch, s32 cpu, struct task_struct *prev)
 {
-	scx_bpf_consume(UXS_SHARED_DSQ);
+	struct task_ctx *tctx;
+	struct cpu_ctx *c;
+	u64 head, cur, now;
+	s32 i, nr;
+
+	if (!prev || !(prev->scx.flags & SCX_TASK_QUEUED) || !(tctx = tctx_of(prev)))
+		goto consume;
+	now = bpf_ktime_get_ns();
+	cur = prev->scx.dsq_vtime;
+	if (now > tctx->started)
+		cur += charge(now - tctx->started, tctx->weight, cpu);
+	if (queue_head(cpu, &head) && vtime_before(head, cur))
+		goto consume;
+	prev->scx.slice = slice_of(prev, tctx->weight);
+	c = cctx_of(cpu);
+	if (c) {
+		c->vtime = cur;
+		c->started = now;
+		c->slice = prev->scx.slice;
+	}
+	stat_inc(UXS_ST_KEPT);
+	return;
+consume:
+	if (scx_bpf_consume(UXS_DSQ(cpu)))
+		return;
+	/* Nothing here: take work from another CPU's queue (rebased when it starts). */
+	nr = scx_bpf_nr_cpu_ids();
+	bpf_for(i, 0, nr) {
+		if (i != cpu && i < UXS_MAX_CPUS && scx_bpf_consume(UXS_DSQ(i))) {
+			stat_inc(UXS_ST_STOLEN);
+			return;
+		}
+	}
 }
 
 void BPF_STRUCT_OPS(uxs_runnable, struct task_struct *p, u64 enq_flags)
@@ -500,12 +556,19 @@ s32 BPF_STRUCT_OPS(uxs_init_task, struct task_struct *p, struct scx_init_task_ar
 
 s32 BPF_STRUCT_OPS_SLEEPABLE(uxs_init)
 {
-	if (scx_bpf_nr_cpu_ids() > UXS_MAX_CPUS) {
+	s32 i, nr = scx_bpf_nr_cpu_ids(), ret;
+
+	if (nr > UXS_MAX_CPUS) {
 		scx_bpf_error("uxsched: %u CPUs, built for at most %d", scx_bpf_nr_cpu_ids(),
 			      UXS_MAX_CPUS);
 		return -E2BIG;
 	}
-	return scx_bpf_create_dsq(UXS_SHARED_DSQ, -1);
+	bpf_for(i, 0, nr) {
+		ret = scx_bpf_create_dsq(UXS_DSQ(i), -1);
+		if (ret)
+			return ret;
+	}
+	return 0;
 }
 
 void BPF_STRUCT_OPS(uxs_exit, struct scx_exit_info *ei)

@@ -73,10 +73,13 @@ enum uxs_stat {
 	UXS_ST_BOOST_WAKEUPS, /* wake-ups of user-interactive threads (eq. 6 applied) */
 	UXS_ST_CUSTOM_SLICE,  /* runs that used the thread's own sched_runtime */
 	UXS_ST_STALE_BOOST,   /* boost entries ignored: the tid belongs to another thread now */
+	UXS_ST_KEPT,	      /* slices renewed: the thread was still the furthest behind */
+	UXS_ST_STOLEN,	      /* threads taken from another CPU's queue by an idle CPU */
 	UXS_ST_NR,
 };
 
-#define UXS_SHARED_DSQ 0
+/* CPU n's vtime-ordered queue is DSQ n + 1. */
+#define UXS_DSQ(cpu) ((u64)(cpu) + 1)
 #define UXS_MAX_CPUS 64
 #define UXS_MAX_BOOSTS 8192
 

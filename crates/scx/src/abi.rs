@@ -83,11 +83,14 @@ impl Class {
 impl FromStr for Class {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        Class::ALL.into_iter().find(|c| c.name() == s).ok_or_else(|| {
-            format!(
+        Class::ALL
+            .into_iter()
+            .find(|c| c.name() == s)
+            .ok_or_else(|| {
+                format!(
                 "unknown boost class {s:?}: use none, interactive, critical, topmost or background"
             )
-        })
+            })
     }
 }
 
@@ -123,13 +126,15 @@ pub(crate) const EXIT_MSG_LEN: usize = 1024;
 pub(crate) const EXIT_SIZE: usize = 16 + EXIT_REASON_LEN + EXIT_MSG_LEN;
 
 /// The counters of `enum uxs_stat`, in order.
-pub const STAT_NAMES: [&str; 6] = [
+pub const STAT_NAMES: [&str; 8] = [
     "enqueued",
     "direct_to_idle",
     "wakeup_preemptions",
     "interactive_boosts",
     "custom_slice_runs",
     "stale_boost_entries",
+    "slices_renewed",
+    "stolen",
 ];
 
 /// `SCX_OPS_SWITCH_PARTIAL` (6.12's `enum scx_ops_flags`).

@@ -40,7 +40,11 @@ impl<M: MapCore> Boosts<M> {
         let start = thread::start_ticks(tid)?;
         let v = boost_value(class, start);
         self.map
-            .update(&(tid as u32).to_ne_bytes(), abi::bytes_of(&v), MapFlags::ANY)
+            .update(
+                &(tid as u32).to_ne_bytes(),
+                abi::bytes_of(&v),
+                MapFlags::ANY,
+            )
             .map_err(|e| io::Error::other(format!("boost map: setting {tid}: {e}")))
     }
 
@@ -49,9 +53,7 @@ impl<M: MapCore> Boosts<M> {
         match self.map.delete(&(tid as u32).to_ne_bytes()) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == libbpf_rs::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(io::Error::other(format!(
-                "boost map: clearing {tid}: {e}"
-            ))),
+            Err(e) => Err(io::Error::other(format!("boost map: clearing {tid}: {e}"))),
         }
     }
 }

@@ -91,7 +91,13 @@ impl ExitInfo {
 
 impl std::fmt::Display for ExitInfo {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} (kind {}): {}", self.kind_name(), self.kind, self.reason)?;
+        write!(
+            f,
+            "{} (kind {}): {}",
+            self.kind_name(),
+            self.kind,
+            self.reason
+        )?;
         if !self.msg.is_empty() {
             write!(f, " ({})", self.msg)?;
         }
@@ -373,7 +379,10 @@ mod tests {
         v[16..16 + 5].copy_from_slice(b"stall");
         v[144..144 + 3].copy_from_slice(b"cpu");
         let e = parse_exit(&v).unwrap();
-        assert_eq!((e.kind, e.reason.as_str(), e.msg.as_str()), (1026, "stall", "cpu"));
+        assert_eq!(
+            (e.kind, e.reason.as_str(), e.msg.as_str()),
+            (1026, "stall", "cpu")
+        );
         assert!(!e.is_clean());
         assert!(e.to_string().contains("watchdog"), "{e}");
         assert!(parse_exit(&v[..10]).is_none());
@@ -397,6 +406,9 @@ mod tests {
     #[test]
     fn a_kernel_without_sched_ext_is_named_with_the_fix() {
         let e = Error::NoSchedExt.to_string();
-        assert!(e.contains("6.12") && e.contains("tools/scx-kernel/build.sh"), "{e}");
+        assert!(
+            e.contains("6.12") && e.contains("tools/scx-kernel/build.sh"),
+            "{e}"
+        );
     }
 }

@@ -30,10 +30,21 @@ pub fn get(tid: i32) -> io::Result<SchedAttr> {
     let mut a = SchedAttr::default();
     let size = std::mem::size_of::<SchedAttr>() as u32;
     // SAFETY: the kernel writes at most `size` bytes into `a`, which is that large.
-    let r = unsafe { libc::syscall(libc::SYS_sched_getattr, tid, &mut a as *mut SchedAttr, size, 0) };
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_sched_getattr,
+            tid,
+            &mut a as *mut SchedAttr,
+            size,
+            0,
+        )
+    };
     if r != 0 {
         let e = io::Error::last_os_error();
-        return Err(io::Error::new(e.kind(), format!("sched_getattr({tid}): {e}")));
+        return Err(io::Error::new(
+            e.kind(),
+            format!("sched_getattr({tid}): {e}"),
+        ));
     }
     Ok(a)
 }

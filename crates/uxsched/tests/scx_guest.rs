@@ -57,33 +57,40 @@ stop() {
 }
 PROBE="SCX_CPU=0 SCX_SECONDS=3 SCX_PERIOD_US=10000 SCX_WORK_US=300"
 
-# 1. The kernel's own scheduler: a nice-0 probe against two hogs.
-hogs normal; run probe $PROBE SCX_LABEL=kernel; finish
+# The mixed workload (ARGS: the policy of every process, then the probe's extra settings): two
+# hogs and the probe on CPU 0, an unpinned hog and an unpinned nice -5 bursty task.
+mixed() {
+  pol=$1; label=$2; shift 2
+  hogs $pol; run hog SCX_POLICY=$pol
+  run share SCX_POLICY=$pol SCX_NICE=-5 SCX_SECONDS=3 SCX_LABEL=$label
+  run probe $PROBE SCX_POLICY=$pol SCX_LABEL=$label "$@"
+  finish
+}
 
-# 2. Each policy: the same, all SCHED_EXT, the probe boosted (eq. 6), plus an unpinned
-#    share task at nice -5 and an unpinned hog, for a mixed workload.
+# 1. The kernel's own scheduler (EEVDF), everything SCHED_NORMAL.
+mixed normal kernel
+
+# 2. Each policy: the same, all SCHED_EXT, the probe boosted (eq. 6).
 for pol in vtcfs mcfs facfs; do
-  start $pol --policy $pol
-  hogs ext; run hog SCX_POLICY=ext
-  run share SCX_POLICY=ext SCX_NICE=-5 SCX_SECONDS=3 SCX_LABEL=$pol
-  run probe $PROBE SCX_POLICY=ext SCX_CLASS=interactive SCX_LABEL=$pol
-  finish; stop
+  start $pol --policy $pol; mixed ext $pol SCX_CLASS=interactive; stop
 done
 
-# 3. MCFS: an elevated (nice -5) bursty task against two hogs, cut-rate 1 and 16.
+# 3. MCFS: an elevated (nice -3) task, 20 ms bursts every 30 ms of sleep, against three hogs
+#    on CPU 0, at cut-rate 1 and 16.
 for c in 1 16; do
   start mcfs$c --policy mcfs --cut-rate $c
-  hogs ext
-  run share SCX_CPU=0 SCX_POLICY=ext SCX_NICE=-5 SCX_SECONDS=3 SCX_LABEL=mcfs$c
+  hogs ext; run hog SCX_CPU=0 SCX_POLICY=ext
+  run share SCX_CPU=0 SCX_POLICY=ext SCX_NICE=-3 SCX_BURST_US=20000 SCX_SLEEP_US=30000 \
+    SCX_SECONDS=3 SCX_LABEL=mcfs$c
   finish; stop
 done
 
-# 4. Custom slice (sched_runtime 500 µs) against the default, under VT-CFS.
+# 4. Custom slice (sched_runtime 500 µs) against the default, under VT-CFS: the same probe
+#    against two hogs, once with each (one after the other, so neither rides the other's wake-up).
 start slice --policy vtcfs
-hogs ext
-run probe $PROBE SCX_POLICY=ext SCX_SLICE_US=500 SCX_LABEL=short
-run probe $PROBE SCX_POLICY=ext SCX_LABEL=default
-finish; stop
+hogs ext; run probe $PROBE SCX_POLICY=ext SCX_SLICE_US=500 SCX_LABEL=short; finish
+hogs ext; run probe $PROBE SCX_POLICY=ext SCX_LABEL=default; finish
+stop
 echo "fact state_end=$(cat $ST)"
 grep '^fact ' /tmp/roles.log
 grep -v '^fact \|^running 1 test\|^test \|^$\|^test result' /tmp/roles.log | sed 's/^/[roles] /' | tail -n 20
@@ -177,7 +184,10 @@ fn each_policy_loads_schedules_a_mixed_workload_and_unloads_cleanly() {
             .unwrap_or_else(|| panic!("{pol}: {counters}"));
         assert!(enq > 100, "{pol} scheduled the workload: {counters}");
         assert!(counters.contains("interactive_boosts="), "{counters}");
-        assert!(!counters.contains("interactive_boosts=0 "), "{pol}: {counters}");
+        assert!(
+            !counters.contains("interactive_boosts=0 "),
+            "{pol}: {counters}"
+        );
         assert!(f.share(pol) > 0, "{pol}: the share task ran");
         assert!(f.probe(pol)[0] > 100, "{pol}: the probe ran");
     }
@@ -189,7 +199,9 @@ fn each_policy_loads_schedules_a_mixed_workload_and_unloads_cleanly() {
 fn a_boosted_interactive_thread_waits_less_than_under_the_kernels_scheduler() {
     let f = boot();
     let kernel = f.probe("kernel");
-    // The CFS-derived policies preempt on wake-up (eq. 6's weight makes the check pass).
+    // The same mixed workload, the probe at nice 0 under EEVDF and boosted under ours. The
+    // CFS-derived policies preempt on wake-up (eq. 6's weight makes the check pass); VT-CFS
+    // has no wake-up preemption by design (its bound is the next test).
     for pol in ["mcfs", "facfs"] {
         let p = f.probe(pol);
         assert!(
@@ -207,20 +219,27 @@ fn a_boosted_interactive_thread_waits_less_than_under_the_kernels_scheduler() {
 #[ignore = "needs root + qemu + ../shared/kernels (scripts/test.sh runs it as root)"]
 fn vtcfs_keeps_the_woken_threads_wait_within_t_plus_a_tick() {
     let f = boot();
-    let [_, mean, _, p95, _] = f.probe("vtcfs");
-    // T = 3 ms, tick 1 ms; TCG's slowness allowed for: the probe's own 0.3 ms of work and
-    // timer expiry under emulation stretch what it sees, so 2 × (T + tick) for the p95.
-    assert!(p95 <= 8_000, "p95 {p95} µs (mean {mean}) > 2 × (T + tick)");
-    assert!(mean <= 4_000, "mean {mean} µs > T + tick");
+    // The default-slice probe of the custom-slice check: VT-CFS against two hogs. T = 3 ms,
+    // the tick 1 ms; the guest's clock counts instructions, so TCG's slowness does not
+    // stretch the wait.
+    let [n, mean, _, p95, max] = f.probe("default");
+    assert!(
+        p95 <= 4_000 && mean <= 4_000,
+        "{n} wake-ups: mean {mean} µs, p95 {p95} µs (max {max}) > T + tick = 4000 µs"
+    );
 }
 
 #[test]
 #[ignore = "needs root + qemu + ../shared/kernels (scripts/test.sh runs it as root)"]
 fn mcfs_with_a_larger_cut_rate_gives_the_elevated_task_a_larger_share() {
     let f = boot();
+    // In steady competition the cut-rate cancels out (every charge is divided alike); it acts
+    // through what CFS measures in vruntime: the sleeper credit (latency / 2 of vruntime is
+    // worth c times more CPU) and the wake-up check. So the elevated task sleeps between
+    // bursts, and at c = 16 runs each burst on the credit of its sleep.
     let (c1, c16) = (f.share("mcfs1"), f.share("mcfs16"));
     assert!(
-        c16 > c1 + 50,
+        c16 > c1 + 30,
         "share of CPU 0 (‰): cut-rate 16 {c16}, cut-rate 1 {c1}"
     );
     assert_eq!(f.one("mcfs16_rc"), "0");

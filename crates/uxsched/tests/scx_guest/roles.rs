@@ -28,7 +28,12 @@ fn setup() {
             let mut set: libc::cpu_set_t = std::mem::zeroed();
             libc::CPU_SET(cpu, &mut set);
             let r = libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-            assert_eq!(r, 0, "sched_setaffinity: {}", std::io::Error::last_os_error());
+            assert_eq!(
+                r,
+                0,
+                "sched_setaffinity: {}",
+                std::io::Error::last_os_error()
+            );
         }
     }
     let policy = match env("SCX_POLICY").as_deref() {
@@ -149,10 +154,18 @@ fn share(label: &str) {
     let nap = num("SCX_SLEEP_US", 5_000) * 1000;
     let (t0, c0) = (now_ns(), thread_cpu_ns());
     let end = t0 + num("SCX_SECONDS", 3) * 1_000_000_000;
+    let (mut bursts, mut burst_wall) = (0u64, 0u64);
     while now_ns() < end {
+        let b0 = now_ns();
         burn(burst);
+        burst_wall += now_ns() - b0;
+        bursts += 1;
         sleep_until(now_ns() + nap);
     }
     let permille = (thread_cpu_ns() - c0) * 1000 / (now_ns() - t0);
     println!("\nfact share_{label}={permille}");
+    println!(
+        "\nfact burst_wall_{label}={}",
+        burst_wall / bursts.max(1) / 1000
+    );
 }
