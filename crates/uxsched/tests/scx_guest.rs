@@ -91,6 +91,16 @@ start slice --policy vtcfs
 hogs ext; run probe $PROBE SCX_POLICY=ext SCX_SLICE_US=500 SCX_LABEL=short; finish
 hogs ext; run probe $PROBE SCX_POLICY=ext SCX_LABEL=default; finish
 stop
+# 5. The kernel stops the scheduler itself (SysRq-S): `scx run` reports the kernel's exit
+#    record and fails; the threads are back on the kernel's scheduler.
+start ejected --policy mcfs
+hogs ext; sleep 1
+echo 1 > /proc/sys/kernel/sysrq; echo S > /proc/sysrq-trigger
+i=0; while kill -0 $S 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
+wait $S; echo "fact ejected_rc=$?"
+echo "fact ejected_exit=$(sed -n 's/^uxsched scx: the kernel stopped the scheduler: //p' /tmp/sched-ejected.log)"
+echo "fact ejected_after=$(cat $ST)"
+for p in $HOGS; do kill $p; wait $p 2>/dev/null; done; HOGS=
 echo "fact state_end=$(cat $ST)"
 grep '^fact ' /tmp/roles.log
 grep -v '^fact \|^running 1 test\|^test \|^$\|^test result' /tmp/roles.log | sed 's/^/[roles] /' | tail -n 20
@@ -192,6 +202,29 @@ fn each_policy_loads_schedules_a_mixed_workload_and_unloads_cleanly() {
         assert!(f.probe(pol)[0] > 100, "{pol}: the probe ran");
     }
     assert_eq!(f.one("state_end"), "disabled");
+}
+
+#[test]
+#[ignore = "needs root + qemu + ../shared/kernels (scripts/test.sh runs it as root)"]
+fn when_the_kernel_stops_the_scheduler_run_reports_its_exit_record_and_fails() {
+    let f = boot();
+    assert_eq!(f.one("ejected_state"), "enabled uxsched");
+    assert_eq!(f.one("ejected_rc"), "1", "an ejection is a failure");
+    let exit = f.one("ejected_exit");
+    assert!(exit.starts_with("SysRq-S (kind 67)"), "{exit}");
+    assert_eq!(f.one("ejected_after"), "disabled");
+}
+
+/// Bad input is refused before anything is loaded (this runs anywhere).
+#[test]
+fn an_unknown_policy_is_bad_input_naming_the_policies() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_uxsched"))
+        .args(["scx", "run", "--policy", "cfs"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("vtcfs, mcfs or facfs"), "{err}");
 }
 
 #[test]
