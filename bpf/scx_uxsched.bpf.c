@@ -38,9 +38,9 @@
  * Wake-up preemption. vtcfs: none (Fig. 5 decides only at ticks; here: at slice end).
  * mcfs, facfs: CFS's check_preempt_wakeup on the CPU the wakee was placed on (select_cpu's
  * choice): it is kicked when its current thread's vtime exceeds the wakee's by more than the
- * wake-up granularity scaled to the wakee's weight (gran × 1024 / w). Every policy: a thread with a custom slice shorter than
- * what the current thread has left preempts it — 6.12 EEVDF's "shorter slices wake-up-preempt"
- * rule, so the real-time API's latency hint is not lost under sched_ext.
+ * wake-up granularity scaled to the wakee's weight (gran × 1024 / w). Every policy: a thread
+ * with a custom slice shorter than what the current thread has left preempts it — 6.12 EEVDF's
+ * "shorter slices wake-up-preempt" rule, so the real-time API's latency hint is not lost.
  *
  * Weights. nice as weight (p->static_prio), then the class the daemon wrote into the `boosts`
  * map (keyed by tid, checked against the thread's start time against tid reuse):
