@@ -10,11 +10,12 @@ set -euo pipefail
 # busybox boot the test guest of crates/guest, a pure cgroup2 kernel from ../shared/kernels/;
 # dbus-daemon runs the private bus of the fake systemd in crates/daemon/tests/systemd_unit.rs; the
 # kernel source (~150 MB, a 25 s download here) and its build tools for the `kbuild` load: the
-# field's standard compile).
+# field's standard compile; the same source gives crates/scx its sched_ext headers, and with
+# dwarves (pahole, for BTF) and cpio tools/scx-kernel/build.sh builds the sched_ext test kernel).
 PKGS=(build-essential pkg-config curl ca-certificates rt-app rt-tests stress-ng fio
       xvfb x11-utils xdotool clang llvm libbpf-dev libelf-dev zlib1g-dev bpftool util-linux procps
       fonts-dejavu-core qemu-system-x86 busybox-static dbus-daemon
-      linux-source-6.12 flex bison bc libssl-dev
+      linux-source-6.12 flex bison bc libssl-dev dwarves cpio python3-pip
       xterm x11-apps openbox xfonts-base valgrind)
 
 missing=()
@@ -32,4 +33,14 @@ fi
 if ! command -v cargo >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/cargo" ]; then
   echo "setup: installing the Rust toolchain with rustup" >&2
   curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal -c rustfmt,clippy
+fi
+
+# sched_ext BPF (crates/scx) needs clang >= 16; bookworm ships 14. PyPI's ziglang carries clang 22,
+# which crates/scx/build.rs uses when the system clang is older (shared/kernels/README.md).
+clang_major=$(clang --version 2>/dev/null | sed -n 's/.*clang version \([0-9]*\).*/\1/p' | head -n 1)
+if [ "${clang_major:-0}" -lt 16 ] && ! python3 -m ziglang version >/dev/null 2>&1; then
+  echo "setup: clang ${clang_major:-none} < 16: installing ziglang (clang 22) from PyPI" >&2
+  # A Debian python refuses system-wide pip installs (PEP 668) unless told.
+  python3 -m pip install --quiet "ziglang==0.17.1" 2>/dev/null ||
+    python3 -m pip install --quiet --break-system-packages "ziglang==0.17.1"
 fi

@@ -97,6 +97,9 @@ pub struct Guest {
     pub timeout: Duration,
     /// Controllers written to the root's `cgroup.subtree_control` (`+cpu`, …).
     pub controllers: Vec<String>,
+    /// More QEMU arguments (e.g. `-icount shift=3,sleep=on`: a clock that counts the guest's
+    /// own instructions, so the host's load does not show up as guest latency).
+    pub qemu_args: Vec<String>,
 }
 
 impl Guest {
@@ -112,6 +115,7 @@ impl Guest {
             memory_mib: 512,
             timeout: Duration::from_secs(120),
             controllers: vec!["cpu".into()],
+            qemu_args: Vec::new(),
         })
     }
 
@@ -150,6 +154,7 @@ impl Guest {
         .arg("-initrd")
         .arg(image)
         .args(["-append", CMDLINE])
+        .args(&self.qemu_args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

@@ -6,6 +6,7 @@ mod bench_cmd;
 mod daemon_cmd;
 mod exit;
 mod rt_cmd;
+mod scx_cmd;
 mod sim_cmd;
 mod tracker_cmd;
 
@@ -38,6 +39,10 @@ enum Command {
     /// `uxsched rt realtime --priority 10 -- CMD…`.
     #[command(subcommand)]
     Rt(rt_cmd::RtCommand),
+    /// The sched_ext scheduler (Linux >= 6.12): VT-CFS, MCFS or FA-CFS with the boost classes,
+    /// e.g. `uxsched scx run --policy mcfs` (docs/scx.md).
+    #[command(subcommand)]
+    Scx(scx_cmd::ScxCommand),
 }
 
 fn main() -> ExitCode {
@@ -58,6 +63,7 @@ fn main() -> ExitCode {
         Command::Bench(c) => bench_cmd::run(c),
         Command::Tracker(c) => tracker_cmd::run(c),
         Command::Rt(c) => rt_cmd::run(c),
+        Command::Scx(c) => scx_cmd::run(c),
     };
     match result {
         Ok(code) => code,

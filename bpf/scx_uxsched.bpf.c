@@ -1,0 +1,600 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * scx_uxsched: the seed papers' fair-class policies as a sched_ext scheduler (Linux 6.12 API).
+ *
+ * Design, rule by rule (papers in shared/seeds/; the simulator's counterparts in crates/sim):
+ *
+ * Queues. Each CPU has a dispatch queue ordered by virtual time (p->scx.dsq_vtime), the
+ * counterpart of CFS's per-CPU red-black tree of vruntimes; a thread is queued on the CPU
+ * select_cpu chose (an idle one takes it directly), and a CPU whose queue is empty takes the
+ * head of another's (CFS's new-idle balance, simplified). Virtual time is kept in the kernel's
+ * units: nice 0 = weight 1024, the table of sched_prio_to_weight (seed 000 eq. 1), so the
+ * papers' formulas apply unchanged. Each CPU keeps vtime_now, the largest vtime that started
+ * running there, for its run-queue's min_vruntime (monotonic, like it); a thread that moves to
+ * another CPU is rebased from the old CPU's clock to the new one's (CFS's migration rule), so
+ * threads pinned to a busy CPU are not judged by an idle one's clock. The running thread keeps
+ * the CPU while its vtime, charged up to now, is not ahead of its queue's head (dispatch).
+ *
+ * Charging (seed 000 eq. 1): a thread that ran `used` ns at weight w advances by
+ * used × 1024 / w.
+ *   - mcfs (seed 002 §III.A, Fig. 3): the advance is divided by the system-wide cut-rate c
+ *     (a shift when c is a power of two, as in the paper).
+ *   - facfs (seed 004 eq. 16-18): the advance is the work done, used × perf / 1024 with perf =
+ *     scx_bpf_cpuperf_cur() of the CPU it ran on (1024 = full speed): scaling the weight by
+ *     f_j / f_k (eq. 18) with f_j the full speed. The slice is stretched by 1024 / perf (eq. 16)
+ *     when the thread starts running, so the work per slice stays what it was.
+ *
+ * Slices. vtcfs: the constant preemption tick T (Fig. 5: no eq. 2 slice). mcfs and facfs: CFS's
+ * slice w / ΣW × P(n) (eq. 2, 3), with ΣW and n the runnable weight and count of the owned
+ * threads divided by the number of CPUs (an approximation of the paper's per-CPU run-queue S).
+ * A thread that set its own slice with sched_setattr(sched_runtime) (6.12: p->se.custom_slice,
+ * p->se.slice, clamped by the kernel to 0.1–100 ms) gets that slice instead, in every policy.
+ *
+ * Wake-up placement. vtcfs (seed 000 eq. 7): vtime = vtime_now + (ω0 / ω−20) × T_tick, set
+ * unconditionally, so the woken thread sits second from the left. mcfs, facfs: CFS's
+ * place_entity for sleepers, max(own vtime, vtime_now − latency / 2) — in vtime units, so
+ * under mcfs the sleeper credit is worth c times more CPU time (the paper's intent).
+ *
+ * Wake-up preemption. vtcfs: none (Fig. 5 decides only at ticks; here: at slice end).
+ * mcfs, facfs: CFS's check_preempt_wakeup on the CPU the wakee was placed on (select_cpu's
+ * choice): it is kicked when its current thread's vtime exceeds the wakee's by more than the
+ * wake-up granularity scaled to the wakee's weight (gran × 1024 / w). Every policy: a thread
+ * with a custom slice shorter than what the current thread has left preempts it — 6.12 EEVDF's
+ * "shorter slices wake-up-preempt" rule, so the real-time API's latency hint is not lost.
+ *
+ * Weights. nice as weight (p->static_prio), then the class the daemon wrote into the `boosts`
+ * map (keyed by tid, checked against the thread's start time against tid reuse):
+ *   - interactive (seed 000 §IV eq. 6): at each wake-up W' = C × ΣW / P(n), capped at ω−20 and
+ *     never below its own weight, kept until it leaves the CPU (then its own weight again);
+ *   - critical (seed 003 §5.1, ShuffleDog): nice 3's weight, and never the background weight;
+ *   - topmost (seed 001 §3.2, EIMOS): nice − 19 (the "priority bonus of 19"), at least −20;
+ *   - background (seed 003 §5.1): Android's bg_non_interactive share, 52.
+ *
+ * Mode. Partial by default (SCX_OPS_SWITCH_PARTIAL, set by the loader at the offset the
+ * compiler records in conf.ops_flags_offset): only SCHED_EXT threads are ours. In 6.12 the ext
+ * class sits below the fair class, so ours run only where no fair thread is runnable — the
+ * daemon must switch the competitors (foreground and background) together (docs/scx.md).
+ */
+#include <scx/common.bpf.h>
+#include "scx_uxsched.h"
+
+char _license[] SEC("license") = "GPL";
+
+const volatile struct uxs_conf conf SEC(".rodata.conf") = {
+	.ops_flags_offset = __builtin_offsetof(struct sched_ext_ops, flags),
+	.policy = UXS_VTCFS,
+	.cut_rate = 16,
+	.tick_ns = 3000000,
+	.sched_tick_ns = 1000000,
+	.latency_ns = 5000000,
+	.min_gran_ns = 1000000,
+	.wakeup_gran_ns = 1000000,
+	.boost_c_ns = 4000000,
+	.user_hz = 100,
+};
+
+#define NICE_0 1024
+#define WEIGHT_NICE_M20 88761
+#define WEIGHT_NICE_3 526
+#define BG_SHARES 52
+
+/* sched_prio_to_weight: nice −20 … 19. */
+static const u32 nice_weight[40] = {
+	88761, 71755, 56483, 46273, 36291, 29154, 23254, 18705, 14949, 11916,
+	9548,  7620,  6100,  4904,  3906,  3121,  2501,  1991,  1586,  1277,
+	1024,  820,   655,   526,   423,   335,   272,   215,   172,   137,
+	110,   87,    70,    56,    45,    36,    29,    23,    18,    15,
+};
+
+/* Per thread: what its current run is charged at. */
+struct task_ctx {
+	u64 weight;	   /* effective weight of this run (the boost included) */
+	u64 queued_weight; /* what runnable() added to the totals, removed by quiescent() */
+	u64 started;	   /* when it last started running */
+	u32 boosted;	   /* eq. 6 applied at this wake-up */
+	s32 cpu;	   /* where it last ran (its vtime is on that CPU's clock) */
+};
+
+/* Per CPU: its clock, and the thread running there (for wake-up preemption). */
+struct cpu_ctx {
+	u64 vtime_now; /* the largest vtime that started here: min_vruntime's stand-in */
+	u64 vtime;   /* its vtime when it started */
+	u64 started; /* when */
+	u64 weight;  /* its effective weight */
+	u64 slice;   /* the slice it was given */
+	u32 busy;    /* one of ours is running */
+	u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct task_ctx);
+} task_ctxs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, UXS_MAX_CPUS);
+	__type(key, u32);
+	__type(value, struct cpu_ctx);
+} cpu_ctxs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, UXS_MAX_BOOSTS);
+	__type(key, u32);
+	__type(value, struct uxs_boost);
+} boosts SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, UXS_ST_NR);
+	__type(key, u32);
+	__type(value, u64);
+} stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct uxs_exit);
+} exit_info SEC(".maps");
+
+/* The owned runnable threads: their total (own) weight and count, for eq. 2, 3 and 6. */
+static u64 total_weight;
+static u64 nr_runnable;
+
+static void stat_inc(u32 idx)
+{
+	u64 *c = bpf_map_lookup_elem(&stats, &idx);
+
+	if (c)
+		(*c)++;
+}
+
+static inline bool vtime_before(u64 a, u64 b)
+{
+	return (s64)(a - b) < 0;
+}
+
+static struct task_ctx *tctx_of(struct task_struct *p)
+{
+	return bpf_task_storage_get(&task_ctxs, p, 0, 0);
+}
+
+static u64 charge(u64 used, u64 w, s32 cpu);
+
+static struct cpu_ctx *cctx_of(s32 cpu)
+{
+	u32 key = cpu;
+
+	return bpf_map_lookup_elem(&cpu_ctxs, &key);
+}
+
+/* The CPU's clock (min_vruntime's stand-in). */
+static u64 clock_of(s32 cpu)
+{
+	struct cpu_ctx *c = cctx_of(cpu);
+
+	return c ? c->vtime_now : 0;
+}
+
+/* A thread that last ran elsewhere moves from that CPU's clock to `cpu`'s. */
+static void rebase(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
+{
+	if (tctx->cpu == cpu || tctx->cpu < 0)
+		return;
+	p->scx.dsq_vtime = p->scx.dsq_vtime - clock_of(tctx->cpu) + clock_of(cpu);
+	tctx->cpu = cpu;
+}
+
+static u64 weight_of_nice(s32 nice)
+{
+	u32 idx;
+
+	if (nice < -20)
+		nice = -20;
+	if (nice > 19)
+		nice = 19;
+	idx = nice + 20;
+	return idx < 40 ? nice_weight[idx] : NICE_0;
+}
+
+/* The daemon's class for p, or NONE when it has none or the entry is for an older thread that
+ * had the same tid (start time in clock ticks as /proc shows it). */
+static u32 class_of(struct task_struct *p)
+{
+	u32 tid = p->pid;
+	struct uxs_boost *b = bpf_map_lookup_elem(&boosts, &tid);
+	u64 hz = conf.user_hz ? conf.user_hz : 100;
+
+	if (!b || b->class >= UXS_CLASS_NR)
+		return UXS_CLASS_NONE;
+	if (b->start_ticks && b->start_ticks != p->start_boottime / (1000000000ULL / hz)) {
+		stat_inc(UXS_ST_STALE_BOOST);
+		return UXS_CLASS_NONE;
+	}
+	return b->class;
+}
+
+/* Nice as weight, then the static classes (the interactive boost is per wake-up). */
+static u64 own_weight(struct task_struct *p, u32 class)
+{
+	s32 nice = (s32)p->static_prio - 120;
+	u64 w = weight_of_nice(nice);
+
+	switch (class) {
+	case UXS_CLASS_CRITICAL:
+		return WEIGHT_NICE_3;
+	case UXS_CLASS_TOPMOST:
+		return weight_of_nice(nice - 19);
+	case UXS_CLASS_BACKGROUND:
+		return w < BG_SHARES ? w : BG_SHARES;
+	}
+	return w;
+}
+
+/* Per-CPU share of the owned runnable threads: (ΣW, n) of the paper's run-queue S. */
+static void runqueue(u64 *sum_w, u64 *n)
+{
+	u64 cpus = scx_bpf_nr_cpu_ids();
+	u64 w = total_weight, k = nr_runnable;
+
+	if (!cpus)
+		cpus = 1;
+	*sum_w = w / cpus > NICE_0 ? w / cpus : NICE_0;
+	*n = (k + cpus - 1) / cpus;
+	if (*n < 1)
+		*n = 1;
+}
+
+/* Seed 000 eq. 3: P = latency while n ≤ latency / min_gran, else min_gran × n. */
+static u64 period(u64 n)
+{
+	u64 gran = conf.min_gran_ns ? conf.min_gran_ns : 1;
+
+	if (n > conf.latency_ns / gran)
+		return gran * n;
+	return conf.latency_ns;
+}
+
+/* Seed 000 eq. 6: W' = C × ΣW / P, capped at ω−20. */
+static u64 boost_weight(void)
+{
+	u64 sum_w, n, w;
+
+	runqueue(&sum_w, &n);
+	w = (conf.boost_c_ns * sum_w + period(n) - 1) / period(n);
+	return w < WEIGHT_NICE_M20 ? w : WEIGHT_NICE_M20;
+}
+
+/* The policy's slice for a thread of effective weight w (before facfs's eq. 16 stretch). */
+static u64 policy_slice(u64 w)
+{
+	u64 sum_w, n, s;
+
+	if (conf.policy == UXS_VTCFS)
+		return conf.tick_ns;
+	runqueue(&sum_w, &n);
+	/* Eq. 2: w / ΣW × P, ΣW counting this thread at its effective weight. */
+	s = period(n) * w / (sum_w + w);
+	return s > conf.min_gran_ns ? s : conf.min_gran_ns;
+}
+
+/* The thread's own sched_runtime (6.12 keeps it in p->se), else the policy's. */
+static u64 slice_of(struct task_struct *p, u64 w)
+{
+	if (p->se.custom_slice) {
+		stat_inc(UXS_ST_CUSTOM_SLICE);
+		return p->se.slice;
+	}
+	return policy_slice(w);
+}
+
+/* Virtual time for `used` ns at weight w on `cpu` (eq. 1; mcfs / c; facfs × perf). */
+static u64 charge(u64 used, u64 w, s32 cpu)
+{
+	u64 v = used * NICE_0 / (w ? w : 1);
+
+	if (conf.policy == UXS_MCFS && conf.cut_rate > 1)
+		v /= conf.cut_rate;
+	if (conf.policy == UXS_FACFS) {
+		u64 perf = scx_bpf_cpuperf_cur(cpu);
+
+		if (perf && perf < SCX_CPUPERF_ONE)
+			v = v * perf / SCX_CPUPERF_ONE;
+	}
+	return v;
+}
+
+/* Set p's effective weight for this run and its wake-up vtime on `cpu`; returns the weight. */
+static u64 prepare_wakeup(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
+{
+	u32 class = class_of(p);
+	u64 w = own_weight(p, class), vt, now_v = clock_of(cpu);
+
+	tctx->boosted = 0;
+	if (class == UXS_CLASS_INTERACTIVE) {
+		u64 bw = boost_weight();
+
+		if (bw > w)
+			w = bw;
+		tctx->boosted = 1;
+		stat_inc(UXS_ST_BOOST_WAKEUPS);
+	}
+	tctx->weight = w;
+	rebase(p, tctx, cpu);
+	vt = p->scx.dsq_vtime;
+	if (conf.policy == UXS_VTCFS) {
+		/* Eq. 7: min_vruntime + ω0 / ω−20 × T_tick, unconditionally. */
+		vt = now_v + conf.sched_tick_ns * NICE_0 / WEIGHT_NICE_M20;
+	} else if (vtime_before(vt, now_v - conf.latency_ns / 2)) {
+		vt = now_v - conf.latency_ns / 2;
+	}
+	p->scx.dsq_vtime = vt;
+	return w;
+}
+
+/* Wake-up preemption (CFS's check_preempt_wakeup, against the CPU the wakee was placed on):
+ * whether to kick `cpu` for a woken p of effective weight w and slice `slice`. */
+static bool should_preempt(struct task_struct *p, s32 cpu, u64 w, u64 slice)
+{
+	struct cpu_ctx *c = cctx_of(cpu);
+	u64 now = bpf_ktime_get_ns(), ran, left, cur, gran;
+
+	if (!c || !c->busy)
+		return false;
+	ran = now > c->started ? now - c->started : 0;
+	left = c->slice > ran ? c->slice - ran : 0;
+	/* Every policy: a shorter custom slice preempts (6.12 EEVDF). */
+	if (p->se.custom_slice && slice < left)
+		return true;
+	if (conf.policy == UXS_VTCFS)
+		return false;
+	/* The current thread's vtime now against the wakee's, with the wake-up granularity
+	 * scaled to the wakee's weight (CFS's wakeup_gran). */
+	cur = c->vtime + charge(ran, c->weight, cpu);
+	gran = conf.wakeup_gran_ns * NICE_0 / (w ? w : 1);
+	return cur > p->scx.dsq_vtime + gran;
+}
+
+s32 BPF_STRUCT_OPS(uxs_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
+{
+	struct task_ctx *tctx = tctx_of(p);
+	bool idle = false;
+	s32 cpu;
+
+	cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &idle);
+	if (idle && tctx) {
+		u64 w = prepare_wakeup(p, tctx, cpu);
+
+		stat_inc(UXS_ST_DIRECT);
+		scx_bpf_dispatch(p, SCX_DSQ_LOCAL, slice_of(p, w), 0);
+	}
+	return cpu;
+}
+
+void BPF_STRUCT_OPS(uxs_enqueue, struct task_struct *p, u64 enq_flags)
+{
+	struct task_ctx *tctx = tctx_of(p);
+	s32 cpu = scx_bpf_task_cpu(p);
+	bool kick = false;
+	u64 w, slice;
+
+	if (!tctx) {
+		scx_bpf_error("uxsched: no context for %s[%d]", p->comm, p->pid);
+		return;
+	}
+	if (enq_flags & SCX_ENQ_WAKEUP) {
+		w = prepare_wakeup(p, tctx, cpu);
+	} else {
+		rebase(p, tctx, cpu);
+		w = tctx->weight ? tctx->weight : own_weight(p, class_of(p));
+	}
+	tctx->weight = w;
+	slice = slice_of(p, w);
+	if (enq_flags & SCX_ENQ_WAKEUP)
+		kick = should_preempt(p, cpu, w, slice);
+	stat_inc(UXS_ST_ENQUEUED);
+	scx_bpf_dispatch_vtime(p, UXS_DSQ(cpu), slice, p->scx.dsq_vtime, enq_flags);
+	if (kick) {
+		stat_inc(UXS_ST_PREEMPT);
+		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+	}
+}
+
+/* The vtime of the first queued thread that may run on `cpu`, if any. */
+static bool queue_head(s32 cpu, u64 *vtime)
+{
+	struct task_struct *q;
+
+	bpf_for_each(scx_dsq, q, UXS_DSQ(cpu), 0) {
+		if (!bpf_cpumask_test_cpu(cpu, q->cpus_ptr))
+			continue;
+		*vtime = q->scx.dsq_vtime;
+		return true;
+	}
+	return false;
+}
+
+/*
+ * The kernel asks for the next thread before it puts back the one whose slice ended, so
+ * consuming unconditionally would hand the CPU to the queue's head even when `prev` is still
+ * the furthest behind. As CFS does (and VT-CFS's flowchart, Fig. 5), keep running `prev` with a
+ * fresh slice while its vtime, charged up to now, is not ahead of the head's.
+ */
+void BPF_STRUCT_OPS(uxs_dispatch, s32 cpu, struct task_struct *prev)
+{
+	struct task_ctx *tctx;
+	struct cpu_ctx *c;
+	u64 head, cur, now;
+	s32 i, nr;
+
+	if (!prev || !(prev->scx.flags & SCX_TASK_QUEUED) || !(tctx = tctx_of(prev)))
+		goto consume;
+	now = bpf_ktime_get_ns();
+	cur = prev->scx.dsq_vtime;
+	if (now > tctx->started)
+		cur += charge(now - tctx->started, tctx->weight, cpu);
+	if (queue_head(cpu, &head) && vtime_before(head, cur))
+		goto consume;
+	prev->scx.slice = slice_of(prev, tctx->weight);
+	c = cctx_of(cpu);
+	if (c) {
+		c->vtime = cur;
+		c->started = now;
+		c->slice = prev->scx.slice;
+	}
+	stat_inc(UXS_ST_KEPT);
+	return;
+consume:
+	if (scx_bpf_consume(UXS_DSQ(cpu)))
+		return;
+	/* Nothing here: take work from another CPU's queue (rebased when it starts). */
+	nr = scx_bpf_nr_cpu_ids();
+	bpf_for(i, 0, nr) {
+		if (i != cpu && i < UXS_MAX_CPUS && scx_bpf_consume(UXS_DSQ(i))) {
+			stat_inc(UXS_ST_STOLEN);
+			return;
+		}
+	}
+}
+
+void BPF_STRUCT_OPS(uxs_runnable, struct task_struct *p, u64 enq_flags)
+{
+	struct task_ctx *tctx = tctx_of(p);
+
+	if (!tctx)
+		return;
+	tctx->queued_weight = own_weight(p, class_of(p));
+	__sync_fetch_and_add(&total_weight, tctx->queued_weight);
+	__sync_fetch_and_add(&nr_runnable, 1);
+}
+
+void BPF_STRUCT_OPS(uxs_quiescent, struct task_struct *p, u64 deq_flags)
+{
+	struct task_ctx *tctx = tctx_of(p);
+
+	if (!tctx)
+		return;
+	__sync_fetch_and_sub(&total_weight, tctx->queued_weight);
+	__sync_fetch_and_sub(&nr_runnable, 1);
+	tctx->queued_weight = 0;
+}
+
+void BPF_STRUCT_OPS(uxs_running, struct task_struct *p)
+{
+	struct task_ctx *tctx = tctx_of(p);
+	s32 cpu = scx_bpf_task_cpu(p);
+	struct cpu_ctx *c = cctx_of(cpu);
+	u64 now = bpf_ktime_get_ns();
+
+	if (tctx)
+		rebase(p, tctx, cpu);
+	if (c && vtime_before(c->vtime_now, p->scx.dsq_vtime))
+		c->vtime_now = p->scx.dsq_vtime;
+	if (conf.policy == UXS_FACFS && !p->se.custom_slice) {
+		/* Eq. 16: S' = (f_j / f_k) × S, f_j full speed, f_k this CPU's now. */
+		u64 perf = scx_bpf_cpuperf_cur(cpu);
+
+		if (perf && perf < SCX_CPUPERF_ONE)
+			p->scx.slice = p->scx.slice * SCX_CPUPERF_ONE / perf;
+	}
+	if (tctx)
+		tctx->started = now;
+	if (c) {
+		c->vtime = p->scx.dsq_vtime;
+		c->started = now;
+		c->weight = tctx && tctx->weight ? tctx->weight : NICE_0;
+		c->slice = p->scx.slice;
+		c->busy = 1;
+	}
+}
+
+void BPF_STRUCT_OPS(uxs_stopping, struct task_struct *p, bool runnable)
+{
+	struct task_ctx *tctx = tctx_of(p);
+	s32 cpu = scx_bpf_task_cpu(p);
+	struct cpu_ctx *c = cctx_of(cpu);
+	u64 now = bpf_ktime_get_ns();
+
+	if (c)
+		c->busy = 0;
+	if (!tctx)
+		return;
+	if (now > tctx->started)
+		p->scx.dsq_vtime += charge(now - tctx->started, tctx->weight, cpu);
+	/* Eq. 6's boost lasts until the thread leaves the CPU (seed 000 §IV). */
+	if (tctx->boosted) {
+		tctx->boosted = 0;
+		tctx->weight = own_weight(p, class_of(p));
+	}
+}
+
+void BPF_STRUCT_OPS(uxs_enable, struct task_struct *p)
+{
+	struct task_ctx *tctx = tctx_of(p);
+	s32 cpu = scx_bpf_task_cpu(p);
+
+	p->scx.dsq_vtime = clock_of(cpu);
+	if (tctx)
+		tctx->cpu = cpu;
+}
+
+s32 BPF_STRUCT_OPS(uxs_init_task, struct task_struct *p, struct scx_init_task_args *args)
+{
+	struct task_ctx *tctx;
+
+	tctx = bpf_task_storage_get(&task_ctxs, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!tctx)
+		return -ENOMEM;
+	tctx->weight = NICE_0;
+	tctx->cpu = -1;
+	return 0;
+}
+
+s32 BPF_STRUCT_OPS_SLEEPABLE(uxs_init)
+{
+	s32 i, nr = scx_bpf_nr_cpu_ids(), ret;
+
+	if (nr > UXS_MAX_CPUS) {
+		scx_bpf_error("uxsched: %u CPUs, built for at most %d", scx_bpf_nr_cpu_ids(),
+			      UXS_MAX_CPUS);
+		return -E2BIG;
+	}
+	bpf_for(i, 0, nr) {
+		ret = scx_bpf_create_dsq(UXS_DSQ(i), -1);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+void BPF_STRUCT_OPS(uxs_exit, struct scx_exit_info *ei)
+{
+	u32 zero = 0;
+	struct uxs_exit *e = bpf_map_lookup_elem(&exit_info, &zero);
+
+	if (!e)
+		return;
+	bpf_probe_read_kernel_str(e->reason, sizeof(e->reason), ei->reason);
+	bpf_probe_read_kernel_str(e->msg, sizeof(e->msg), ei->msg);
+	e->exit_code = ei->exit_code;
+	__sync_val_compare_and_swap(&e->kind, e->kind, ei->kind);
+}
+
+SCX_OPS_DEFINE(uxsched_ops,
+	       .select_cpu = (void *)uxs_select_cpu,
+	       .enqueue = (void *)uxs_enqueue,
+	       .dispatch = (void *)uxs_dispatch,
+	       .runnable = (void *)uxs_runnable,
+	       .running = (void *)uxs_running,
+	       .stopping = (void *)uxs_stopping,
+	       .quiescent = (void *)uxs_quiescent,
+	       .enable = (void *)uxs_enable,
+	       .init_task = (void *)uxs_init_task,
+	       .init = (void *)uxs_init,
+	       .exit = (void *)uxs_exit,
+	       .flags = SCX_OPS_SWITCH_PARTIAL,
+	       .name = "uxsched");
