@@ -103,6 +103,8 @@ pub fn run(cfg: Config) -> anyhow::Result<()> {
     if canary.is_none() {
         rtapi_cfg.max_rt_threads = 0; // never RT without the canary in force
     }
+    // rtkit's D-Bus interface (`[rtkit] enable`), answered through the same grants.
+    let _rtkit = crate::rtapi::rtkit::start(&cfg.rtkit, &rtapi_cfg, tx.clone());
     let mut signals = signal_hook::iterator::Signals::new([
         signal_hook::consts::SIGTERM,
         signal_hook::consts::SIGINT,
