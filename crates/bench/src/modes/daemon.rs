@@ -34,6 +34,8 @@ fn variant(mode: ModeName) -> (&'static str, &'static str) {
     match mode {
         ModeName::UxschedRoles => ("uxsched", "[tracker]\nenabled = false\n"),
         ModeName::UxschedRt => ("uxsched", "[tracker]\nlever = \"rt\"\n"),
+        // Never told the foreground (`rtapi.rs`), so the mode's policy changes nothing.
+        ModeName::Rtapi => ("mcfs", "[rtapi]\nenabled = true\n"),
         other => (other.name(), ""),
     }
 }
@@ -105,7 +107,7 @@ impl Daemon {
         })
     }
 
-    fn socket(&self) -> PathBuf {
+    pub(super) fn socket(&self) -> PathBuf {
         self.dir.join("uxsched.sock")
     }
 

@@ -7,6 +7,7 @@
 mod android;
 mod daemon;
 mod fifo;
+mod rtapi;
 mod s76;
 mod schedqos;
 
@@ -41,10 +42,13 @@ pub enum ModeName {
     /// `uxsched` with the tracker's bounded real-time lever on its critical set.
     #[serde(rename = "uxsched-rt")]
     UxschedRt,
+    /// Seed 002's "CFS with the real-time support framework": the app's time-critical thread
+    /// asks the daemon for real time through `uxsched-client` (`alarm`, `player`).
+    Rtapi,
 }
 
 impl ModeName {
-    pub const ALL: [ModeName; 14] = [
+    pub const ALL: [ModeName; 15] = [
         ModeName::Idle,
         ModeName::Stock,
         ModeName::Android,
@@ -59,6 +63,7 @@ impl ModeName {
         ModeName::Uxsched,
         ModeName::UxschedRoles,
         ModeName::UxschedRt,
+        ModeName::Rtapi,
     ];
 
     pub fn name(self) -> &'static str {
@@ -77,6 +82,7 @@ impl ModeName {
             ModeName::Uxsched => "uxsched",
             ModeName::UxschedRoles => "uxsched-roles",
             ModeName::UxschedRt => "uxsched-rt",
+            ModeName::Rtapi => "rtapi",
         }
     }
 
@@ -94,9 +100,13 @@ impl ModeName {
     }
 
     /// Whether a run without `--modes` includes it: every mode but the variants of `uxsched`
-    /// that exist to take one of its parts apart (ask for them by name).
+    /// that exist to take one of its parts apart, and `rtapi`, which only the models that ask
+    /// for real time can use (ask for them by name).
     pub fn in_default_set(self) -> bool {
-        !matches!(self, ModeName::UxschedRoles | ModeName::UxschedRt)
+        !matches!(
+            self,
+            ModeName::UxschedRoles | ModeName::UxschedRt | ModeName::Rtapi
+        )
     }
 
     pub fn description(self) -> &'static str {
@@ -115,6 +125,7 @@ impl ModeName {
             ModeName::Uxsched => "uxsched daemon --mode uxsched (the recommended combination)",
             ModeName::UxschedRoles => "uxsched daemon --mode uxsched with [tracker] enabled = false: name-based roles only, no chain (not in the default set)",
             ModeName::UxschedRt => "uxsched daemon --mode uxsched with [tracker] lever = \"rt\": the critical set at SCHED_FIFO 1 under a per-thread run-time budget (not in the default set)",
+            ModeName::Rtapi => "the app's time-critical thread asks the daemon (never told the foreground) for SCHED_FIFO 10 through uxsched-client: seed 002's real-time support framework (alarm, player; not in the default set)",
         }
     }
 }
@@ -158,6 +169,11 @@ pub trait Mode {
     fn restore(&mut self) -> Result<()> {
         Ok(())
     }
+    /// The daemon socket the app asks for real time on (`--rt-socket`), in modes where the
+    /// app asks itself (`rtapi`).
+    fn app_rt_socket(&self) -> Option<PathBuf> {
+        None
+    }
 }
 
 /// `idle` and `stock` change nothing.
@@ -171,6 +187,7 @@ pub fn build(name: ModeName, env: &ModeEnv) -> Result<Box<dyn Mode>> {
         ModeName::S76 => Box::new(s76::S76::default()),
         ModeName::Schedqos => Box::new(schedqos::SchedQos::default()),
         ModeName::Fifo => Box::new(fifo::Fifo::default()),
+        ModeName::Rtapi => Box::new(rtapi::Rtapi::new(env)?),
         daemon_mode => Box::new(daemon::Daemon::new(daemon_mode, env)?),
     })
 }
