@@ -261,5 +261,10 @@ mod tests {
         let rt = daemon_config(ModeName::UxschedRt, "[tracker]\nrt_cooldown_ms = 500\n").unwrap();
         assert_eq!(rt["tracker"]["lever"], toml::Value::String("rt".into()));
         assert_eq!(rt["tracker"]["rt_cooldown_ms"], toml::Value::Integer(500));
+        // rtapi: the API on (whatever the user's file says), the mcfs daemon never focused.
+        let api = daemon_config(ModeName::Rtapi, "").unwrap();
+        assert_eq!(api["rtapi"]["enabled"], toml::Value::Boolean(true));
+        assert_eq!(variant(ModeName::Rtapi).0, "mcfs");
+        assert!(daemon_config(ModeName::Rtapi, "[rtapi]\nenabled = false\n").is_err());
     }
 }
