@@ -8,7 +8,9 @@ set -euo pipefail
 # xterm, xedit (x11-apps), openbox and xterm's fonts (xfonts-base) for the real-application
 # scenarios, clang/libbpf for the BPF tracker, sqlite is bundled by rusqlite; QEMU and a static
 # busybox boot the test guest of crates/guest, a pure cgroup2 kernel from ../shared/kernels/;
-# dbus-daemon runs the private bus of the fake systemd in crates/daemon/tests/systemd_unit.rs; the
+# dbus-daemon runs the private bus of the fake systemd in crates/daemon/tests/systemd_unit.rs and
+# of the rtkit interface's tests (crates/daemon/tests/rtkit.rs, with busctl from systemd and
+# dbus-send from dbus-bin as clients); the
 # kernel source (~150 MB, a 25 s download here) and its build tools for the `kbuild` load: the
 # field's standard compile; the same source gives crates/scx its sched_ext headers, and with
 # dwarves (pahole, for BTF) and cpio tools/scx-kernel/build.sh builds the sched_ext test kernel).
@@ -16,7 +18,7 @@ PKGS=(build-essential pkg-config curl ca-certificates rt-app rt-tests stress-ng 
       xvfb x11-utils xdotool clang llvm libbpf-dev libelf-dev zlib1g-dev bpftool util-linux procps
       fonts-dejavu-core qemu-system-x86 busybox-static dbus-daemon
       linux-source-6.12 flex bison bc libssl-dev dwarves cpio python3-pip
-      xterm x11-apps openbox xfonts-base valgrind)
+      xterm x11-apps openbox xfonts-base valgrind systemd dbus-bin)
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -27,6 +29,22 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${missing[*]}" >&2
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# rtkit's own clients — rtkitctl and rtkit's installed test program rtkit-test, which asks for
+# real time through rtkit's client code — for crates/daemon/tests/rtkit.rs: unpacked from
+# Debian's rtkit package into /opt/uxsched/rtkit, not installed, so no rtkit-daemon competes
+# for org.freedesktop.RealtimeKit1 and no polkitd is pulled in (their libraries are already
+# here: libdbus-1-3, libcap2, libsystemd0).
+RTKIT_DIR=/opt/uxsched/rtkit
+if [ ! -x "$RTKIT_DIR/usr/libexec/installed-tests/rtkit/rtkit-test" ]; then
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  echo "setup: unpacking rtkit's clients into $RTKIT_DIR" >&2
+  tmp=$(mktemp -d); chmod 755 "$tmp"  # apt downloads as _apt
+  (cd "$tmp" && apt-get download rtkit >/dev/null)
+  $SUDO mkdir -p "$RTKIT_DIR"
+  $SUDO dpkg-deb -x "$tmp"/rtkit_*.deb "$RTKIT_DIR"
+  rm -rf "$tmp"
 fi
 
 # Rust toolchain (rustup) if cargo is absent.

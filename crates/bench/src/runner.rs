@@ -114,6 +114,12 @@ pub fn run(plan: &Plan, env: &Env) -> Result<Runs> {
             &std::env::var_os("PATH").unwrap_or_default(),
         )?;
     }
+    if plan.modes.contains(&ModeName::Rtapi) && !plan.scenario.asks_realtime() {
+        bail!(
+            "mode rtapi needs a model whose thread asks for real time itself (alarm, player), not {}; drop rtapi from --modes",
+            plan.scenario.name()
+        );
+    }
     let _machine = exclusive_machine()?;
     // Entered first so it is undone last, after every run's guards (also on errors, Ctrl-C).
     let mut layout = plan.layout.enter()?;
@@ -241,7 +247,15 @@ fn run_one(
             plan, env, layout, &dir, seed,
         )?)
     } else {
-        Box::new(ModelProcs::spawn(plan, env, layout, &dir, seed)?)
+        let rt_socket = guard.mode.app_rt_socket();
+        Box::new(ModelProcs::spawn(
+            plan,
+            env,
+            layout,
+            &dir,
+            seed,
+            rt_socket.as_deref(),
+        )?)
     };
     model.targets(&mut targets);
     guard.mode.apply(&targets)?;
@@ -304,6 +318,7 @@ impl ModelProcs {
         layout: &ActiveLayout,
         dir: &Path,
         seed: u64,
+        rt_socket: Option<&Path>,
     ) -> Result<ModelProcs> {
         let (app_end, system_end) = if plan.scenario.has_system_side() {
             let (a, b) = UnixStream::pair()?;
@@ -320,6 +335,7 @@ impl ModelProcs {
             socket: app_end.as_ref(),
             own_session: plan.layout.load_own_session(),
             cgroup_fd: app_cgroup.as_ref().map(AsRawFd::as_raw_fd),
+            rt_socket,
         };
         let mut procs = ModelProcs {
             app: spawn_role(plan, env, dir, seed, &app)?,
@@ -335,6 +351,7 @@ impl ModelProcs {
                 socket: Some(end),
                 own_session: true,
                 cgroup_fd: None,
+                rt_socket: None,
             };
             procs.system = Some(spawn_role(plan, env, dir, seed, &system)?);
             procs.outs.push(dir.join("system.json"));
@@ -421,6 +438,8 @@ struct Role<'a> {
     own_session: bool,
     /// `cgroup.procs` of the layout's app unit, joined before exec.
     cgroup_fd: Option<std::os::fd::RawFd>,
+    /// The `rtapi` mode's daemon socket: the model asks for real time itself (`--rt-socket`).
+    rt_socket: Option<&'a Path>,
 }
 
 /// The command line of a model process in `role` (`app`, `system`), writing `dir/<role>.json`.
@@ -443,6 +462,9 @@ pub(crate) fn model_command(plan: &Plan, env: &Env, dir: &Path, seed: u64, role:
 fn spawn_role(plan: &Plan, env: &Env, dir: &Path, seed: u64, r: &Role) -> Result<Child> {
     let role = r.name;
     let mut cmd = model_command(plan, env, dir, seed, role);
+    if let Some(socket) = r.rt_socket {
+        cmd.arg("--rt-socket").arg(socket);
+    }
     cmd.stdin(Stdio::piped()).stdout(Stdio::piped());
     let fd = r.socket.map(|s| s.as_raw_fd());
     let (own_session, cgroup_fd) = (r.own_session, r.cgroup_fd);

@@ -174,6 +174,8 @@ pub struct Config {
     pub tracker: Tracker,
     /// The real-time request API (docs/api.md): who may ask for what, and rtkit's limits.
     pub rtapi: crate::rtapi::config::RtApi,
+    /// rtkit's D-Bus interface, served with the real-time API's policy (`rtapi/rtkit.rs`).
+    pub rtkit: crate::rtapi::rtkit::Rtkit,
 }
 
 /// The delay-critical thread tracker (BPF): who follows the interaction and what they get.
@@ -363,6 +365,7 @@ impl Default for Config {
             x11: X11::default(),
             tracker: Tracker::default(),
             rtapi: Default::default(),
+            rtkit: Default::default(),
         }
     }
 }

@@ -259,37 +259,63 @@ fn reply(mut stream: &UnixStream, resp: &impl serde::Serialize) -> io::Result<()
 /// last line may end at end of file instead. `arm` runs before each read (sets the deadline).
 pub fn read_line<R: Read>(
     r: &mut R,
-    mut arm: impl FnMut(&mut R) -> io::Result<()>,
+    arm: impl FnMut(&mut R) -> io::Result<()>,
 ) -> Result<Vec<u8>, String> {
-    let mut line = Vec::with_capacity(128);
-    let mut chunk = [0u8; 512];
-    loop {
-        arm(r).map_err(|e| format!("{e}"))?;
-        let n = match r.read(&mut chunk) {
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                ) =>
-            {
-                return Err(too_slow());
+    Lines::default().next(r, arm)
+}
+
+/// The lines of one connection: what a read brought past a newline is kept for the next line,
+/// so requests a client sends back to back are each answered (never more than one line and
+/// one read's chunk is held: memory stays bounded whatever the client sends).
+#[derive(Debug, Default)]
+pub struct Lines {
+    pending: Vec<u8>,
+}
+
+impl Lines {
+    /// The next line, as [`read_line`] reads one.
+    pub fn next<R: Read>(
+        &mut self,
+        r: &mut R,
+        mut arm: impl FnMut(&mut R) -> io::Result<()>,
+    ) -> Result<Vec<u8>, String> {
+        let mut chunk = [0u8; 512];
+        loop {
+            if let Some(end) = self.pending.iter().position(|&b| b == b'\n') {
+                if end > MAX_REQUEST {
+                    return Err(too_long());
+                }
+                let line = self.pending[..end].to_vec();
+                self.pending.drain(..=end);
+                return Ok(line);
             }
-            Err(e) => return Err(format!("reading the request: {e}")),
-        };
-        let end = chunk[..n].iter().position(|&b| b == b'\n');
-        let take = end.unwrap_or(n);
-        if line.len() + take > MAX_REQUEST {
-            return Err(format!(
-                "bad request: longer than {MAX_REQUEST} bytes; send one JSON object per line"
-            ));
-        }
-        line.extend_from_slice(&chunk[..take]);
-        if end.is_some() || n == 0 {
-            return Ok(line);
+            if self.pending.len() > MAX_REQUEST {
+                return Err(too_long());
+            }
+            arm(r).map_err(|e| format!("{e}"))?;
+            let n = match r.read(&mut chunk) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    return Err(too_slow());
+                }
+                Err(e) => return Err(format!("reading the request: {e}")),
+            };
+            if n == 0 {
+                return Ok(std::mem::take(&mut self.pending));
+            }
+            self.pending.extend_from_slice(&chunk[..n]);
         }
     }
+}
+
+fn too_long() -> String {
+    format!("bad request: longer than {MAX_REQUEST} bytes; send one JSON object per line")
 }
 
 fn too_slow() -> String {
@@ -351,13 +377,14 @@ fn serve(
         }
         s.set_read_timeout(Some(left))
     };
-    let line = match read_line(&mut &*stream, arm) {
+    let mut lines = Lines::default();
+    let line = match lines.next(&mut &*stream, arm) {
         Ok(l) => l,
         Err(e) => return reply(stream, &Response::error(e)),
     };
     match parse_request(&line) {
         Ok(Incoming::Control(request)) => control(stream, uid, request, control_uids, events),
-        Ok(Incoming::Thread(first)) => threads(stream, conn, first, events),
+        Ok(Incoming::Thread(first)) => threads(stream, conn, first, lines, events),
         Err(e) if v1::is_versioned(&String::from_utf8_lossy(&line)) => {
             reply(stream, &Reply::refused(Refusal::BadRequest, e))
         }
@@ -373,6 +400,7 @@ fn threads(
     stream: &UnixStream,
     conn: u64,
     first: v1::Request,
+    mut lines: Lines,
     events: &Sender<Event>,
 ) -> io::Result<()> {
     struct Closed<'a>(&'a Sender<Event>, u64);
@@ -405,7 +433,7 @@ fn threads(
         };
         reply(stream, &answer)?;
         stream.set_read_timeout(None)?;
-        next = match read_line(&mut &*stream, |_| Ok(())) {
+        next = match lines.next(&mut &*stream, |_| Ok(())) {
             Ok(line) if line.is_empty() => return Ok(()),
             Ok(line) => match parse_request(&line) {
                 Ok(Incoming::Thread(r)) => Ok(r),

@@ -175,6 +175,35 @@ fn daemon_modes_run_through_the_harness() {
     }
 }
 
+/// `rtapi`: the model's thread asks the daemon for real time itself (a refusal would fail the
+/// run, and the model prints what the kernel holds), and a scenario without such a thread is
+/// refused before anything runs.
+#[test]
+#[ignore = "needs root: make test runs it as root"]
+fn rtapi_mode_has_the_models_thread_ask_and_refuses_other_scenarios() {
+    let out = bench_as_root(&[
+        "player",
+        "--modes",
+        "rtapi",
+        "--reps",
+        "1",
+        "--duration",
+        "1s",
+        "--json",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let modes = report["modes"].as_array().unwrap();
+    // A refused grant fails the model, and a failed run is dropped from the report.
+    assert_eq!(modes[1]["mode"], "rtapi", "{report}");
+    assert!(modes[1]["summary"]["n"].as_u64().unwrap() >= 5, "{report}");
+    let out = bench_as_root(&["painting", "--modes", "rtapi", "--reps", "1"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("mode rtapi needs a model"), "{err}");
+}
+
 /// `uxsched-roles` is the daemon of `uxsched` with the tracker off (name-based roles only) and
 /// `uxsched` has it on: each bench mode's own daemon says so in `status --json`. Fails if the
 /// mode's configuration does not reach the daemon.

@@ -47,6 +47,11 @@ impl ModelKind {
         matches!(self, ModelKind::Painting | ModelKind::Worker)
     }
 
+    /// Whether the model has a time-critical thread that asks for real time in the `rtapi` mode.
+    pub fn asks_realtime(self) -> bool {
+        matches!(self, ModelKind::Alarm | ModelKind::Player)
+    }
+
     /// Whether this scenario drives a real program under X (`xapp/`) instead of a model.
     pub fn is_xapp(self) -> bool {
         matches!(self, ModelKind::Xterm | ModelKind::Xedit)
@@ -98,6 +103,10 @@ pub struct ModelArgs {
     /// The real program a measuring client types into (`xterm`, `xedit`).
     #[arg(long)]
     pub app_pid: Option<i32>,
+    /// The `rtapi` mode: the daemon socket on which the model's time-critical thread asks for
+    /// real time itself ([`ask_realtime`]; `alarm`, `player`).
+    #[arg(long)]
+    pub rt_socket: Option<PathBuf>,
 }
 
 /// What a model process reports.
@@ -183,6 +192,66 @@ pub(crate) fn spawn_named<T: Send + 'static>(
     started_rx
         .recv()
         .with_context(|| format!("thread {name} died while starting"))?;
+    Ok(handle)
+}
+
+/// The RT priority a model's thread asks for in the `rtapi` mode: within the daemon's default
+/// `max_rt_priority` (20), above the `fifo` mode's 1.
+pub const RTAPI_PRIORITY: u32 = 10;
+
+/// The `rtapi` mode (seed 002 §III.B): the calling thread asks the daemon at `socket` for
+/// SCHED_FIFO [`RTAPI_PRIORITY`] through `uxsched-client`, after bounding the process's
+/// RLIMIT_RTTIME to 200 ms as the daemon requires. The client returned holds the grant (it
+/// ends when the connection closes, at the latest when the model exits). `None` without a
+/// socket (every other mode).
+pub(crate) fn ask_realtime(socket: Option<&Path>) -> Result<Option<uxsched_client::Client>> {
+    let Some(socket) = socket else {
+        return Ok(None);
+    };
+    uxsched_client::limit_rttime(200_000).context("setting RLIMIT_RTTIME to 200 ms")?;
+    let mut client = uxsched_client::Client::connect(socket)?;
+    let got = client
+        .for_this_thread(uxsched_client::Ask::Realtime {
+            policy: uxsched_client::Policy::Fifo,
+            priority: RTAPI_PRIORITY,
+        })
+        .with_context(|| {
+            format!(
+                "asking {} for SCHED_FIFO {RTAPI_PRIORITY}",
+                socket.display()
+            )
+        })?;
+    if got.policy != "fifo" || got.priority != Some(RTAPI_PRIORITY) {
+        bail!("the daemon answered with {got:?}, not SCHED_FIFO {RTAPI_PRIORITY}");
+    }
+    Ok(Some(client))
+}
+
+/// Start a named thread that asks for real time first ([`ask_realtime`], `rtapi` mode) and
+/// then runs `body`; returns once the thread has its grant, or the reason it was refused.
+pub(crate) fn spawn_asking<T: Send + Default + 'static>(
+    name: &'static str,
+    rt_socket: Option<PathBuf>,
+    body: impl FnOnce() -> T + Send + 'static,
+) -> Result<std::thread::JoinHandle<T>> {
+    let (asked_tx, asked_rx) = std::sync::mpsc::channel();
+    let handle = spawn_named(name, None, move || {
+        let grant = match ask_realtime(rt_socket.as_deref()) {
+            Ok(g) => g,
+            Err(e) => {
+                let _ = asked_tx.send(Err(e));
+                return T::default();
+            }
+        };
+        let _ = asked_tx.send(Ok(()));
+        let out = body();
+        drop(grant);
+        out
+    })?;
+    asked_rx
+        .recv()
+        .with_context(|| format!("thread {name} died while asking for real time"))?
+        .with_context(|| format!("thread {name} (rtapi mode)"))?;
     Ok(handle)
 }
 

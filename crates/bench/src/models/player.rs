@@ -2,8 +2,10 @@
 //! drained in real time. Metric: buffer-writing delay per block (completion − the block's
 //! period start). The buffer holds two blocks ahead, so a block finishing more than 40 ms after
 //! its period start arrives after playback needed it: an underrun.
+//! In the `rtapi` mode the `decoder` thread asks the daemon for real time itself first
+//! ([`super::spawn_asking`], seed 002's cross-layer API).
 
-use super::{ns_to_ms, ready_then_wait_for_go, spawn_named, spin_cpu, ModelArgs, ModelOutput};
+use super::{ns_to_ms, ready_then_wait_for_go, spawn_asking, spin_cpu, ModelArgs, ModelOutput};
 use crate::sys;
 use anyhow::{Context, Result};
 
@@ -15,7 +17,7 @@ pub fn app(args: &ModelArgs) -> Result<ModelOutput> {
     let decode_ms = args.compute_ms.unwrap_or(DECODE_MS);
     let duration_ns = args.duration_ms * 1_000_000;
     let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
-    let decoder = spawn_named("decoder", None, move || {
+    let decoder = spawn_asking("decoder", args.rt_socket.clone(), move || {
         let mut delays = Vec::new();
         if go_rx.recv().is_err() {
             return delays;

@@ -34,6 +34,8 @@ fn variant(mode: ModeName) -> (&'static str, &'static str) {
     match mode {
         ModeName::UxschedRoles => ("uxsched", "[tracker]\nenabled = false\n"),
         ModeName::UxschedFair => ("uxsched", "[tracker]\nlever = \"fair\"\n"),
+        // Never told the foreground (`rtapi.rs`), so the mode's policy changes nothing.
+        ModeName::Rtapi => ("mcfs", "[rtapi]\nenabled = true\n"),
         other => (other.name(), ""),
     }
 }
@@ -105,7 +107,7 @@ impl Daemon {
         })
     }
 
-    fn socket(&self) -> PathBuf {
+    pub(super) fn socket(&self) -> PathBuf {
         self.dir.join("uxsched.sock")
     }
 
@@ -280,5 +282,10 @@ mod tests {
             daemon_config(ModeName::UxschedFair, "[tracker]\nrt_cooldown_ms = 500\n").unwrap();
         assert_eq!(fair["tracker"]["lever"], toml::Value::String("fair".into()));
         assert_eq!(fair["tracker"]["rt_cooldown_ms"], toml::Value::Integer(500));
+        // rtapi: the API on (whatever the user's file says), the mcfs daemon never focused.
+        let api = daemon_config(ModeName::Rtapi, "").unwrap();
+        assert_eq!(api["rtapi"]["enabled"], toml::Value::Boolean(true));
+        assert_eq!(variant(ModeName::Rtapi).0, "mcfs");
+        assert!(daemon_config(ModeName::Rtapi, "[rtapi]\nenabled = false\n").is_err());
     }
 }

@@ -7,6 +7,7 @@
 mod android;
 mod daemon;
 mod fifo;
+mod rtapi;
 mod s76;
 mod schedqos;
 
@@ -42,10 +43,14 @@ pub enum ModeName {
     /// the default bounded real-time lever.
     #[serde(rename = "uxsched-fair")]
     UxschedFair,
+    /// `uxsched` with the tracker's bounded real-time lever on its critical set.
+    /// Seed 002's "CFS with the real-time support framework": the app's time-critical thread
+    /// asks the daemon for real time through `uxsched-client` (`alarm`, `player`).
+    Rtapi,
 }
 
 impl ModeName {
-    pub const ALL: [ModeName; 14] = [
+    pub const ALL: [ModeName; 15] = [
         ModeName::Idle,
         ModeName::Stock,
         ModeName::Android,
@@ -60,6 +65,7 @@ impl ModeName {
         ModeName::Uxsched,
         ModeName::UxschedRoles,
         ModeName::UxschedFair,
+        ModeName::Rtapi,
     ];
 
     pub fn name(self) -> &'static str {
@@ -78,6 +84,7 @@ impl ModeName {
             ModeName::Uxsched => "uxsched",
             ModeName::UxschedRoles => "uxsched-roles",
             ModeName::UxschedFair => "uxsched-fair",
+            ModeName::Rtapi => "rtapi",
         }
     }
 
@@ -95,9 +102,13 @@ impl ModeName {
     }
 
     /// Whether a run without `--modes` includes it: every mode but the variants of `uxsched`
-    /// that exist to take one of its parts apart (ask for them by name).
+    /// that exist to take one of its parts apart, and `rtapi`, which only the models that ask
+    /// for real time can use (ask for them by name).
     pub fn in_default_set(self) -> bool {
-        !matches!(self, ModeName::UxschedRoles | ModeName::UxschedFair)
+        !matches!(
+            self,
+            ModeName::UxschedRoles | ModeName::UxschedFair | ModeName::Rtapi
+        )
     }
 
     pub fn description(self) -> &'static str {
@@ -116,6 +127,7 @@ impl ModeName {
             ModeName::Uxsched => "uxsched daemon --mode uxsched (the recommended combination: the tracker's critical set at SCHED_FIFO 1 under a run-time budget)",
             ModeName::UxschedRoles => "uxsched daemon --mode uxsched with [tracker] enabled = false: name-based roles only, no chain (not in the default set)",
             ModeName::UxschedFair => "uxsched daemon --mode uxsched with [tracker] lever = \"fair\": the critical set at nice -19 and a short slice instead of SCHED_FIFO 1 (not in the default set)",
+            ModeName::Rtapi => "the app's time-critical thread asks the daemon (never told the foreground) for SCHED_FIFO 10 through uxsched-client: seed 002's real-time support framework (alarm, player; not in the default set)",
         }
     }
 }
@@ -164,6 +176,11 @@ pub trait Mode {
     fn extras(&mut self) -> std::collections::BTreeMap<String, f64> {
         Default::default()
     }
+    /// The daemon socket the app asks for real time on (`--rt-socket`), in modes where the
+    /// app asks itself (`rtapi`).
+    fn app_rt_socket(&self) -> Option<PathBuf> {
+        None
+    }
 }
 
 /// `idle` and `stock` change nothing.
@@ -177,6 +194,7 @@ pub fn build(name: ModeName, env: &ModeEnv) -> Result<Box<dyn Mode>> {
         ModeName::S76 => Box::new(s76::S76::default()),
         ModeName::Schedqos => Box::new(schedqos::SchedQos::default()),
         ModeName::Fifo => Box::new(fifo::Fifo::default()),
+        ModeName::Rtapi => Box::new(rtapi::Rtapi::new(env)?),
         daemon_mode => Box::new(daemon::Daemon::new(daemon_mode, env)?),
     })
 }

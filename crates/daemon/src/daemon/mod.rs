@@ -113,6 +113,8 @@ pub fn run(cfg: Config) -> anyhow::Result<()> {
     if let Some(g) = &rt {
         rec.trust(g.demoted_by_guard());
     }
+    // rtkit's D-Bus interface (`[rtkit] enable`), answered through the same grants.
+    let _rtkit = crate::rtapi::rtkit::start(&cfg.rtkit, &rtapi_cfg, tx.clone());
     let mut signals = signal_hook::iterator::Signals::new([
         signal_hook::consts::SIGTERM,
         signal_hook::consts::SIGINT,

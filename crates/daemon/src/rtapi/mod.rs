@@ -16,6 +16,7 @@
 pub mod canary;
 pub mod config;
 pub mod peer;
+pub mod rtkit;
 
 use crate::identity::{self, TaskId};
 use crate::policy::{Desired, Rt, RtPolicy};

@@ -53,6 +53,14 @@ impl Peer {
         })
     }
 
+    /// A caller named by someone other than a socket's kernel credentials — the D-Bus bus
+    /// (`rtkit.rs`): `uid` and `pid` as the bus saw them, and a pidfd of that process (the bus's
+    /// `ProcessFD`, or one opened now: the process must then still be the one that called).
+    pub fn named(uid: u32, pid: i32, pidfd: Option<Pidfd>) -> Peer {
+        let pidfd = pidfd.or_else(|| Pidfd::open(pid).ok());
+        Peer { uid, pid, pidfd }
+    }
+
     /// Whether the process that connected is still alive (so `pid` still names it).
     pub fn alive(&self) -> bool {
         self.pidfd.as_ref().is_some_and(|p| !p.exited())

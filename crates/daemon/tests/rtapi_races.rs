@@ -1,0 +1,248 @@
+//! The real-time API's races, against the real daemon and kernel, as root: a client that dies
+//! while its request is being granted (before, during or after the daemon applies it, before
+//! it reads the reply), and a grant whose thread id is recycled by another process while the
+//! daemon is not looking.
+//!
+//! Clients are child processes of this binary (`rtdie`, `rtexit` roles).
+
+mod common;
+
+use common::*;
+use std::ffi::CString;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use uxsched_client::{Ask, Client, Request, Until};
+use uxsched_daemon::actuators::sched::{self, SchedAttr, SCHED_OTHER};
+
+const ASK_ENV: &str = "UXSCHED_TEST_ASK";
+const DELAY_ENV: &str = "UXSCHED_TEST_DELAY_US";
+
+/// Not a test: the entry point of the child processes.
+#[test]
+fn child_entry() {
+    match std::env::var(ROLE_ENV).as_deref() {
+        Ok("rtdie") => die_mid_grant(),
+        Ok("rtexit") => hold_until_exit(),
+        _ => {}
+    }
+    run_child_role();
+}
+
+/// Send one request for this thread and exit `DELAY_US` µs later, never reading the reply.
+fn die_mid_grant() -> ! {
+    let socket = std::env::var(CONFIG_ENV).unwrap();
+    uxsched_client::limit_rttime(100_000).unwrap();
+    let tid = uxsched_client::this_thread();
+    let ask = match std::env::var(ASK_ENV).unwrap().as_str() {
+        "rt" => r#""cmd":"realtime","priority":5"#,
+        _ => r#""cmd":"high_priority","nice":-5"#,
+    };
+    let until = if tid % 2 == 0 { "close" } else { "exit" };
+    let line = format!("{{\"v\":1,{ask},\"tid\":{tid},\"until\":\"{until}\"}}\n");
+    let delay: u64 = std::env::var(DELAY_ENV).unwrap().parse().unwrap();
+    let mut s = UnixStream::connect(&socket).unwrap();
+    s.write_all(line.as_bytes()).unwrap();
+    let end = Instant::now() + Duration::from_micros(delay);
+    while Instant::now() < end {
+        std::hint::spin_loop();
+    }
+    // SAFETY: _exit ends the process at once, the connection and the thread with it.
+    unsafe { libc::_exit(0) }
+}
+
+/// Ask `high_priority -7 until exit` for this thread, print its tid, hold until killed.
+fn hold_until_exit() -> ! {
+    let socket = std::env::var(CONFIG_ENV).unwrap();
+    let tid = uxsched_client::this_thread();
+    let mut c = Client::connect(&socket).unwrap();
+    c.call(&Request {
+        tid,
+        ask: Ask::HighPriority { nice: -7 },
+        until: Until::Exit,
+    })
+    .unwrap();
+    println!("tid {tid}");
+    loop {
+        std::thread::sleep(Duration::from_secs(3600));
+    }
+}
+
+fn ordinary() {
+    let a = SchedAttr {
+        policy: SCHED_OTHER,
+        flags: 0,
+        nice: 0,
+        priority: 0,
+        runtime: 0,
+        deadline: 0,
+        period: 0,
+    };
+    sched::set(0, &a).unwrap();
+}
+
+fn role(d: &Daemon, role: &str) -> Command {
+    let mut c = Command::new(std::env::current_exe().unwrap());
+    c.args(["--exact", "child_entry", "--nocapture", "--test-threads=1"])
+        .env(ROLE_ENV, role)
+        .env(CONFIG_ENV, &d.socket)
+        .stdin(Stdio::null())
+        .stderr(Stdio::null());
+    c
+}
+
+#[test]
+#[ignore = "needs root: make test runs it as root"]
+fn clients_that_die_while_being_granted_leave_nothing_behind() {
+    require_root();
+    let _s = serial();
+    ordinary();
+    let d = Daemon::start(
+        "eimos",
+        "[rtapi]\nrate_max = 100000\nrate_window_ms = 100\nmax_processes_per_user = 2\n",
+    );
+    // Dying before the daemon reads the line, while it applies, and after it answered: the
+    // delays span the ~1 ms a grant takes here. RT and nice, `until` close and exit.
+    for i in 0..60u64 {
+        let ask = if i % 2 == 0 { "rt" } else { "nice" };
+        let status = role(&d, "rtdie")
+            .env(ASK_ENV, ask)
+            .env(DELAY_ENV, ((i * 97) % 3000).to_string())
+            .stdout(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(status.success(), "client {i}: {status:?}");
+    }
+    wait_until(
+        "every dead client's grant gone",
+        Duration::from_secs(10),
+        || d.status().boosted.is_empty(),
+    );
+    let st = d.status();
+    assert!(st.problems.is_empty(), "{:?}", st.problems);
+    // The caps were freed (2 processes per user) and the daemon still grants.
+    let before = attr(uxsched_client::this_thread());
+    let mut c = Client::connect(&d.socket).unwrap();
+    let g = c.for_this_thread(Ask::HighPriority { nice: -3 }).unwrap();
+    assert_eq!(g.nice, Some(-3));
+    drop(c);
+    wait_until("restored on close", Duration::from_secs(5), || {
+        attr(uxsched_client::this_thread()) == before
+    });
+}
+
+/// Start `sleep 30` as a process whose pid is exactly `pid` (clone3 with `set_tid`, Linux ≥
+/// 5.5, root): a deliberately recycled id.
+fn spawn_with_pid(pid: i32) -> i32 {
+    let path = CString::new("/bin/sleep").unwrap();
+    let args = [CString::new("sleep").unwrap(), CString::new("30").unwrap()];
+    let argv: Vec<*const libc::c_char> = args
+        .iter()
+        .map(|a| a.as_ptr())
+        .chain(std::iter::once(std::ptr::null()))
+        .collect();
+    let set_tid = [pid as libc::pid_t];
+    #[repr(C)]
+    struct CloneArgs {
+        flags: u64,
+        pidfd: u64,
+        child_tid: u64,
+        parent_tid: u64,
+        exit_signal: u64,
+        stack: u64,
+        stack_size: u64,
+        tls: u64,
+        set_tid: u64,
+        set_tid_size: u64,
+        cgroup: u64,
+    }
+    let ca = CloneArgs {
+        flags: 0,
+        pidfd: 0,
+        child_tid: 0,
+        parent_tid: 0,
+        exit_signal: libc::SIGCHLD as u64,
+        stack: 0,
+        stack_size: 0,
+        tls: 0,
+        set_tid: set_tid.as_ptr() as u64,
+        set_tid_size: 1,
+        cgroup: 0,
+    };
+    // SAFETY: clone3 without CLONE_VM is a fork; the child only calls execv and _exit
+    // (async-signal-safe) with data prepared before.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_clone3,
+            &ca as *const CloneArgs,
+            std::mem::size_of::<CloneArgs>(),
+        )
+    };
+    if r == 0 {
+        unsafe {
+            libc::execv(path.as_ptr(), argv.as_ptr());
+            libc::_exit(127);
+        }
+    }
+    assert!(
+        r > 0,
+        "clone3(set_tid = {pid}): {} (the id was taken again meanwhile? rerun)",
+        std::io::Error::last_os_error()
+    );
+    r as i32
+}
+
+#[test]
+#[ignore = "needs root: make test runs it as root"]
+fn a_grant_never_lands_on_a_recycled_thread_id() {
+    require_root();
+    let _s = serial();
+    ordinary();
+    let d = Daemon::start("eimos", "");
+    let mut holder = role(&d, "rtexit").stdout(Stdio::piped()).spawn().unwrap();
+    let out = BufReader::new(holder.stdout.take().unwrap());
+    let tid: i32 = out
+        .lines()
+        .map_while(Result::ok)
+        .find_map(|l| l.split("tid ").nth(1).and_then(|t| t.trim().parse().ok()))
+        .expect("the holder's tid");
+    assert_eq!(nice(tid), -7);
+    assert_eq!(d.status().boosted.len(), 1);
+    // While the daemon cannot look, the granted thread dies and its id is taken by another
+    // process (an `until: exit` grant outlives the connection that asked).
+    let daemon = d.pid();
+    unsafe { libc::kill(daemon, libc::SIGSTOP) };
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    let recycled = spawn_with_pid(tid);
+    struct Reap(i32);
+    impl Drop for Reap {
+        fn drop(&mut self) {
+            unsafe {
+                libc::kill(self.0, libc::SIGKILL);
+                libc::waitpid(self.0, std::ptr::null_mut(), 0);
+            }
+        }
+    }
+    let _reap = Reap(recycled);
+    assert_eq!(recycled, tid);
+    let fresh = attr(tid);
+    unsafe { libc::kill(daemon, libc::SIGCONT) };
+    // Many passes (rescan_ms = 50): the newcomer keeps its own settings throughout.
+    let end = Instant::now() + Duration::from_millis(1000);
+    while Instant::now() < end {
+        assert_eq!(
+            attr(tid),
+            fresh,
+            "the grant landed on the recycled id {tid}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    wait_until(
+        "the dead thread's grant forgotten",
+        Duration::from_secs(5),
+        || d.status().boosted.is_empty(),
+    );
+    assert_eq!(attr(tid), fresh);
+}
