@@ -103,6 +103,11 @@ pub fn run(cfg: Config) -> anyhow::Result<()> {
     if canary.is_none() {
         rtapi_cfg.max_rt_threads = 0; // never RT without the canary in force
     }
+    let ui = crate::rtapi::interact::UiBoost {
+        nice: cfg.min_nice,
+        slice_ns: cfg.uxsched.slice_us * 1000,
+    };
+    let grants = Grants::new(rtapi_cfg).with_boosts(ui, features.default_slice_ns);
     let mut signals = signal_hook::iterator::Signals::new([
         signal_hook::consts::SIGTERM,
         signal_hook::consts::SIGINT,
@@ -137,7 +142,7 @@ pub fn run(cfg: Config) -> anyhow::Result<()> {
         critical: Vec::new(),
         placement,
         source_errors: BTreeMap::new(),
-        grants: Grants::new(rtapi_cfg),
+        grants,
         canary,
         rt: RtBudget::new(rt_budget::Limits::of(&cfg.tracker)),
         rt_checked: Instant::now(),
@@ -171,6 +176,11 @@ impl Daemon {
             };
             if self.rt.active() {
                 apply_at = apply_at.min(self.rt_checked + rt_budget::CHECK);
+            }
+            // A hint session going stale or an interaction lapsing is undone on time.
+            let grants_due = self.grants.next_wake();
+            if let Some(t) = grants_due {
+                apply_at = apply_at.min(t);
             }
             // A change request is answered after it has been applied (unless rate-limited), so
             // a client that focuses and then looks at the kernel sees the result.
@@ -243,7 +253,9 @@ impl Daemon {
                     self.last_apply = now - min_interval;
                 }
             }
-            let due = (self.dirty && now >= self.last_apply + min_interval) || now >= next_scan;
+            let due = (self.dirty && now >= self.last_apply + min_interval)
+                || now >= next_scan
+                || grants_due.is_some_and(|t| now >= t);
             if due {
                 self.apply()?;
                 next_scan = Instant::now() + rescan;
@@ -422,9 +434,15 @@ impl Daemon {
             Ok(task) => task,
             Err((why, msg)) => return Ok(Reply::refused(why, msg)),
         };
-        self.apply()?;
+        if !self.grants.take_quiet() {
+            self.apply()?;
+        }
         Ok(match self.grants.answer(peer, req, task) {
-            Ok(granted) => Reply::granted(granted),
+            Ok(granted) => {
+                let mut r = Reply::granted(granted);
+                self.grants.annotate(req, &task, &mut r);
+                r
+            }
             Err((why, msg)) => {
                 self.apply()?; // the grant was dropped: undo what it did, if anything
                 Reply::refused(why, msg)
