@@ -7,7 +7,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 [ "$(id -u)" -eq 0 ] || { echo "hint-convergence: run as root (the daemon changes nice levels)" >&2; exit 1; }
 CARGO=${CARGO:-cargo}
-"$CARGO" build --release --locked -p uxsched -p uxsched-client --example hint_convergence
+PROFILE=${PROFILE:-release} # or dev (the example measures CPU time, not code speed)
+out=$([ "$PROFILE" = dev ] && echo debug || echo "$PROFILE")
+"$CARGO" build --profile "$PROFILE" --locked -p uxsched
+"$CARGO" build --profile "$PROFILE" --locked -p uxsched-client --example hint_convergence
 dir=$(mktemp -d /tmp/uxsched-hint.XXXXXX)
 daemon_pid=""
 cleanup() {
@@ -23,8 +26,8 @@ cgroup_name = "uxsched-hint-$$"
 [tracker]
 store = "$dir/tracker.sqlite"
 TOML
-./target/release/uxsched daemon --config "$dir/uxsched.toml" 2>"$dir/daemon.log" &
+./target/"$out"/uxsched daemon --config "$dir/uxsched.toml" 2>"$dir/daemon.log" &
 daemon_pid=$!
 for _ in $(seq 100); do [ -S "$dir/uxsched.sock" ] && break; sleep 0.1; done
 [ -S "$dir/uxsched.sock" ] || { cat "$dir/daemon.log" >&2; exit 1; }
-./target/release/examples/hint_convergence "$dir/uxsched.sock" "$@"
+./target/"$out"/examples/hint_convergence "$dir/uxsched.sock" "$@"
