@@ -13,12 +13,14 @@ set -euo pipefail
 # dbus-send from dbus-bin as clients); the
 # kernel source (~150 MB, a 25 s download here) and its build tools for the `kbuild` load: the
 # field's standard compile; the same source gives crates/scx its sched_ext headers, and with
-# dwarves (pahole, for BTF) and cpio tools/scx-kernel/build.sh builds the sched_ext test kernel).
+# dwarves (pahole, for BTF) and cpio tools/scx-kernel/build.sh builds the sched_ext test kernel);
+# a Java 17 JDK and Maven build and test the Java client (java/).
 PKGS=(build-essential pkg-config curl ca-certificates rt-app rt-tests stress-ng fio
       xvfb x11-utils xdotool clang llvm libbpf-dev libelf-dev zlib1g-dev bpftool util-linux procps
       fonts-dejavu-core qemu-system-x86 busybox-static dbus-daemon
       linux-source-6.12 flex bison bc libssl-dev dwarves cpio python3-pip
-      xterm x11-apps openbox xfonts-base valgrind systemd dbus-bin)
+      xterm x11-apps openbox xfonts-base valgrind systemd dbus-bin
+      openjdk-17-jdk-headless maven)
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -61,4 +63,15 @@ if [ "${clang_major:-0}" -lt 16 ] && ! python3 -m ziglang version >/dev/null 2>&
   # A Debian python refuses system-wide pip installs (PEP 668) unless told.
   python3 -m pip install --quiet "ziglang==0.17.1" 2>/dev/null ||
     python3 -m pip install --quiet --break-system-packages "ziglang==0.17.1"
+fi
+
+# The Java client's Maven dependencies and plugins (java/pom.xml pins them all), fetched once so
+# that scripts/test.sh can build and test it offline (`mvn -o`). A marker per pom content.
+pom="$(dirname "$0")/../java/pom.xml"
+java_marker="$HOME/.m2/uxsched-java-$(sha256sum "$pom" | cut -c1-16)"
+if [ ! -f "$java_marker" ]; then
+  echo "setup: fetching the Java client's Maven dependencies" >&2
+  # Running the daemon-free unit test resolves surefire's JUnit provider too.
+  mvn -B -q -f "$pom" test -Dtest=ReplyTest
+  mkdir -p "$HOME/.m2" && touch "$java_marker"
 fi

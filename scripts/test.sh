@@ -16,6 +16,17 @@ status=0
 "$CARGO" test --workspace --locked --release --no-fail-fast -- "${extra[@]}" 2>&1 | tee "$log" ||
   status=$?
 
+# The Java client (java/) end to end against a daemon on a private socket: it starts the release
+# binary the cargo tests above built. As root only (the daemon changes scheduling settings);
+# offline: scripts/setup.sh fetched its Maven dependencies.
+java_note=""
+if [ "$(id -u)" -eq 0 ]; then
+  "$CARGO" build --release --locked -p uxsched
+  mvn -B -o -q -f java/pom.xml test -Duxsched.bin="$PWD/target/release/uxsched" || status=$?
+else
+  java_note="make test: NOTE: the Java client's tests (java/) did not run: they need root"
+fi
+
 # libtest prints one "test result: ... N ignored ..." line per test binary.
 ignored=$(sed -n 's/^test result: .* \([0-9][0-9]*\) ignored.*/\1/p' "$log" | awk '{s += $1} END {print s + 0}')
 if [ "$(id -u)" -eq 0 ]; then
@@ -27,4 +38,5 @@ if [ "$(id -u)" -eq 0 ]; then
 elif [ "$ignored" -ne 0 ]; then
   echo "make test: NOTE: $ignored tests did not run: they need root (run \`sudo make test\`, as CI does)"
 fi
+if [ -n "$java_note" ]; then echo "$java_note"; fi
 exit "$status"

@@ -1,5 +1,7 @@
 //! `uxsched-client`: ask the uxsched daemon for real-time scheduling, a higher priority or a
-//! latency hint for threads of your own process (protocol v1, docs/api.md).
+//! latency hint for threads of your own process, name the processes you depend on, run
+//! performance-hint sessions and say when a thread handles user input (protocol v1,
+//! docs/api.md).
 //!
 //! ```no_run
 //! let mut c = uxsched_client::Client::connect(uxsched_client::DEFAULT_SOCKET)?;
@@ -17,7 +19,7 @@
 
 pub mod proto;
 
-pub use proto::{Ask, Granted, Policy, Refusal, Reply, Request, Until};
+pub use proto::{Ask, Granted, Policy, Refusal, Reply, Request, Session, Until};
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
@@ -40,6 +42,8 @@ pub enum Error {
     Reply(#[from] serde_json::Error),
     #[error("the daemon closed the connection without answering")]
     Closed,
+    #[error("the daemon's reply has no `{0}`: is it older than this client? (upgrade it)")]
+    Missing(&'static str),
     #[error("refused ({reason:?}): {message}")]
     Refused { reason: Refusal, message: String },
 }
@@ -64,6 +68,13 @@ impl Client {
 
     /// Send one request; `Ok` with what the thread has now, or why it was refused.
     pub fn call(&mut self, req: &Request) -> Result<Granted, Error> {
+        let r = self.send(req)?;
+        r.granted.ok_or(Error::Missing("granted"))
+    }
+
+    /// Send one request; the whole reply when granted (hint requests carry the `session`,
+    /// `depend` the threads `raised`), or why it was refused.
+    pub fn send(&mut self, req: &Request) -> Result<Reply, Error> {
         let mut line = serde_json::to_string(req)?;
         line.push('\n');
         self.stream.write_all(line.as_bytes())?;
@@ -73,13 +84,55 @@ impl Client {
             return Err(Error::Closed);
         }
         let r: Reply = serde_json::from_str(&reply)?;
-        match (r.ok, r.granted) {
-            (true, Some(g)) => Ok(g),
-            _ => Err(Error::Refused {
-                reason: r.refused.unwrap_or(Refusal::BadRequest),
-                message: r.error.unwrap_or_default(),
-            }),
+        if r.ok && r.granted.is_some() {
+            return Ok(r);
         }
+        Err(Error::Refused {
+            reason: r.refused.unwrap_or(Refusal::BadRequest),
+            message: r.error.unwrap_or_default(),
+        })
+    }
+
+    /// `ask` for the calling thread (until this connection closes), the whole reply.
+    pub fn send_for_this_thread(&mut self, ask: Ask) -> Result<Reply, Error> {
+        self.send(&Request {
+            tid: this_thread(),
+            ask,
+            until: Until::Close,
+        })
+    }
+
+    /// A performance-hint session (ADPF's `createHintSession`) for `tids` (threads of this
+    /// process; the first asks), aiming at `target_ns` per unit of work.
+    pub fn create_hint_session(&mut self, tids: &[i32], target_ns: u64) -> Result<Session, Error> {
+        let (&first, rest) = tids.split_first().ok_or_else(|| Error::Refused {
+            reason: Refusal::BadRequest,
+            message: "a hint session needs at least one thread".into(),
+        })?;
+        let at = |tid, ask| Request {
+            tid,
+            ask,
+            until: Until::Close,
+        };
+        let mut s = self.session_of(&at(first, Ask::HintCreate { target_ns }))?;
+        for &tid in rest {
+            s = self.session_of(&at(tid, Ask::HintThread { session: s.id }))?;
+        }
+        Ok(s)
+    }
+
+    /// Send a hint request (`HintReport`, `HintTarget`, `HintClose`…) for the calling thread;
+    /// the session as the daemon holds it after.
+    pub fn hint(&mut self, ask: Ask) -> Result<Session, Error> {
+        self.session_of(&Request {
+            tid: this_thread(),
+            ask,
+            until: Until::Close,
+        })
+    }
+
+    fn session_of(&mut self, req: &Request) -> Result<Session, Error> {
+        self.send(req)?.session.ok_or(Error::Missing("session"))
     }
 
     /// `ask` for the calling thread, until this connection closes.

@@ -28,8 +28,29 @@ pub enum Ask {
     HighPriority { nice: i32 },
     /// The fair class with this custom slice (EEVDF `sched_runtime`, 100..=100000 µs).
     Latency { slice_us: u64 },
-    /// Back to what the thread had before any grant.
+    /// Back to what the thread had before any grant (its dependencies end too).
     Reset,
+    /// This thread depends on process or thread `on` (a media server, say): while the thread
+    /// holds a grant, `on`'s threads are raised with it (in the fair class), and lowered after.
+    Depend { on: i32 },
+    /// No longer depends on `on`.
+    Undepend { on: i32 },
+    /// A performance-hint session (ADPF) for this thread, aiming at `target_ns` per unit of
+    /// work; the reply's `session` names it.
+    HintCreate { target_ns: u64 },
+    /// Add this thread to session `session` (one of the caller's).
+    HintThread { session: u64 },
+    /// The last unit of work of session `session` took `actual_ns`.
+    HintReport { session: u64, actual_ns: u64 },
+    /// Session `session` now aims at `target_ns`.
+    HintTarget { session: u64, target_ns: u64 },
+    /// Session `session` ends (its boost with it).
+    HintClose { session: u64 },
+    /// This thread is handling user input now (seed 000's framework-assisted path): boosted
+    /// like the tracker's user-interactive thread until `interaction_end` or a bounded time.
+    InteractionStart,
+    /// This thread is done with the input.
+    InteractionEnd,
 }
 
 /// How long a grant lasts (besides `reset`, the thread's exit and the daemon's stop).
@@ -67,6 +88,14 @@ struct Wire {
     nice: Option<i32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     slice_us: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    on: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    session: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    target_ns: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    actual_ns: Option<u64>,
     #[serde(default)]
     until: Until,
 }
@@ -87,6 +116,10 @@ impl TryFrom<Wire> for Request {
                 ("priority", w.priority.is_some()),
                 ("nice", w.nice.is_some()),
                 ("slice_us", w.slice_us.is_some()),
+                ("on", w.on.is_some()),
+                ("session", w.session.is_some()),
+                ("target_ns", w.target_ns.is_some()),
+                ("actual_ns", w.actual_ns.is_some()),
             ];
             match given.iter().find(|(k, set)| *set && !allowed.contains(k)) {
                 Some((k, _)) => Err(format!("`{}` takes no `{k}`", w.cmd)),
@@ -118,9 +151,60 @@ impl TryFrom<Wire> for Request {
                 extra(&[])?;
                 Ask::Reset
             }
+            "depend" | "undepend" => {
+                extra(&["on"])?;
+                let on = w.on.ok_or_else(|| need("on"))?;
+                if on <= 0 {
+                    return Err(format!("`on` {on} is not a process or thread id"));
+                }
+                if w.cmd == "depend" {
+                    Ask::Depend { on }
+                } else {
+                    Ask::Undepend { on }
+                }
+            }
+            "hint_create" => {
+                extra(&["target_ns"])?;
+                Ask::HintCreate {
+                    target_ns: w.target_ns.ok_or_else(|| need("target_ns"))?,
+                }
+            }
+            "hint_thread" | "hint_close" => {
+                extra(&["session"])?;
+                let session = w.session.ok_or_else(|| need("session"))?;
+                if w.cmd == "hint_thread" {
+                    Ask::HintThread { session }
+                } else {
+                    Ask::HintClose { session }
+                }
+            }
+            "hint_report" => {
+                extra(&["session", "actual_ns"])?;
+                Ask::HintReport {
+                    session: w.session.ok_or_else(|| need("session"))?,
+                    actual_ns: w.actual_ns.ok_or_else(|| need("actual_ns"))?,
+                }
+            }
+            "hint_target" => {
+                extra(&["session", "target_ns"])?;
+                Ask::HintTarget {
+                    session: w.session.ok_or_else(|| need("session"))?,
+                    target_ns: w.target_ns.ok_or_else(|| need("target_ns"))?,
+                }
+            }
+            "interaction_start" | "interaction_end" => {
+                extra(&[])?;
+                if w.cmd == "interaction_start" {
+                    Ask::InteractionStart
+                } else {
+                    Ask::InteractionEnd
+                }
+            }
             other => {
                 return Err(format!(
-                    "unknown cmd {other:?}; v1 has realtime, high_priority, latency, reset"
+                    "unknown cmd {other:?}; v1 has realtime, high_priority, latency, reset, \
+                     depend, undepend, hint_create, hint_thread, hint_report, hint_target, \
+                     hint_close, interaction_start, interaction_end"
                 ))
             }
         };
@@ -157,6 +241,36 @@ impl From<Request> for Wire {
                 "latency"
             }
             Ask::Reset => "reset",
+            Ask::Depend { on } => {
+                w.on = Some(on);
+                "depend"
+            }
+            Ask::Undepend { on } => {
+                w.on = Some(on);
+                "undepend"
+            }
+            Ask::HintCreate { target_ns } => {
+                w.target_ns = Some(target_ns);
+                "hint_create"
+            }
+            Ask::HintThread { session } => {
+                w.session = Some(session);
+                "hint_thread"
+            }
+            Ask::HintReport { session, actual_ns } => {
+                (w.session, w.actual_ns) = (Some(session), Some(actual_ns));
+                "hint_report"
+            }
+            Ask::HintTarget { session, target_ns } => {
+                (w.session, w.target_ns) = (Some(session), Some(target_ns));
+                "hint_target"
+            }
+            Ask::HintClose { session } => {
+                w.session = Some(session);
+                "hint_close"
+            }
+            Ask::InteractionStart => "interaction_start",
+            Ask::InteractionEnd => "interaction_end",
         }
         .into();
         w
@@ -187,6 +301,8 @@ pub enum Refusal {
     Canary,
     /// The kernel does not hold what was asked (e.g. the thread is already someone else's RT).
     NotApplied,
+    /// The hint session named is not one of this connection's (closed, or never created).
+    NoSession,
 }
 
 /// What the thread has now, read back from the kernel after the grant was applied.
@@ -206,6 +322,26 @@ pub struct Granted {
     pub until: Until,
 }
 
+/// A performance-hint session as the daemon holds it after a hint request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Session {
+    pub id: u64,
+    pub target_ns: u64,
+    /// The session's threads.
+    pub tids: Vec<i32>,
+    /// The boost its threads have now: a nice level (0 = none) …
+    pub nice: i32,
+    /// … and, while boosted, a custom slice (µs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slice_us: Option<u64>,
+    /// `uclamp.min` (0..=1024) given, if this kernel has utilisation clamping.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uclamp_min: Option<u32>,
+    /// Why there is no `uclamp_min`, when there is none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uclamp: Option<String>,
+}
+
 /// The reply to one request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Reply {
@@ -213,6 +349,12 @@ pub struct Reply {
     pub ok: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub granted: Option<Granted>,
+    /// Hint requests: the session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<Session>,
+    /// `depend`: the dependency's threads raised now (empty while the thread holds no grant).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raised: Option<Vec<i32>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refused: Option<Refusal>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -225,6 +367,8 @@ impl Reply {
             v: VERSION,
             ok: true,
             granted: Some(g),
+            session: None,
+            raised: None,
             refused: None,
             error: None,
         }
@@ -235,6 +379,8 @@ impl Reply {
             v: VERSION,
             ok: false,
             granted: None,
+            session: None,
+            raised: None,
             refused: Some(why),
             error: Some(msg.into()),
         }
@@ -284,6 +430,55 @@ mod tests {
             (r#"{"v":1,"cmd":"reset"}"#, "missing field `tid`"),
         ];
         for (line, want) in bad {
+            let e = serde_json::from_str::<Request>(line)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want), "{line}: {e}");
+        }
+        let new = [
+            (
+                Ask::Depend { on: 99 },
+                r#"{"v":1,"cmd":"depend","tid":7,"on":99,"until":"close"}"#,
+            ),
+            (
+                Ask::HintCreate {
+                    target_ns: 16_000_000,
+                },
+                r#"{"v":1,"cmd":"hint_create","tid":7,"target_ns":16000000,"until":"close"}"#,
+            ),
+            (
+                Ask::HintReport {
+                    session: 3,
+                    actual_ns: 5,
+                },
+                r#"{"v":1,"cmd":"hint_report","tid":7,"session":3,"actual_ns":5,"until":"close"}"#,
+            ),
+            (
+                Ask::InteractionStart,
+                r#"{"v":1,"cmd":"interaction_start","tid":7,"until":"close"}"#,
+            ),
+        ];
+        for (ask, want) in new {
+            let r = Request {
+                tid: 7,
+                ask,
+                until: Until::Close,
+            };
+            assert_eq!(serde_json::to_string(&r).unwrap(), want);
+            assert_eq!(serde_json::from_str::<Request>(want).unwrap(), r);
+        }
+        for (line, want) in [
+            (r#"{"v":1,"cmd":"depend","tid":1}"#, "needs `on`"),
+            (r#"{"v":1,"cmd":"depend","tid":1,"on":-4}"#, "not a process"),
+            (
+                r#"{"v":1,"cmd":"hint_report","tid":1,"session":1}"#,
+                "needs `actual_ns`",
+            ),
+            (
+                r#"{"v":1,"cmd":"hint_close","tid":1,"session":1,"target_ns":1}"#,
+                "takes no `target_ns`",
+            ),
+        ] {
             let e = serde_json::from_str::<Request>(line)
                 .unwrap_err()
                 .to_string();

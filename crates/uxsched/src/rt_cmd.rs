@@ -46,6 +46,35 @@ pub enum RtCommand {
         #[command(flatten)]
         run: Run,
     },
+    /// Depend on process or thread ON: it is raised while this command's grant holds (give
+    /// the grant first in the same command: `--nice`), e.g. `uxsched rt depend --on $(pidof
+    /// pipewire) --nice -5 -- player`.
+    Depend {
+        #[arg(long)]
+        on: i32,
+        /// The nice asked for this process's thread (and so passed on to ON).
+        #[arg(long, allow_hyphen_values = true, default_value_t = -5)]
+        nice: i32,
+        #[command(flatten)]
+        run: Run,
+    },
+    /// A performance-hint session for this command's thread: reads one actual work duration
+    /// (ns) per line on stdin, reports it and prints the session after each (JSON).
+    Hint {
+        /// The target work duration, ns.
+        #[arg(long)]
+        target_ns: u64,
+        #[command(flatten)]
+        socket: SocketArg,
+    },
+    /// An interaction hint: this command's thread handles input for MS milliseconds, then
+    /// ends it; prints what it had meanwhile.
+    Interaction {
+        #[arg(long, default_value_t = 100)]
+        ms: u64,
+        #[command(flatten)]
+        socket: SocketArg,
+    },
 }
 
 #[derive(clap::Args)]
@@ -59,6 +88,9 @@ pub struct Run {
 
 pub fn run(c: RtCommand) -> anyhow::Result<ExitCode> {
     let (ask, run) = match c {
+        RtCommand::Hint { target_ns, socket } => return hint(target_ns, &socket),
+        RtCommand::Interaction { ms, socket } => return interaction(ms, &socket),
+        RtCommand::Depend { on, nice, run } => return depend(on, nice, run),
         RtCommand::Realtime {
             priority,
             policy,
@@ -79,26 +111,92 @@ pub fn run(c: RtCommand) -> anyhow::Result<ExitCode> {
         RtCommand::Reset { run } => (Ask::Reset, run),
     };
     let mut client = Client::connect(socket_path(&run.socket)?)?;
+    grant_then_run(&mut client, &[ask], run)
+}
+
+/// Ask each of `asks` for this thread (until it exits when a command follows), print the last
+/// reply or run the command in this process's place.
+fn grant_then_run(client: &mut Client, asks: &[Ask], run: Run) -> anyhow::Result<ExitCode> {
     let until = if run.cmd.is_empty() {
         Until::Close
     } else {
         Until::Exit
     };
-    let granted = client
-        .call(&Request {
-            tid: uxsched_client::this_thread(),
-            ask,
-            until,
-        })
-        .map_err(|e| match e {
-            uxsched_client::Error::Refused { .. } => bad_input(e.to_string()),
-            other => anyhow::Error::new(other),
-        })?;
+    let mut last = None;
+    for &ask in asks {
+        let reply = client
+            .send(&Request {
+                tid: uxsched_client::this_thread(),
+                ask,
+                until,
+            })
+            .map_err(refusal)?;
+        last = Some(reply);
+    }
     let Some((prog, args)) = run.cmd.split_first() else {
-        println!("{}", serde_json::to_string(&granted)?);
+        let shown = match last {
+            Some(r) if r.raised.is_some() || r.session.is_some() => serde_json::to_string(&r)?,
+            Some(r) => serde_json::to_string(&r.granted)?,
+            None => String::new(),
+        };
+        println!("{shown}");
         return Ok(ExitCode::SUCCESS);
     };
-    drop(client); // the grant lasts until this thread exits, through the exec
+    // The grant lasts until this thread exits, through the exec (the connection is closed
+    // on exec: every grant here was asked `until: exit`).
     let err = std::process::Command::new(prog).args(args).exec();
     Err(bad_input(format!("cannot run {prog}: {err}")))
+}
+
+fn refusal(e: uxsched_client::Error) -> anyhow::Error {
+    match e {
+        uxsched_client::Error::Refused { .. } => bad_input(e.to_string()),
+        other => anyhow::Error::new(other),
+    }
+}
+
+fn depend(on: i32, nice: i32, run: Run) -> anyhow::Result<ExitCode> {
+    let mut client = Client::connect(socket_path(&run.socket)?)?;
+    let asks = [Ask::HighPriority { nice }, Ask::Depend { on }];
+    grant_then_run(&mut client, &asks, run)
+}
+
+fn hint(target_ns: u64, socket: &SocketArg) -> anyhow::Result<ExitCode> {
+    use std::io::BufRead;
+    let mut client = Client::connect(socket_path(socket)?)?;
+    let me = uxsched_client::this_thread();
+    let s = client
+        .create_hint_session(&[me], target_ns)
+        .map_err(refusal)?;
+    println!("{}", serde_json::to_string(&s)?);
+    for line in std::io::stdin().lock().lines() {
+        let line = line?;
+        let Ok(actual_ns) = line.trim().parse::<u64>() else {
+            return Err(bad_input(format!(
+                "stdin: {line:?} is not a work duration in ns (one number per line)"
+            )));
+        };
+        let now = client
+            .hint(Ask::HintReport {
+                session: s.id,
+                actual_ns,
+            })
+            .map_err(refusal)?;
+        println!("{}", serde_json::to_string(&now)?);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn interaction(ms: u64, socket: &SocketArg) -> anyhow::Result<ExitCode> {
+    let mut client = Client::connect(socket_path(socket)?)?;
+    let g = client
+        .for_this_thread(Ask::InteractionStart)
+        .map_err(refusal)?;
+    println!("{}", serde_json::to_string(&g)?);
+    std::thread::sleep(std::time::Duration::from_millis(ms));
+    let g = client
+        .for_this_thread(Ask::InteractionEnd)
+        .map_err(refusal)?;
+    println!("{}", serde_json::to_string(&g)?);
+    Ok(ExitCode::SUCCESS)
 }

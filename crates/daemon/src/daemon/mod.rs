@@ -115,6 +115,11 @@ pub fn run(cfg: Config) -> anyhow::Result<()> {
     }
     // rtkit's D-Bus interface (`[rtkit] enable`), answered through the same grants.
     let _rtkit = crate::rtapi::rtkit::start(&cfg.rtkit, &rtapi_cfg, tx.clone());
+    let ui = crate::rtapi::interact::UiBoost {
+        nice: cfg.min_nice,
+        slice_ns: cfg.uxsched.slice_us * 1000,
+    };
+    let grants = Grants::new(rtapi_cfg).with_boosts(ui, features.default_slice_ns);
     let mut signals = signal_hook::iterator::Signals::new([
         signal_hook::consts::SIGTERM,
         signal_hook::consts::SIGINT,
@@ -149,7 +154,7 @@ pub fn run(cfg: Config) -> anyhow::Result<()> {
         critical: Vec::new(),
         placement,
         source_errors: BTreeMap::new(),
-        grants: Grants::new(rtapi_cfg),
+        grants,
         canary,
         rt,
         rt_suspended_until: None,
@@ -193,11 +198,16 @@ impl Daemon {
         let mut next_scan = Instant::now() + rescan;
         loop {
             let now = Instant::now();
-            let apply_at = if self.dirty {
+            let mut apply_at = if self.dirty {
                 (self.last_apply + min_interval).min(next_scan)
             } else {
                 next_scan
             };
+            // A hint session going stale or an interaction lapsing is undone on time.
+            let grants_due = self.grants.next_wake();
+            if let Some(t) = grants_due {
+                apply_at = apply_at.min(t);
+            }
             // A change request is answered after it has been applied (unless rate-limited), so
             // a client that focuses and then looks at the kernel sees the result.
             let mut pending = None;
@@ -272,7 +282,9 @@ impl Daemon {
                 Err(RecvTimeoutError::Timeout) => {}
             }
             let now = Instant::now();
-            let due = (self.dirty && now >= self.last_apply + min_interval) || now >= next_scan;
+            let due = (self.dirty && now >= self.last_apply + min_interval)
+                || now >= next_scan
+                || grants_due.is_some_and(|t| now >= t);
             if due {
                 self.apply()?;
                 self.boosts_written();
@@ -453,9 +465,15 @@ impl Daemon {
             Ok(task) => task,
             Err((why, msg)) => return Ok(Reply::refused(why, msg)),
         };
-        self.apply()?;
+        if !self.grants.take_quiet() {
+            self.apply()?;
+        }
         Ok(match self.grants.answer(peer, req, task) {
-            Ok(granted) => Reply::granted(granted),
+            Ok(granted) => {
+                let mut r = Reply::granted(granted);
+                self.grants.annotate(req, &task, &mut r);
+                r
+            }
             Err((why, msg)) => {
                 self.apply()?; // the grant was dropped: undo what it did, if anything
                 Reply::refused(why, msg)

@@ -25,6 +25,14 @@ ranged!(canary_refuse_ms, u64, "canary_refuse_ms", 0, 86_400_000);
 // 99 is kept for the canary's watchdog, which must preempt every grant.
 ranged!(max_rt_priority, u32, "max_rt_priority", 0, 98);
 ranged!(rule_min_nice, i32, "min_nice", -20, 19);
+ranged!(
+    max_dependency_threads,
+    usize,
+    "max_dependency_threads",
+    1,
+    4096
+);
+ranged!(interaction_max_ms, u64, "interaction_max_ms", 10, 60_000);
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -58,6 +66,13 @@ pub struct RtApi {
     pub canary_timeout_ms: u64,
     #[serde(deserialize_with = "canary_refuse_ms")]
     pub canary_refuse_ms: u64,
+    /// At most this many threads of one dependency are raised (`rtapi/deps.rs`).
+    #[serde(deserialize_with = "max_dependency_threads")]
+    pub max_dependency_threads: usize,
+    /// An `interaction_start` boosts its thread for at most this long without an
+    /// `interaction_end` (`rtapi/interact.rs`).
+    #[serde(deserialize_with = "interaction_max_ms")]
+    pub interaction_max_ms: u64,
     /// Who may ask for what: the first rule matching the caller decides; none = refused.
     pub allow: Vec<Allow>,
 }
@@ -76,6 +91,24 @@ pub struct Allow {
     /// Lowest nice granted.
     #[serde(deserialize_with = "rule_min_nice")]
     pub min_nice: i32,
+    /// Which processes a client may name as dependencies: `"same-uid"` (its own uid's) and/or
+    /// absolute paths of executables (`/proc/<pid>/exe`); empty = none.
+    #[serde(deserialize_with = "dependencies")]
+    pub dependencies: Vec<String>,
+}
+
+/// `dependencies`: each entry `"same-uid"` or an absolute path.
+fn dependencies<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    let v = Vec::<String>::deserialize(d)?;
+    match v
+        .iter()
+        .find(|e| *e != super::deps::SAME_UID && !e.starts_with('/'))
+    {
+        Some(bad) => Err(serde::de::Error::custom(format!(
+            "`dependencies` entry {bad:?} is neither \"same-uid\" nor an absolute executable path"
+        ))),
+        None => Ok(v),
+    }
 }
 
 impl Default for RtApi {
@@ -91,6 +124,8 @@ impl Default for RtApi {
             canary_period_ms: 500,
             canary_timeout_ms: 5_000,
             canary_refuse_ms: 300_000,
+            max_dependency_threads: 64,
+            interaction_max_ms: 1_000,
             allow: vec![Allow::default()],
         }
     }
@@ -103,6 +138,7 @@ impl Default for Allow {
             executables: Vec::new(),
             max_rt_priority: 20,
             min_nice: -15,
+            dependencies: vec![super::deps::SAME_UID.into()],
         }
     }
 }
@@ -150,6 +186,8 @@ mod tests {
             0
         );
         assert_eq!(r.rule(7, None).unwrap().max_rt_priority, 0);
+        let e = parse("[[rtapi.allow]]\ndependencies = [\"media\"]\n").unwrap_err();
+        assert!(e.contains("line 2") && e.contains("same-uid"), "{e}");
         let none = parse("[rtapi]\nallow = []\n").unwrap();
         assert!(none.rtapi.rule(0, None).is_none());
     }

@@ -12,9 +12,16 @@
 //!
 //! A grant ends on `reset`, when its thread exits, when the connection that asked closes
 //! (unless it asked `until: exit`), when the canary trips (RT only) and when the daemon stops.
+//!
+//! The other requests — dependencies ([`deps`]), performance-hint sessions ([`hint`]) and
+//! interaction hints ([`interact`]) — are routed in `more.rs` and merged after the grants.
 
 pub mod canary;
 pub mod config;
+pub mod deps;
+pub mod hint;
+pub mod interact;
+mod more;
 pub mod peer;
 pub mod rtkit;
 
@@ -49,17 +56,42 @@ pub struct Grants {
     rt_suspended_until: Option<Instant>,
     /// The RT bound was hit and not yet left (logged once per episode).
     at_bound: bool,
+    deps: deps::Deps,
+    hints: hint::Hints,
+    interactions: interact::Interactions,
+    /// The last request changed nothing the kernel holds (a hint report within a level).
+    quiet: bool,
 }
 
 impl Grants {
     pub fn new(cfg: RtApi) -> Grants {
+        let d = crate::config::Config::default();
+        let ui = interact::UiBoost {
+            nice: d.min_nice,
+            slice_ns: d.uxsched.slice_us * 1000,
+        };
+        let max = Duration::from_millis(cfg.interaction_max_ms);
         Grants {
             cfg,
             grants: BTreeMap::new(),
             recent: HashMap::new(),
             rt_suspended_until: None,
             at_bound: false,
+            deps: deps::Deps::default(),
+            // EEVDF's base slice before scaling by CPUs; the daemon passes the measured one.
+            hints: hint::Hints::new(3_000_000),
+            interactions: interact::Interactions::new(ui, max),
+            quiet: false,
         }
+    }
+
+    /// The daemon's user-interactive boost (interaction hints get it) and the kernel's default
+    /// slice (hint sessions never get a longer one).
+    pub fn with_boosts(mut self, ui: interact::UiBoost, default_slice_ns: u64) -> Grants {
+        let max = Duration::from_millis(self.cfg.interaction_max_ms);
+        self.interactions = interact::Interactions::new(ui, max);
+        self.hints = hint::Hints::new(default_slice_ns);
+        self
     }
 
     /// Check `req` from `peer` on connection `conn` and record it; the caller then reconciles
@@ -72,9 +104,15 @@ impl Grants {
             ));
         }
         let caller = peer::thread_of(peer, req.tid).map_err(|e| (Refusal::Identity, e))?;
+        self.quiet = false;
         if req.ask == Ask::Reset {
             self.grants.remove(&caller.task);
+            self.deps.forget(&caller.task);
+            self.interactions.end(&caller.task);
             return Ok(caller.task);
+        }
+        if let Some(done) = self.more(&caller, conn, req) {
+            return done.map(|()| caller.task);
         }
         self.approve(&caller, &req.ask)?;
         self.limits(&caller, &req.ask)?;
@@ -200,8 +238,13 @@ impl Grants {
                 ),
             ));
         }
+        self.rate(c.uid)
+    }
+
+    /// The user's rate: at most `rate_max` granted requests per `rate_window_ms`.
+    fn rate(&mut self, uid: u32) -> Result<(), Refused> {
         let window = Duration::from_millis(self.cfg.rate_window_ms);
-        let recent = self.recent.entry(c.uid).or_default();
+        let recent = self.recent.entry(uid).or_default();
         while recent.front().is_some_and(|t| t.elapsed() > window) {
             recent.pop_front();
         }
@@ -210,7 +253,7 @@ impl Grants {
                 Refusal::RateLimit,
                 format!(
                     "uid {} made {} requests in the last {} ms (`rate_max`); slow down",
-                    c.uid,
+                    uid,
                     recent.len(),
                     self.cfg.rate_window_ms
                 ),
@@ -248,7 +291,9 @@ impl Grants {
         let before = self.grants.len();
         self.grants
             .retain(|_, g| g.conn != conn || g.until == Until::Exit);
-        before != self.grants.len()
+        let more =
+            self.deps.closed(conn) | self.hints.closed(conn) | self.interactions.closed(conn);
+        before != self.grants.len() || more
     }
 
     /// The canary tripped: every RT grant ends, and RT is refused for `canary_refuse_ms`.
@@ -268,6 +313,10 @@ impl Grants {
                     || matches!(peer::rttime_hard(task.pid), Ok(Some(h)) if h <= max))
         });
         self.recent.retain(|_, r| !r.is_empty());
+        let now = Instant::now();
+        self.deps.prune();
+        self.hints.prune(now);
+        self.interactions.prune(now);
     }
 
     /// Remove the grant of `task` (its answer could not be given).
@@ -275,13 +324,24 @@ impl Grants {
         self.grants.remove(task);
     }
 
+    /// Whether no RT grant is held (the canary's list then stays empty).
     pub fn is_empty(&self) -> bool {
         self.grants.is_empty()
     }
 
     /// Add every grant to the mode's desired settings: real time replaces the thread's fair
     /// settings; a nice is the lower of the mode's and the grant's; a slice is the grant's.
-    pub fn merge_into(&self, desired: &mut Desired) {
+    /// Then hint sessions and interactions (the stronger of theirs and what a thread has), then
+    /// dependencies (which follow what their depending thread ends up with).
+    pub fn merge_into(&mut self, desired: &mut Desired) {
+        self.merge_grants(desired);
+        self.hints.merge_into(desired);
+        self.interactions.merge_into(desired);
+        self.deps
+            .merge_into(desired, self.cfg.max_dependency_threads);
+    }
+
+    fn merge_grants(&self, desired: &mut Desired) {
         for (task, g) in &self.grants {
             let t = desired.threads.entry(*task).or_default();
             match g.ask {
@@ -296,7 +356,7 @@ impl Grants {
                     t.nice = Some(t.nice.map_or(nice, |n| n.min(nice)));
                 }
                 Ask::Latency { slice_us } => t.slice_ns = Some(slice_us * 1000),
-                Ask::Reset => {}
+                _ => {}
             }
         }
     }
@@ -358,7 +418,7 @@ fn holds(ask: &Ask, a: &crate::actuators::sched::SchedAttr) -> bool {
         }
         Ask::HighPriority { nice } => a.is_fair() && a.nice <= nice,
         Ask::Latency { slice_us } => a.is_fair() && a.runtime == slice_us * 1000,
-        Ask::Reset => true,
+        _ => true,
     }
 }
 
