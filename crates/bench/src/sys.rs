@@ -346,6 +346,30 @@ pub fn children(pid: i32) -> Vec<i32> {
         .collect()
 }
 
+/// A live process's CPU time so far (user + system, all its threads), ns, from
+/// `/proc/<pid>/stat` fields 14–15 in clock ticks.
+pub fn process_cpu_ns(pid: i32) -> Option<u64> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    Some(ticks * 1_000_000_000 / hz)
+}
+
+/// A live process's peak resident set (`VmHWM`), KiB.
+pub fn peak_rss_kib(pid: i32) -> Option<u64> {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
 /// Voluntary + involuntary context switches of all threads of a process so far (0 once it
 /// has exited).
 pub fn context_switches(pid: i32) -> u64 {
@@ -365,6 +389,18 @@ pub fn context_switches(pid: i32) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reads_own_cpu_time_and_peak_rss() {
+        let me = std::process::id() as i32;
+        let t = std::time::Instant::now();
+        while t.elapsed() < std::time::Duration::from_millis(30) {
+            std::hint::spin_loop();
+        }
+        assert!(process_cpu_ns(me).unwrap() >= 10_000_000, "spun 30 ms");
+        assert!(peak_rss_kib(me).unwrap() > 0);
+        assert_eq!(process_cpu_ns(i32::MAX), None);
+    }
 
     #[test]
     fn reads_own_thread_state() {

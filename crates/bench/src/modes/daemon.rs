@@ -81,6 +81,8 @@ pub struct Daemon {
     focused: bool,
     /// The configuration to run with, less `socket` and `journal` ([`daemon_config`]).
     config: toml::Table,
+    /// When the daemon answered, and its CPU time then (for its share of a CPU in the run).
+    started: Option<(Instant, u64)>,
 }
 
 impl Daemon {
@@ -104,6 +106,7 @@ impl Daemon {
             child: None,
             focused: false,
             config: daemon_config(mode, &env.daemon_config)?,
+            started: None,
         })
     }
 
@@ -186,7 +189,10 @@ impl Mode for Daemon {
         }
         let child = cmd.spawn().context("starting uxsched daemon")?;
         self.child = Some(child);
-        self.wait_ready()
+        self.wait_ready()?;
+        let pid = self.child.as_ref().map_or(0, |c| c.id() as i32);
+        self.started = sys::process_cpu_ns(pid).map(|cpu| (Instant::now(), cpu));
+        Ok(())
     }
 
     fn apply(&mut self, t: &Targets) -> Result<()> {
@@ -205,9 +211,22 @@ impl Mode for Daemon {
         Ok(())
     }
 
-    /// The daemon's "critical → boosted" latency (the tracker's new members), µs.
+    /// The daemon's own cost over the run (its share of one CPU, user + system, the BPF
+    /// programs' in-kernel time not included; its peak RSS) and its "critical → boosted"
+    /// latency (the tracker's new members), µs.
     fn extras(&mut self) -> std::collections::BTreeMap<String, f64> {
         let mut x = std::collections::BTreeMap::new();
+        let pid = self.child.as_ref().map_or(0, |c| c.id() as i32);
+        if let (Some((t0, cpu0)), Some(cpu)) = (self.started, sys::process_cpu_ns(pid)) {
+            let wall = t0.elapsed().as_nanos().max(1) as f64;
+            x.insert(
+                "daemon_cpu_pct".into(),
+                100.0 * cpu.saturating_sub(cpu0) as f64 / wall,
+            );
+        }
+        if let Some(kib) = sys::peak_rss_kib(pid) {
+            x.insert("daemon_rss_mib".into(), kib as f64 / 1024.0);
+        }
         let Ok(out) = self.client(&["status", "--json"]) else {
             return x;
         };

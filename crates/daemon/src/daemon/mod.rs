@@ -4,15 +4,15 @@
 //! Start and stop are reconciliations with "desired = nothing": the first restores what a
 //! killed predecessor left in the journal, the last undoes everything this one did.
 
+mod rt;
 mod setup;
 mod status;
 
 use crate::actuators::prefetch::Prefetcher;
-use crate::actuators::sched;
 use crate::api::{Request, Response};
 use crate::config::{Config, Mode, SourceName};
 use crate::features::Features;
-use crate::journal::{Journal, JournalLock, Value};
+use crate::journal::{Journal, JournalLock};
 use crate::policy::{self, Desired};
 use crate::reconcile::Reconciler;
 use crate::rt_guard::RtGuard;
@@ -263,10 +263,16 @@ impl Daemon {
                 }
                 Ok(Event::Critical(set)) => {
                     // Applied at once: the tracker decides early so the boost is not too late.
-                    let new = set
-                        .iter()
-                        .filter(|c| !self.critical.iter().any(|o| o.task == c.task));
-                    self.boost_pending.extend(new.map(|c| c.since_ns));
+                    let new: Vec<u64> = (set.iter())
+                        .filter(|c| !self.critical.iter().any(|o| o.task == c.task))
+                        .map(|c| c.since_ns)
+                        .collect();
+                    if let Some(oldest) = new.iter().min() {
+                        let now = uxsched_tracker::procfs::monotonic_ns();
+                        let age_us = now.saturating_sub(*oldest) / 1000;
+                        tracing::debug!(new = new.len(), age_us, "critical set received");
+                    }
+                    self.boost_pending.extend(new);
                     self.critical = set;
                     self.dirty = true;
                     self.last_apply = Instant::now() - min_interval;
@@ -543,61 +549,6 @@ impl Daemon {
         let pass_us = (self.last_apply - start).as_micros() as u64;
         tracing::debug!(scan_us, pass_us, "pass");
         Ok(())
-    }
-
-    /// The new critical threads' boosts are written: record how long after the tracker's
-    /// decision (in the `uxsched` mode, the one that boosts them).
-    fn boosts_written(&mut self) {
-        let now = uxsched_tracker::procfs::monotonic_ns();
-        for since in self.boost_pending.drain(..) {
-            if self.mode == Mode::Uxsched && since > 0 {
-                if self.boost_latency.len() == LATENCIES {
-                    self.boost_latency.pop_front();
-                }
-                self.boost_latency.push_back(now.saturating_sub(since));
-            }
-        }
-    }
-
-    /// Tell the canary's watchdog and the rt lever's guard which threads uxsched holds at real
-    /// time or is about to (the lever's), with the originals to put back.
-    fn publish_rt(&mut self) {
-        let lever = self.rt.as_ref().map(|g| g.followed()).unwrap_or_default();
-        let mut originals = Vec::new();
-        for e in self.rec.journal.entries().unwrap_or_default() {
-            if let (Value::Sched(orig), Value::Sched(applied)) = (&e.original, &e.applied) {
-                if applied.is_rt() || lever.contains(&e.via) {
-                    let back = sched::restorable(orig, self.features.default_slice_ns);
-                    originals.push((e.via, back, applied.is_rt()));
-                }
-            }
-        }
-        if let Some(g) = &self.rt {
-            g.publish(originals.iter().map(|&(t, back, _)| (t, back)));
-        }
-        if let Some(c) = &self.canary {
-            let mut held = c.held.lock().unwrap_or_else(|e| e.into_inner());
-            held.clear();
-            held.extend(
-                originals
-                    .iter()
-                    .filter(|o| o.2)
-                    .map(|&(t, back, _)| (t, back)),
-            );
-        }
-    }
-
-    /// The threads the `uxsched` mode's `rt` lever asks to run real-time (none otherwise).
-    fn rt_lever_threads(&self, desired: &Desired) -> Vec<crate::identity::TaskId> {
-        if self.mode != Mode::Uxsched || self.cfg.tracker.lever != crate::config::Lever::Rt {
-            return Vec::new();
-        }
-        desired
-            .threads
-            .iter()
-            .filter(|(_, t)| t.rt.is_some())
-            .map(|(task, _)| *task)
-            .collect()
     }
 
     /// Undo everything and remove the groups (retrying while inherited tasks move out).
