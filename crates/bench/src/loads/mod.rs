@@ -148,9 +148,15 @@ pub fn start(spec: &LoadSpec, out: &Path, place: &Placement) -> Result<RunningLo
     // The child leads a new session or process group, so its pid names the whole load and
     // `kill_session` reaches everything it forks.
     let (own_session, fd) = (place.own_session, place.cgroup_fd());
-    // SAFETY: the closure only makes async-signal-safe syscalls (write, setsid, setpgid).
+    // SAFETY: the closure only makes async-signal-safe syscalls (sigaction, write, setsid,
+    // setpgid).
     unsafe {
-        cmd.pre_exec(move || Placement::enter_in_child(own_session, fd));
+        cmd.pre_exec(move || {
+            // The load is stopped with SIGINT: a harness started as a background job of a
+            // non-interactive shell inherits SIGINT ignored (POSIX), and so would the load.
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Placement::enter_in_child(own_session, fd)
+        });
     }
     let child = cmd
         .spawn()
