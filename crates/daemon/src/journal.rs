@@ -89,6 +89,8 @@ impl Entry {
 
 pub struct Journal {
     conn: Connection,
+    /// Writes so far (records and forgets), for readers that only need to look again after one.
+    writes: std::cell::Cell<u64>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -179,7 +181,10 @@ impl Journal {
             conn.execute_batch("ALTER TABLE settings ADD COLUMN previous TEXT")
                 .map_err(open_err)?;
         }
-        let j = Journal { conn };
+        let j = Journal {
+            conn,
+            writes: Default::default(),
+        };
         j.migrate(&session_of)?;
         Ok(j)
     }
@@ -244,11 +249,18 @@ impl Journal {
 
     /// Record (or update the applied value of) a change. Committed when this returns.
     pub fn record(&self, e: &Entry) -> Result<(), JournalError> {
+        self.writes.set(self.writes.get() + 1);
         insert(&self.conn, e)
+    }
+
+    /// How many records and forgets this journal has taken so far (not persisted).
+    pub fn writes(&self) -> u64 {
+        self.writes.get()
     }
 
     /// Drop a change once it has been restored or given up.
     pub fn forget(&self, kind: Kind, key: &Key) -> Result<(), JournalError> {
+        self.writes.set(self.writes.get() + 1);
         self.conn.execute(
             "DELETE FROM settings WHERE kind = ?1 AND key = ?2",
             params![kind.name(), serde_json::to_string(key)?],

@@ -10,8 +10,10 @@
 //! calls `sched_setattr`, so a runaway is demoted within its limit plus one tick plus one
 //! [`rt_budget::CHECK`], whatever the loop is doing.
 //!
-//! A demotion puts the thread back to its journalled original (published by the loop after each
-//! pass; SCHED_OTHER nice 0 for a thread made RT in a pass not yet published), marks it so that
+//! A demotion puts the thread on the fair lever's boost (nice `min_nice` and the short slice,
+//! computed from its journalled original and published by the loop after each pass, so the
+//! thread is never left at its plain original until the loop runs; SCHED_OTHER nice 0 for a
+//! thread made RT in a pass not yet published), marks it so that
 //! the reconciler counts the guard's write as uxsched's own ([`RtGuard::demoted_by_guard`]), and
 //! wakes the loop, which then gives the thread the fair boost for its cool-down.
 
@@ -34,7 +36,8 @@ pub type Demoted = Arc<Mutex<HashMap<TaskId, u64>>>;
 
 struct Inner {
     budget: RtBudget,
-    /// What each RT thread of the lever goes back to.
+    /// What each RT thread of the lever is demoted to (the fair lever's boost of its journalled
+    /// original), after a pass. Was: what each RT thread of the lever goes back to.
     originals: HashMap<TaskId, SchedAttr>,
     /// Demotions so far (numbers the entries of `demoted`).
     count: u64,
@@ -118,7 +121,8 @@ impl RtGuard {
         lock(&self.shared.inner).budget.demoted(now)
     }
 
-    /// What each RT thread of the lever goes back to (the journal's originals), after a pass.
+    /// What each RT thread of the lever is demoted to (the fair lever's boost of its journalled
+    /// original), after a pass.
     pub fn publish(&self, originals: impl IntoIterator<Item = (TaskId, SchedAttr)>) {
         lock(&self.shared.inner).originals = originals.into_iter().collect();
     }
@@ -171,7 +175,11 @@ fn check_and_demote(s: &Shared) -> usize {
         g.count += 1;
         let n = g.count;
         lock(&s.demoted).insert(*t, n); // before the write: the reconciler may look at once
-        let back = g.originals.get(t).copied().unwrap_or_else(ordinary);
+        let back = g
+            .originals
+            .get(t)
+            .copied()
+            .unwrap_or_else(SchedAttr::ordinary);
         if !identity::still_same(t) || !sched::get(t.tid).is_ok_and(|a| a.is_rt()) {
             continue; // gone, or no longer ours to demote
         }
@@ -183,16 +191,4 @@ fn check_and_demote(s: &Shared) -> usize {
         }
     }
     over.len()
-}
-
-fn ordinary() -> SchedAttr {
-    SchedAttr {
-        policy: sched::SCHED_OTHER,
-        flags: 0,
-        nice: 0,
-        priority: 0,
-        runtime: 0,
-        deadline: 0,
-        period: 0,
-    }
 }

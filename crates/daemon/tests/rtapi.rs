@@ -102,21 +102,6 @@ impl Drop for RtChild {
     }
 }
 
-/// The calling thread at SCHED_OTHER nice 0 (the tests may run under `chrt -i 0`; uxsched
-/// changes only fair-class threads, and children inherit this).
-fn ordinary() {
-    let a = SchedAttr {
-        policy: SCHED_OTHER,
-        flags: 0,
-        nice: 0,
-        priority: 0,
-        runtime: 0,
-        deadline: 0,
-        period: 0,
-    };
-    sched::set(0, &a).unwrap();
-}
-
 fn me() -> i32 {
     uxsched_client::this_thread()
 }

@@ -131,20 +131,6 @@ impl Drop for MoreChild {
     }
 }
 
-/// The calling thread at SCHED_OTHER nice 0 (the tests may run under `chrt -i 0`).
-fn ordinary() {
-    let a = SchedAttr {
-        policy: SCHED_OTHER,
-        flags: 0,
-        nice: 0,
-        priority: 0,
-        runtime: 0,
-        deadline: 0,
-        period: 0,
-    };
-    sched::set(0, &a).unwrap();
-}
-
 fn me() -> i32 {
     uxsched_client::this_thread()
 }

@@ -69,19 +69,6 @@ fn hold_until_exit() -> ! {
     }
 }
 
-fn ordinary() {
-    let a = SchedAttr {
-        policy: SCHED_OTHER,
-        flags: 0,
-        nice: 0,
-        priority: 0,
-        runtime: 0,
-        deadline: 0,
-        period: 0,
-    };
-    sched::set(0, &a).unwrap();
-}
-
 fn role(d: &Daemon, role: &str) -> Command {
     let mut c = Command::new(std::env::current_exe().unwrap());
     c.args(["--exact", "child_entry", "--nocapture", "--test-threads=1"])

@@ -163,21 +163,6 @@ impl Drop for Target {
     }
 }
 
-/// This thread (and the children it starts) at SCHED_OTHER nice 0: uxsched changes only
-/// fair-class threads, and the tests may run under `chrt -i 0`.
-fn ordinary() {
-    let a = SchedAttr {
-        policy: SCHED_OTHER,
-        flags: 0,
-        nice: 0,
-        priority: 0,
-        runtime: 0,
-        deadline: 0,
-        period: 0,
-    };
-    sched::set(0, &a).unwrap();
-}
-
 /// dbus-send's typed arguments of a `…WithPID` call (`priority` typed by the caller).
 fn with_pid(pid: i32, tid: u64, priority: &str) -> Vec<String> {
     vec![

@@ -59,6 +59,19 @@ impl SchedAttr {
         matches!(self.policy, SCHED_OTHER | SCHED_BATCH)
     }
 
+    /// SCHED_OTHER at nice 0 with the kernel's default slice: an ordinary thread.
+    pub const fn ordinary() -> SchedAttr {
+        SchedAttr {
+            policy: SCHED_OTHER,
+            flags: 0,
+            nice: 0,
+            priority: 0,
+            runtime: 0,
+            deadline: 0,
+            period: 0,
+        }
+    }
+
     /// SCHED_FIFO or SCHED_RR.
     pub fn is_rt(&self) -> bool {
         matches!(self.policy, SCHED_FIFO | SCHED_RR)

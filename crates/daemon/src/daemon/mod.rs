@@ -65,6 +65,10 @@ struct Daemon {
     /// written; then the latency goes to `boost_latency` (the latest [`LATENCIES`]).
     boost_pending: Vec<u64>,
     boost_latency: std::collections::VecDeque<u64>,
+    /// The last answer of [`Daemon::autogroup_applies`]: app, when, whether.
+    autogroup_seen: Option<(i32, Instant, bool)>,
+    /// The journal's write count and the lever's threads at the last `publish_rt`.
+    published: Option<(u64, std::collections::BTreeSet<crate::identity::TaskId>)>,
 }
 
 /// How many "critical → boosted" latencies `status` summarises.
@@ -160,9 +164,10 @@ pub fn run(cfg: Config) -> anyhow::Result<()> {
         rt_suspended_until: None,
         boost_pending: Vec::new(),
         boost_latency: Default::default(),
+        published: None,
+        autogroup_seen: None,
         cfg,
     };
-    raise_loop();
     let result = d.serve(&rx);
     if let Err(e) = &result {
         error!("stopping after an error: {e:#}");
@@ -174,21 +179,6 @@ pub fn run(cfg: Config) -> anyhow::Result<()> {
     let stopped = d.stop();
     drop(server);
     result.and(stopped)
-}
-
-/// The loop writes the boosts the tracker decides, so it must not wait behind the load it
-/// protects: measured without this, "critical → boosted" was p50 14 ms, p99 47 ms with 12 hogs
-/// and autogroup off (the loop at nice 0 among them). Nice −20 is the fair class's top, like the
-/// tracker thread; only this thread (the socket's and sources' threads keep their nice), and
-/// the critical set it raises is at FIFO 1 or nice −19, where a rescan barely delays it.
-fn raise_loop() {
-    // SAFETY: setpriority on this thread's own tid.
-    if unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, -20) } != 0 {
-        warn!(
-            "cannot raise the daemon's loop to nice -20 ({}): boosts may be written late under load",
-            std::io::Error::last_os_error()
-        );
-    }
 }
 
 impl Daemon {
@@ -410,7 +400,7 @@ impl Daemon {
         let autogroup = self.mode == Mode::Uxsched
             && focus
                 .as_ref()
-                .is_some_and(|a| self.autogroup_applies(a.id.pid));
+                .is_some_and(|a| self.autogroup_applies_now(a.id.pid));
         State {
             freq_ratio: cpufreq::freq_ratio(&self.cfg.facfs.sysfs_root, cpus_used),
             focus,
@@ -434,6 +424,20 @@ impl Daemon {
     /// `task_wants_autogroup`), and the session holds only the app and what it forked — a
     /// terminal's session also holds its shell and whatever that starts (a build), which must
     /// not be raised with it. Checked on every rescan: a shell can start a build at any time.
+    /// [`Daemon::autogroup_applies`], walked at most once per `rescan_ms` for the same app:
+    /// the walk reads every process, and the tracker can ask for passes far more often.
+    fn autogroup_applies_now(&mut self, pid: i32) -> bool {
+        let fresh = Duration::from_millis(self.cfg.rescan_ms);
+        match self.autogroup_seen {
+            Some((p, at, yes)) if p == pid && at.elapsed() < fresh => yes,
+            _ => {
+                let yes = self.autogroup_applies(pid);
+                self.autogroup_seen = Some((pid, Instant::now(), yes));
+                yes
+            }
+        }
+    }
+
     fn autogroup_applies(&self, pid: i32) -> bool {
         use crate::actuators::autogroup;
         if !autogroup::enabled() || autogroup::get(pid).is_err() {

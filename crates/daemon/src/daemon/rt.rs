@@ -22,31 +22,40 @@ impl Daemon {
         }
     }
 
-    /// Tell the canary's watchdog and the rt lever's guard which threads uxsched holds at real
-    /// time or is about to (the lever's), with the originals to put back.
+    /// Tell the canary's watchdog which RT threads uxsched holds, with the originals to put
+    /// back, and the rt lever's guard what each of its threads goes to when over budget: the
+    /// fair lever's boost (nice `min_nice`, the short slice) — what the next pass would write
+    /// anyway, so a demoted thread is never left at its plain original in between.
     pub(super) fn publish_rt(&mut self) {
         let lever = self.rt.as_ref().map(|g| g.followed()).unwrap_or_default();
+        // Only after the journal or the lever's set changed: a pass reads every row otherwise.
+        let now = (self.rec.journal.writes(), lever.clone());
+        if self.published.as_ref() == Some(&now) {
+            return;
+        }
+        self.published = Some(now);
+        let (nice, slice) = (self.cfg.min_nice, self.cfg.uxsched.slice_us * 1000);
         let mut originals = Vec::new();
+        let mut fallbacks = Vec::new();
         for e in self.rec.journal.entries().unwrap_or_default() {
             if let (Value::Sched(orig), Value::Sched(applied)) = (&e.original, &e.applied) {
-                if applied.is_rt() || lever.contains(&e.via) {
-                    let back = sched::restorable(orig, self.features.default_slice_ns);
-                    originals.push((e.via, back, applied.is_rt()));
+                let back = sched::restorable(orig, self.features.default_slice_ns);
+                if applied.is_rt() {
+                    originals.push((e.via, back));
+                }
+                if lever.contains(&e.via) {
+                    let fair = self.rec.fair(orig, Some(nice), Some(slice));
+                    fallbacks.push((e.via, fair.unwrap_or(back)));
                 }
             }
         }
         if let Some(g) = &self.rt {
-            g.publish(originals.iter().map(|&(t, back, _)| (t, back)));
+            g.publish(fallbacks);
         }
         if let Some(c) = &self.canary {
             let mut held = c.held.lock().unwrap_or_else(|e| e.into_inner());
             held.clear();
-            held.extend(
-                originals
-                    .iter()
-                    .filter(|o| o.2)
-                    .map(|&(t, back, _)| (t, back)),
-            );
+            held.extend(originals);
         }
     }
 

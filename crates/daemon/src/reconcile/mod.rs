@@ -225,6 +225,31 @@ impl Reconciler {
         wants
     }
 
+    /// A fair thread's attributes with a nice (only ever raised) and a custom slice; `None` when
+    /// that changes nothing.
+    pub fn fair(
+        &self,
+        orig: &sched::SchedAttr,
+        nice: Option<i32>,
+        slice_ns: Option<u64>,
+    ) -> Option<sched::SchedAttr> {
+        if nice.is_none() && slice_ns.is_none() {
+            return None;
+        }
+        let base = sched::restorable(orig, self.default_slice);
+        let nice = nice.map_or(orig.nice, |n| n.min(orig.nice));
+        let runtime = slice_ns.unwrap_or(base.runtime);
+        if nice == orig.nice && runtime == base.runtime {
+            return None;
+        }
+        Some(sched::SchedAttr {
+            flags: orig.flags | sched::SCHED_FLAG_RESET_ON_FORK,
+            nice,
+            runtime,
+            ..base
+        })
+    }
+
     /// The value of `kind` that `target` asks for, given the object's original value; `None`
     /// when the target leaves that setting alone (or it would not be an improvement).
     fn wanted(&self, kind: Kind, original: &Value, target: &Target) -> Option<Value> {
@@ -244,21 +269,8 @@ impl Reconciler {
                         ..*orig
                     }));
                 }
-                if target.nice.is_none() && target.slice_ns.is_none() {
-                    return None;
-                }
-                let base = sched::restorable(orig, self.default_slice);
-                let nice = target.nice.map_or(orig.nice, |n| n.min(orig.nice));
-                let runtime = target.slice_ns.unwrap_or(base.runtime);
-                if nice == orig.nice && runtime == base.runtime {
-                    return None;
-                }
-                Some(Value::Sched(sched::SchedAttr {
-                    flags: orig.flags | sched::SCHED_FLAG_RESET_ON_FORK,
-                    nice,
-                    runtime,
-                    ..base
-                }))
+                self.fair(orig, target.nice, target.slice_ns)
+                    .map(Value::Sched)
             }
             (Kind::Cgroup, Value::Cgroup(orig)) => {
                 let rel = self.groups.as_ref()?.rel(target.group?);

@@ -41,7 +41,7 @@ pub fn spawn(
         .spawn(move || {
             // Whatever the daemon was started with (even SCHED_IDLE): the canary stands for
             // ordinary threads.
-            let _ = sched::set(0, &ordinary());
+            let _ = sched::set(0, &SchedAttr::ordinary());
             loop {
                 s.store(ms(), Ordering::Relaxed);
                 std::thread::sleep(period);
@@ -51,7 +51,7 @@ pub fn spawn(
     std::thread::Builder::new()
         .name("uxsched-watchdog".into())
         .spawn(move || {
-            let mut rt = ordinary();
+            let mut rt = SchedAttr::ordinary();
             rt.policy = sched::SCHED_FIFO;
             rt.priority = WATCHDOG_PRIORITY;
             rt.flags = sched::SCHED_FLAG_RESET_ON_FORK;
@@ -81,18 +81,6 @@ pub fn spawn(
             }
         })?;
     Ok(Canary { held })
-}
-
-fn ordinary() -> SchedAttr {
-    SchedAttr {
-        policy: sched::SCHED_OTHER,
-        flags: 0,
-        nice: 0,
-        priority: 0,
-        runtime: 0,
-        deadline: 0,
-        period: 0,
-    }
 }
 
 /// Put every held RT thread that is still the same task and still RT back to its original.

@@ -424,3 +424,10 @@ pub fn set_nice(tid: i32, nice: i32) {
     a.runtime = 0;
     sched::set(tid, &a).unwrap();
 }
+
+/// The calling thread at SCHED_OTHER nice 0 (the tests may run under `chrt -i 0`; uxsched
+/// changes only fair-class threads, and children inherit this).
+pub fn ordinary() {
+    let a = uxsched_daemon::actuators::sched::SchedAttr::ordinary();
+    uxsched_daemon::actuators::sched::set(0, &a).unwrap();
+}
