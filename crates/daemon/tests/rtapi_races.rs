@@ -14,7 +14,6 @@ use std::os::unix::net::UnixStream;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use uxsched_client::{Ask, Client, Request, Until};
-use uxsched_daemon::actuators::sched::{self, SchedAttr, SCHED_OTHER};
 
 const ASK_ENV: &str = "UXSCHED_TEST_ASK";
 const DELAY_ENV: &str = "UXSCHED_TEST_DELAY_US";
