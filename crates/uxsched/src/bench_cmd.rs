@@ -17,8 +17,9 @@ use uxsched_bench::runner::{Env, Launcher, Plan};
 pub enum Commands {
     /// Measure a foreground model under background load on this kernel, mode by mode.
     Bench(BenchArgs),
-    /// About six minutes of `painting` and `worker` under CPU load in the `same-session` and
-    /// `other-session` layouts (modes idle, stock, android, s76, uxsched): prints the tables,
+    /// About 11–13 minutes of `painting` and `xterm` (a real terminal under Xvfb) under CPU load
+    /// in the `same-session` and `other-session` layouts (modes idle, stock, android, s76,
+    /// uxsched): prints the tables,
     /// one sentence per scenario on whether uxsched was separable from stock and the best
     /// peer, and where the plots went.
     Demo(DemoArgs),
