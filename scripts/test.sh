@@ -22,7 +22,12 @@ status=0
 java_note=""
 if [ "$(id -u)" -eq 0 ]; then
   "$CARGO" build --release --locked -p uxsched
-  mvn -B -o -q -f java/pom.xml test -Duxsched.bin="$PWD/target/release/uxsched" || status=$?
+  if mvn -B -o -q -f java/pom.xml test -Duxsched.bin="$PWD/target/release/uxsched"; then
+    echo "make test: the Java client's JUnit tests passed (java/)"
+  else
+    status=$?
+    echo "make test: error: the Java client's JUnit tests failed (java/, see above)" >&2
+  fi
 else
   java_note="make test: NOTE: the Java client's tests (java/) did not run: they need root"
 fi
