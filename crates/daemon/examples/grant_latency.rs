@@ -10,21 +10,17 @@
 //! (default 500 pairs). Prints p50/p99/max of request → applied for the grant and the reset,
 //! in µs (`uxsched_model::stats::nearest_rank`).
 
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+#[path = "common/private_daemon.rs"]
+mod private_daemon;
+
+use private_daemon::Daemon;
+use std::time::Instant;
 use uxsched_client::{Ask, Client, Policy};
-use uxsched_daemon::api::{self, Request};
 
 const PRIORITY: u32 = 10;
 
 fn main() {
-    if std::env::var("UXSCHED_BENCH_ROLE").as_deref() == Ok("daemon") {
-        let cfg = uxsched_daemon::Config::load(Some(Path::new(
-            &std::env::var("UXSCHED_BENCH_CONFIG").unwrap(),
-        )))
-        .unwrap();
-        uxsched_daemon::daemon::run(cfg).unwrap();
+    if private_daemon::run_if_daemon() {
         return;
     }
     let n: usize = std::env::args().nth(1).map_or(500, |a| {
@@ -37,7 +33,11 @@ fn main() {
         "run as root: the daemon changes scheduling"
     );
     uxsched_client::limit_rttime(200_000).expect("setting RLIMIT_RTTIME");
-    let daemon = Daemon::start();
+    // The rate limit is what the loop measures past, not what it measures.
+    let daemon = Daemon::start(
+        "grant-latency",
+        "mode = \"eimos\"\n[rtapi]\nrate_max = 100000\nrate_window_ms = 100\n",
+    );
     let mut client = Client::connect(&daemon.socket).expect("connecting to the daemon");
     let rt = Ask::Realtime {
         policy: Policy::Fifo,
@@ -89,53 +89,4 @@ fn policy_now() -> (u32, u32) {
     let f: Vec<&str> = rest.split_whitespace().collect();
     // `rest` starts at field 3 (state): field k is f[k - 3].
     (f[41 - 3].parse().unwrap(), f[40 - 3].parse().unwrap())
-}
-
-struct Daemon {
-    child: Child,
-    socket: std::path::PathBuf,
-    dir: std::path::PathBuf,
-}
-
-impl Daemon {
-    fn start() -> Daemon {
-        let dir =
-            std::env::temp_dir().join(format!("uxsched-grant-latency-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let socket = dir.join("s.sock");
-        let cfg = dir.join("c.toml");
-        // The rate limit is what the loop measures past, not what it measures.
-        std::fs::write(
-            &cfg,
-            format!(
-                "mode = \"eimos\"\nsocket = \"{}\"\njournal = \"{}\"\ncgroup_name = \"uxsched-gl-{}\"\n\
-                 [rtapi]\nrate_max = 100000\nrate_window_ms = 100\n",
-                socket.display(),
-                dir.join("j.sqlite").display(),
-                std::process::id(),
-            ),
-        )
-        .unwrap();
-        let child = Command::new(std::env::current_exe().unwrap())
-            .env("UXSCHED_BENCH_ROLE", "daemon")
-            .env("UXSCHED_BENCH_CONFIG", &cfg)
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let end = Instant::now() + Duration::from_secs(20);
-        while api::call(&socket, &Request::Status).is_err() {
-            assert!(Instant::now() < end, "the daemon did not start");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Daemon { child, socket, dir }
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        // SAFETY: SIGTERM to our own child: it restores everything before exiting.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
 }

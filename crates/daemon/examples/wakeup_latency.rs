@@ -9,9 +9,12 @@
 //! how late it runs after each expiry — wake-up latency as cyclictest measures it. Each mode
 //! runs a real daemon (this binary re-executed) that is told to focus the task's process.
 
+#[path = "common/private_daemon.rs"]
+mod private_daemon;
+
+use private_daemon::Daemon;
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
-use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use uxsched_daemon::api::{self, Request};
@@ -32,13 +35,7 @@ const CONFIGS: [&str; 8] = [
 fn main() {
     match std::env::var("UXSCHED_BENCH_ROLE").as_deref() {
         Ok("periodic") => periodic(std::env::args().nth(1).unwrap().parse().unwrap()),
-        Ok("daemon") => {
-            let cfg = uxsched_daemon::Config::load(Some(Path::new(
-                &std::env::var("UXSCHED_BENCH_CONFIG").unwrap(),
-            )))
-            .unwrap();
-            uxsched_daemon::daemon::run(cfg).unwrap();
-        }
+        _ if private_daemon::run_if_daemon() => {}
         _ => bench(),
     }
 }
@@ -112,59 +109,15 @@ fn stress() -> Group {
     )
 }
 
-struct Daemon {
-    child: Child,
-    socket: std::path::PathBuf,
-    dir: std::path::PathBuf,
-}
-
-impl Daemon {
-    fn start(mode: &str) -> Daemon {
-        let dir = std::env::temp_dir().join(format!("uxsched-bench-{}-{mode}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let socket = dir.join("s.sock");
-        let cfg = dir.join("c.toml");
-        std::fs::write(
-            &cfg,
-            format!(
-                "mode = \"{mode}\"\nsocket = \"{}\"\njournal = \"{}\"\ncgroup_name = \"uxsched-bench-{}\"\n\
-                 {}\n[vtcfs]\nbudget_ms = 600000\n",
-                socket.display(),
-                dir.join("j.sqlite").display(),
-                std::process::id(),
-                // Top-level keys to try variants, e.g. UXSCHED_BENCH_EXTRA='fg_shares = 1024'.
-                std::env::var("UXSCHED_BENCH_EXTRA").unwrap_or_default()
-            ),
-        )
-        .unwrap();
-        let child = Command::new(std::env::current_exe().unwrap())
-            .env("UXSCHED_BENCH_ROLE", "daemon")
-            .env("UXSCHED_BENCH_CONFIG", &cfg)
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let end = Instant::now() + Duration::from_secs(20);
-        while api::call(&socket, &Request::Status).is_err() {
-            assert!(Instant::now() < end, "daemon did not start");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Daemon { child, socket, dir }
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        // SAFETY: SIGTERM to our own child: it restores everything before exiting.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
 /// One measurement: returns the lateness samples (µs) after warm-up.
 fn measure(config: &str, secs: u64) -> Vec<f64> {
     let _stress = (config != "idle").then(stress);
-    let daemon = (config != "idle" && config != "stock").then(|| Daemon::start(config));
+    let daemon = (config != "idle" && config != "stock").then(|| {
+        // Top-level keys to try variants, e.g. UXSCHED_BENCH_EXTRA='fg_shares = 1024'.
+        let extra = std::env::var("UXSCHED_BENCH_EXTRA").unwrap_or_default();
+        let cfg = format!("mode = \"{config}\"\n{extra}\n[vtcfs]\nbudget_ms = 600000\n");
+        Daemon::start(&format!("bench-{config}"), &cfg)
+    });
     std::thread::sleep(Duration::from_millis(200)); // let the load spread
     let n = WARMUP_SAMPLES + (secs * 1_000_000_000 / PERIOD_NS as u64) as usize;
     let mut task = Command::new(std::env::current_exe().unwrap());
