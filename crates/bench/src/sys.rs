@@ -358,12 +358,13 @@ pub fn process_cpu_ns(pid: i32) -> Option<u64> {
     Some(ticks * 1_000_000_000 / hz)
 }
 
-/// A live process's peak resident set (`VmHWM`), KiB.
-pub fn peak_rss_kib(pid: i32) -> Option<u64> {
+/// A memory figure of a live process from `/proc/<pid>/status`, KiB (`field`: `VmRSS`,
+/// `VmHWM` — the peak resident set — …).
+pub fn status_kib(pid: i32, field: &str) -> Option<u64> {
     let status = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))?
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))?
         .split_whitespace()
         .next()?
         .parse()
@@ -398,7 +399,7 @@ mod tests {
             std::hint::spin_loop();
         }
         assert!(process_cpu_ns(me).unwrap() >= 10_000_000, "spun 30 ms");
-        assert!(peak_rss_kib(me).unwrap() > 0);
+        assert!(status_kib(me, "VmHWM").unwrap() > 0);
         assert_eq!(process_cpu_ns(i32::MAX), None);
     }
 

@@ -224,7 +224,7 @@ impl Mode for Daemon {
                 100.0 * cpu.saturating_sub(cpu0) as f64 / wall,
             );
         }
-        if let Some(kib) = sys::peak_rss_kib(pid) {
+        if let Some(kib) = sys::status_kib(pid, "VmHWM") {
             x.insert("daemon_rss_mib".into(), kib as f64 / 1024.0);
         }
         let Ok(out) = self.client(&["status", "--json"]) else {

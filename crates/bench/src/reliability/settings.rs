@@ -156,11 +156,5 @@ pub fn threads(pid: i32) -> Vec<i32> {
 
 /// RSS of a process in KiB (`VmRSS`).
 pub fn rss_kib(pid: i32) -> Option<u64> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    text.lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
+    crate::sys::status_kib(pid, "VmRSS")
 }
