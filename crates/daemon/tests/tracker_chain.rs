@@ -167,6 +167,12 @@ fn the_partner_an_app_waits_on_is_raised_with_it_and_restored() {
     );
     assert!(l.max_us < 10_000_000, "{l:?}");
     eprintln!("critical → boosted: {l:?}");
+    // Where that time went (with --nocapture): how old each set was when the daemon got it,
+    // and how long each pass took (the daemon's debug log).
+    let log = std::fs::read_to_string(d.dir.join("daemon-1.log")).unwrap_or_default();
+    (log.lines())
+        .filter(|l| l.contains("critical set received") || l.contains(" pass "))
+        .for_each(|l| eprintln!("daemon: {l}"));
     d.focus(None);
     wait_until("the partner restored", Duration::from_secs(5), || {
         sched::get(partner).is_ok_and(|a| a.policy == SCHED_OTHER) && nice(partner) == 0
