@@ -281,10 +281,7 @@ impl Sim {
 
         // Run-queues and group entities.
         let rqs = (0..groups.len() * ncpus)
-            .map(|i| FairRq {
-                group: i / ncpus,
-                ..FairRq::default()
-            })
+            .map(|i| FairRq::for_group(i / ncpus))
             .collect();
         let mut group_ents = vec![usize::MAX; groups.len() * ncpus];
         for (g, grp) in groups.iter().enumerate().skip(1) {

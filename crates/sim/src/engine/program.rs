@@ -3,7 +3,9 @@
 //! Names (locks, conditions, barriers, suspend points, channels, timers) are interned to indices
 //! when the workload is built. Semantics follow rt-app where it defines them:
 //! - mutexes hand ownership to the first waiter in FIFO order on unlock (no priority
-//!   inheritance — rt-app's `pi_enabled` is not modelled);
+//!   inheritance — rt-app's `pi_enabled` is not modelled). glibc's futex mutex does not hand
+//!   over: it wakes one waiter that must take the lock again, and a running task may take it
+//!   first; the two differ only with a third contender in that window (docs/fidelity.md);
 //! - `signal` wakes one waiter, `broad` all, and a signal with no waiter is lost;
 //! - a barrier releases its waiters when every task whose program uses it has arrived;
 //! - `resume` wakes every task suspended on that name;

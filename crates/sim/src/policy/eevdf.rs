@@ -115,8 +115,23 @@ fn eligible_with((sum, load): (i128, i128), rq: &FairRq, e: &Entity) -> bool {
     sum >= (e.vruntime - rq.min_vruntime) as i128 * load
 }
 
-/// `lag × num / den`, truncated towards zero (`place_entity`'s inflation of the lag by
-/// (W + w) / W), in 64 bits unless the product overflows.
+/// The largest vruntime that is eligible: min_vruntime + ⌊Σ wᵢ(vᵢ − min_vruntime) / Σ wᵢ⌋, so
+/// that `v ≤ eligible_max` ⇔ `Σ wᵢ(vᵢ − min_vruntime) ≥ (v − min_vruntime) Σ wᵢ` (the exact test
+/// of [`eligible`]); every vruntime is eligible on an empty sum.
+fn eligible_max((sum, load): (i128, i128), rq: &FairRq) -> i64 {
+    if load <= 0 {
+        return i64::MAX;
+    }
+    let q = match (i64::try_from(sum), i64::try_from(load)) {
+        (Ok(s), Ok(l)) => s.div_euclid(l) as i128,
+        _ => sum.div_euclid(load),
+    };
+    (rq.min_vruntime as i128 + q).clamp(i64::MIN as i128, i64::MAX as i128) as i64
+}
+
+/// `x × num / den`, truncated towards zero (`place_entity`'s inflation of the lag by
+/// (W + w) / W, and `reweight_entity`'s rescaling by old / new weight), in 64 bits unless the
+/// product overflows.
 fn scale_lag(lag: i64, num: u64, den: u64) -> i64 {
     let den = den.max(1);
     match (i64::try_from(num).ok(), i64::try_from(den)) {
@@ -135,11 +150,7 @@ fn vslice(e: &Entity, slice: Nanos) -> i64 {
 impl Eevdf {
     /// `set_protect_slice`: protect the current entity until min(deadline, v + smallest slice).
     fn protect(&self, rq: &FairRq, ents: &mut [Entity], id: EntityId) {
-        let min_slice = rq_members(rq, ents)
-            .chain(std::iter::once(id))
-            .map(|e| ents[e].slice)
-            .min()
-            .unwrap_or(0);
+        let min_slice = self.min_slice(rq, ents, id);
         let e = &ents[id];
         let vprot = if min_slice < e.slice {
             e.deadline.min(e.vruntime + vslice(e, min_slice))
@@ -149,11 +160,36 @@ impl Eevdf {
         ents[id].vprot = vprot;
     }
 
+    /// `cfs_rq_min_slice` over the queue and `id`. Without a custom slice on the queue every
+    /// queued slice is the base slice (set at each placement and new request), so no scan.
+    fn min_slice(&self, rq: &FairRq, ents: &[Entity], id: EntityId) -> Nanos {
+        let scan = || {
+            rq_members(rq, ents)
+                .chain(std::iter::once(id))
+                .map(|e| ents[e].slice)
+                .min()
+                .unwrap_or(0)
+        };
+        if rq.nr_custom_slice > 0 {
+            return scan();
+        }
+        let queued = rq.queued.iter().any(|&e| e != id);
+        let fast = if queued {
+            ents[id].slice.min(self.t.base_slice)
+        } else {
+            ents[id].slice
+        };
+        debug_assert_eq!(fast, scan(), "smallest slice without custom slices");
+        fast
+    }
+
     fn pick_eevdf(&self, rq: &FairRq, ents: &[Entity]) -> Option<EntityId> {
         let mut curr = rq.curr.filter(|&c| ents[c].on_rq);
         if rq.nr_running == 1 {
             return curr.or_else(|| rq.queued.first().copied());
         }
+        // v ≤ V with V rounded down is exactly Σ wⱼ(vⱼ − v) ≥ 0 for integer v: one division
+        // for the whole scan instead of a 128-bit product per entity.
         let parts = avg_parts(rq, ents);
         if let Some(c) = curr {
             if !eligible_with(parts, rq, &ents[c]) {
@@ -165,14 +201,23 @@ impl Eevdf {
                 return Some(c);
             }
         }
-        let best = rq
-            .queued
-            .iter()
-            .copied()
-            .filter(|&e| eligible_with(parts, rq, &ents[e]))
-            .min_by_key(|&e| (ents[e].deadline, e));
+        let v_max = eligible_max(parts, rq);
+        let mut best: Option<(i64, EntityId)> = None;
+        for &e in &rq.queued {
+            let x = &ents[e];
+            if x.vruntime <= v_max && best.is_none_or(|b| (x.deadline, e) < b) {
+                best = Some((x.deadline, e));
+            }
+        }
+        let best = best.map(|(_, e)| e);
+        // The current entity keeps the CPU only with a strictly earlier deadline: pick_eevdf's
+        // `if (!best || (curr && entity_before(curr, best))) best = curr;` with
+        // `entity_before` = `(s64)(a->deadline - b->deadline) < 0` (kernel/sched/fair.c,
+        // 6.6–6.18). A tie is systematic, not rare: a lone hog's deadline, renewed by the
+        // `update_curr` of a wake-up's enqueue (`update_deadline`: v + slice), equals the
+        // deadline of a wakee placed at V = that same v with the same slice — the wakee wins.
         match (curr, best) {
-            (Some(c), Some(b)) if ents[c].deadline <= ents[b].deadline => Some(c),
+            (Some(c), Some(b)) if ents[c].deadline < ents[b].deadline => Some(c),
             (Some(c), None) => Some(c),
             (_, Some(b)) => Some(b),
             // Nothing eligible can only happen through rounding; fall back to the earliest vruntime.
@@ -309,13 +354,13 @@ impl FairPolicy for Eevdf {
 
     fn reweight(&self, rq: &FairRq, ents: &mut [Entity], id: EntityId, weight: u64) {
         // `reweight_entity`: keep the lag and the remaining virtual deadline in real terms.
-        let old = ents[id].weight.max(1) as i128;
+        let (old, new) = (ents[id].weight.max(1), weight.max(1));
         let v = avg_vruntime(rq, ents);
         let e = &mut ents[id];
-        let lag = (v - e.vruntime) as i128 * old / weight.max(1) as i128;
-        let rel_deadline = (e.deadline - e.vruntime) as i128 * old / weight.max(1) as i128;
+        let lag = scale_lag(v - e.vruntime, old, new);
+        let rel_deadline = scale_lag(e.deadline - e.vruntime, old, new);
         e.weight = weight;
-        e.vruntime = v - lag as i64;
-        e.deadline = e.vruntime + rel_deadline as i64;
+        e.vruntime = v - lag;
+        e.deadline = e.vruntime + rel_deadline;
     }
 }

@@ -76,12 +76,28 @@ pub struct FairRq {
     /// The cgroup this run-queue belongs to (0 = the CPU's root run-queue); kept here so the
     /// engine's hierarchy walks need no division of the run-queue index.
     pub group: usize,
+    /// Queued entities with a custom slice (`sched_attr.sched_runtime`): while there are none,
+    /// every queued slice is the policy's base slice and EEVDF's smallest-slice scan is skipped.
+    pub nr_custom_slice: usize,
+    /// Some queued entity has vruntime ≤ `min_vruntime`, so `update_min_vruntime` cannot raise
+    /// it and needs no scan. Set by a scan or an entry at or below the floor; cleared whenever a
+    /// queued entity leaves or changes (the one it held on to may be gone).
+    floor_held: bool,
 }
 
 impl FairRq {
+    /// An empty run-queue of cgroup `group`.
+    pub fn for_group(group: usize) -> Self {
+        FairRq {
+            group,
+            ..FairRq::default()
+        }
+    }
+
     /// Put `e` in the queue (`__enqueue_entity`, with `avg_vruntime_add`).
     pub fn push_queued(&mut self, e: EntityId, ents: &[Entity]) {
         self.queued.push(e);
+        self.nr_custom_slice += ents[e].custom_slice as usize;
         self.avg_add(&ents[e], 1);
     }
 
@@ -90,6 +106,7 @@ impl FairRq {
     /// as the final tie-break), so the last entity fills the hole instead of shifting the rest.
     pub fn remove_queued(&mut self, i: usize, ents: &[Entity]) -> EntityId {
         let e = self.queued.swap_remove(i);
+        self.nr_custom_slice -= ents[e].custom_slice as usize;
         self.avg_add(&ents[e], -1);
         e
     }
@@ -99,6 +116,11 @@ impl FairRq {
         let w = e.weight as i128;
         self.avg_vruntime += sign * w * (e.vruntime - self.min_vruntime) as i128;
         self.avg_load += sign * w;
+        if sign < 0 {
+            self.floor_held = false;
+        } else if e.vruntime <= self.min_vruntime {
+            self.floor_held = true;
+        }
     }
 }
 
@@ -198,8 +220,7 @@ pub fn rq_members<'a>(rq: &'a FairRq, ents: &'a [Entity]) -> impl Iterator<Item 
         .chain(rq.queued.iter().copied())
 }
 
-/// Raise `rq.min_vruntime` to the smallest vruntime on the queue, never lowering it
-/// (`update_min_vruntime`); `members` chooses which entities count (see [`rq_members`]).
+/// Raise `rq.min_vruntime` to `smallest`, never lowering it (`update_min_vruntime`).
 fn raise_min_vruntime(rq: &mut FairRq, smallest: Option<i64>) {
     if let Some(v) = smallest.filter(|&v| v > rq.min_vruntime) {
         // `avg_vruntime_update`: the offsets are relative to min_vruntime.
@@ -208,16 +229,45 @@ fn raise_min_vruntime(rq: &mut FairRq, smallest: Option<i64>) {
     }
 }
 
-/// 2.6.32's `update_min_vruntime`: the current entity counts even once dequeued.
+/// 2.6.32's `update_min_vruntime`: the current entity counts even once dequeued. (CFS picks
+/// the smallest vruntime, so its floor is rarely held by a queued entity: a plain scan.)
+#[inline]
 pub fn update_min_vruntime(rq: &mut FairRq, ents: &[Entity]) {
-    let smallest = rq_entities(rq).map(|e| ents[e].vruntime).min();
-    raise_min_vruntime(rq, smallest);
+    let curr = rq.curr.map(|c| ents[c].vruntime);
+    raise_min_vruntime(rq, min_with(curr, queued_min(rq, ents)));
 }
 
-/// ≥ 6.6's `update_min_vruntime`: a dequeued current entity no longer counts.
+/// The smallest vruntime in `rq.queued` (a plain loop: this runs at every charge).
+#[inline]
+fn queued_min(rq: &FairRq, ents: &[Entity]) -> Option<i64> {
+    let mut it = rq.queued.iter();
+    let mut m = ents[*it.next()?].vruntime;
+    for &e in it {
+        m = m.min(ents[e].vruntime);
+    }
+    Some(m)
+}
+
+#[inline]
+fn min_with(a: Option<i64>, b: Option<i64>) -> Option<i64> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, y) => x.or(y),
+    }
+}
+
+/// ≥ 6.6's `update_min_vruntime`: a dequeued current entity no longer counts. The queue is
+/// scanned only when no queued entity is known to sit at or below the floor
+/// (`FairRq::floor_held`; under EEVDF the entity holding it often waits for many charges):
+/// the result is the same either way.
 pub fn update_min_vruntime_members(rq: &mut FairRq, ents: &[Entity]) {
-    let smallest = rq_members(rq, ents).map(|e| ents[e].vruntime).min();
-    raise_min_vruntime(rq, smallest);
+    if rq.floor_held {
+        return;
+    }
+    let queued = queued_min(rq, ents);
+    let curr = rq.curr.filter(|&c| ents[c].on_rq).map(|c| ents[c].vruntime);
+    raise_min_vruntime(rq, min_with(curr, queued));
+    rq.floor_held = queued.is_some_and(|q| q <= rq.min_vruntime);
 }
 
 pub use params::Params;
