@@ -52,8 +52,14 @@
  *
  * Mode. Partial by default (SCX_OPS_SWITCH_PARTIAL, set by the loader at the offset the
  * compiler records in conf.ops_flags_offset): only SCHED_EXT threads are ours. In 6.12 the ext
- * class sits below the fair class, so ours run only where no fair thread is runnable — the
- * daemon must switch the competitors (foreground and background) together (docs/scx.md).
+ * class sits below the fair class, so ours run only where no fair thread is runnable. The
+ * daemon (`uxsched daemon --backend scx`, crates/daemon/src/backend/scx.rs) therefore switches
+ * the competition it knows together — every thread of the app in front (interactive, critical,
+ * topmost) and of the background apps (background) — so the boosts above and the demotion are
+ * weighed against each other here, on one queue, as the papers weigh them; partners in other
+ * processes and kernel workers stay fair (they serve every app and never wait behind it), and
+ * what the daemon does not see outranks ours: full mode takes every fair thread instead
+ * (docs/mechanisms.md, "sched_ext").
  */
 #include <scx/common.bpf.h>
 #include "scx_uxsched.h"

@@ -7,6 +7,9 @@
 # RATE=N replaces hackbench with `stress-ng --switch 1 --switch-freq N`: a paced load of about N
 # context switches (wake-ups) per second, for the issue's fixed rates (10 k/s, 100 k/s); the
 # rate actually seen system-wide is printed either way.
+# DAEMON=1 measures the whole daemon instead (`uxsched daemon`, mode uxsched, its default rt lever,
+# private socket/journal/store in a temporary directory, the fixture focused through the socket):
+# its CPU share from /proc/<pid>/stat, peak RSS (VmHWM) and "critical → boosted" from `status`.
 # Needs a release build (cargo build --release -p uxsched -p uxsched-tracker) and root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,10 +39,33 @@ exec 3>"$tmp/go"
 until grep -q ready "$tmp/fix.out"; do sleep 0.05; done
 # Programs loaded before ours (another tracker, the daemon's) are not counted.
 bpftool -j prog show | python3 -c 'import json,sys; print(" ".join(str(p["id"]) for p in json.load(sys.stdin)))' >"$tmp/before"
-${WATCH_WRAP:-} "$bin" tracker watch --pid "$fpid" --seconds "$((secs + 2))" --input uxs-input \
-  --display uxs-display --store "$tmp/t.sqlite" >"$tmp/watch.out" 2>"$tmp/watch.err" &
-pids+=($!)
-wpid=$!
+if [ -n "${DAEMON:-}" ]; then
+  cat >"$tmp/d.toml" <<TOML
+mode = "uxsched"
+sources = ["explicit"]
+socket = "$tmp/d.sock"
+journal = "$tmp/journal.sqlite"
+[tracker]
+store = "$tmp/t.sqlite"
+input_threads = ["uxs-input"]
+display_threads = ["uxs-display"]
+TOML
+  "$bin" daemon --config "$tmp/d.toml" 2>"$tmp/watch.err" &
+  pids+=($!)
+  wpid=$!
+  until [ -S "$tmp/d.sock" ]; do sleep 0.05; done
+  "$bin" focus --socket "$tmp/d.sock" "$fpid"
+  cpu() { awk '{print $14 + $15}' "/proc/$wpid/stat"; }
+  # PERF=FILE records the daemon's call graphs over the measured window.
+  [ -z "${PERF:-}" ] || { perf record -q -g -p "$wpid" -o "$PERF" -- sleep "$secs" >/dev/null 2>&1 & }
+  # Per thread: "comm ticks" lines (a thread's comm has no spaces here).
+  threads() { for t in /proc/"$wpid"/task/*; do awk '{print $2, $14 + $15}' "$t/stat"; done; }
+else
+  ${WATCH_WRAP:-} "$bin" tracker watch --pid "$fpid" --seconds "$((secs + 2))" --input uxs-input \
+    --display uxs-display --store "$tmp/t.sqlite" >"$tmp/watch.out" 2>"$tmp/watch.err" &
+  pids+=($!)
+  wpid=$!
+fi
 sleep 1
 echo go >&3
 
@@ -56,6 +82,7 @@ print(t, n, w)' "$tmp/before"
 }
 read -r t0 n0 w0 < <(stats)
 s0=$(date +%s.%N)
+[ -z "${DAEMON:-}" ] || { c0=$(cpu); threads >"$tmp/threads0"; }
 if [ -n "${RATE:-}" ]; then
   timeout "$secs" stress-ng --switch 1 --switch-freq "$RATE" --timeout "${secs}s" >/dev/null 2>&1 || true
 else
@@ -63,6 +90,35 @@ else
 fi
 read -r t1 n1 w1 < <(stats)
 s1=$(date +%s.%N)
+if [ -n "${DAEMON:-}" ]; then
+  c1=$(cpu)
+  threads >"$tmp/threads1"
+  hz=$(getconf CLK_TCK)
+  python3 -c "import sys; c0,c1,hz,s0,s1=map(float,sys.argv[1:]); print(f'daemon: {100*(c1-c0)/hz/(s1-s0):.2f} % of one CPU (user + system, all its threads)')" "$c0" "$c1" "$hz" "$s0" "$s1"
+  python3 - "$tmp/threads0" "$tmp/threads1" "$hz" "$s0" "$s1" <<'PY'
+import sys
+def load(p):
+    d = {}
+    for line in open(p):
+        name, ticks = line.rsplit(maxsplit=1)
+        d[name] = d.get(name, 0) + int(ticks)
+    return d
+a, b = load(sys.argv[1]), load(sys.argv[2])
+hz, secs = float(sys.argv[3]), float(sys.argv[5]) - float(sys.argv[4])
+parts = sorted(((b[k] - a.get(k, 0)) / hz / secs * 100, k) for k in b)
+print("daemon threads:", ", ".join(f"{k} {v:.2f} %" for v, k in reversed(parts) if v > 0))
+PY
+  echo "daemon: peak RSS $(awk '/VmHWM/ {printf "%.1f MiB", $2 / 1024}' "/proc/$wpid/status")"
+  "$bin" status --socket "$tmp/d.sock" --json | python3 -c '
+import json, sys
+s = json.load(sys.stdin); l = s.get("boost_latency")
+if not l:
+    print("daemon: critical → boosted: none recorded")
+else:
+    p50, p99, mx, n = (l[k] for k in ("p50_us", "p99_us", "max_us", "samples"))
+    print(f"daemon: critical → boosted p50 {p50} µs, p99 {p99} µs, max {mx} µs over {n} new members")'
+  kill -TERM "$wpid"
+fi
 wait "$wpid" || true
 python3 - "$t0" "$n0" "$w0" "$t1" "$n1" "$w1" "$s0" "$s1" <<'EOF'
 import sys
@@ -73,6 +129,6 @@ print(f"over {d:.1f} s: {(w1 - w0) / d:,.0f} wake-ups/s system-wide (sched_wakin
 print(f"in-kernel BPF time: {100 * (t1 - t0) / 1e9 / d:.2f} % of one CPU, "
       f"{(t1 - t0) / max(n1 - n0, 1):.0f} ns per program run")
 EOF
-cat "$tmp/watch.err"
-echo "episodes seen: $(grep -c '"end":"display"' "$tmp/watch.out" || true) snapshot lines with a resolved episode"
+if [ -n "${DAEMON:-}" ]; then grep -E "WARN|ERROR" "$tmp/watch.err" || true; else cat "$tmp/watch.err"; fi
+[ -n "${DAEMON:-}" ] || echo "episodes seen: $(grep -c '"end":"display"' "$tmp/watch.out" || true) snapshot lines with a resolved episode"
 echo "end $(date -u +%FT%TZ)  loadavg $(cat /proc/loadavg)"

@@ -2,8 +2,9 @@
 //! `scripts/hint-convergence.sh`, which starts a private daemon): a frame loop does a fixed
 //! amount of CPU work per frame on one CPU shared with `--hogs` spinning threads of the same
 //! process (one task group: the `no-autogroup` layout, where a thread's nice decides its share),
-//! first without a session, then reporting each frame to one. Prints frames over budget and the
-//! frame-time percentiles before, during the first frames of the session, and after.
+//! first without a session, then reporting each frame to one. Prints frames over budget (as a
+//! fraction with its 95 % Wilson interval) and the frame-time percentiles before, during the
+//! first frames of the session, and after.
 //!
 //! `hint_convergence SOCKET [--work-ms 4] [--target-ms 8] [--frames 120] [--hogs 2] [--cpu N]`
 
@@ -11,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use uxsched_client::{Ask, Client};
-use uxsched_model::stats::nearest_rank;
+use uxsched_model::stats::{nearest_rank, wilson, Z95};
 
 struct Opts {
     socket: String,
@@ -83,15 +84,23 @@ fn frame(work: Duration) -> Duration {
     start.elapsed()
 }
 
-/// Frames over budget and p50/p95 (ms) of `times`.
+/// Frames over budget (count, fraction, 95 % interval) and p50/p95 (ms) of `times`.
 fn summary(times: &[Duration], target: Duration) -> String {
     let over = times.iter().filter(|t| **t > target).count();
+    let share = match wilson(over as u64, times.len() as u64, Z95) {
+        Some((lo, hi)) => format!(
+            "{:.2} [95 % CI {lo:.2}–{hi:.2}]",
+            over as f64 / times.len() as f64
+        ),
+        None => "no frames".into(),
+    };
     let mut ms: Vec<f64> = times.iter().map(|t| t.as_secs_f64() * 1e3).collect();
     ms.sort_by(f64::total_cmp);
     // A frame over 10 targets makes the session stale before its report (the boost drops).
     let stale = times.iter().filter(|t| **t > target * 10).count();
     format!(
-        "{over}/{} over budget, p50 {:.1} ms, p95 {:.1} ms, max {:.1} ms, {stale} over 10x target",
+        "{over}/{} over budget = {share}, p50 {:.1} ms, p95 {:.1} ms, max {:.1} ms, \
+         {stale} over 10x target",
         times.len(),
         nearest_rank(&ms, 500),
         nearest_rank(&ms, 950),
@@ -147,6 +156,7 @@ fn main() -> Result<(), uxsched_client::Error> {
     let mut c = Client::connect(&o.socket)?;
     let s = c.create_hint_session(&[uxsched_client::this_thread()], o.target.as_nanos() as u64)?;
     let mut failed = None;
+    let mut uclamps = Vec::with_capacity(o.frames);
     let (with, nices) = run(
         o.frames,
         Box::new(|t| {
@@ -155,7 +165,10 @@ fn main() -> Result<(), uxsched_client::Error> {
                 actual_ns: t.as_nanos() as u64,
             });
             match r {
-                Ok(now) => now.nice,
+                Ok(now) => {
+                    uclamps.extend(now.uclamp_min);
+                    now.nice
+                }
                 Err(e) => {
                     failed.get_or_insert(e);
                     0
@@ -197,8 +210,12 @@ fn main() -> Result<(), uxsched_client::Error> {
         "session nice over time (every {} frames): {shown:?}",
         (o.frames / 20).max(1)
     );
-    if let Some(u) = s.uclamp {
-        println!("uclamp: {u}");
+    if !uclamps.is_empty() {
+        let every = (uclamps.len() / 20).max(1);
+        let shown: Vec<u32> = uclamps.iter().step_by(every).copied().collect();
+        println!("session uclamp.min over time (every {every} frames): {shown:?}");
+    } else if let Some(why) = s.uclamp {
+        println!("uclamp: {why}");
     }
     Ok(())
 }

@@ -334,7 +334,9 @@ pub struct Session {
     /// … and, while boosted, a custom slice (µs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slice_us: Option<u64>,
-    /// `uclamp.min` (0..=1024) given, if this kernel has utilisation clamping.
+    /// `uclamp.min` (0..=1024) given to its threads, where this kernel has utilisation clamping
+    /// (0 while unboosted): proportional to the boost, at most `[rtapi] hint_uclamp_max` and
+    /// the system's `sched_util_clamp_min` (docs/mechanisms.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uclamp_min: Option<u32>,
     /// Why there is no `uclamp_min`, when there is none.

@@ -74,6 +74,9 @@ pub struct Settings {
     pub nice: Option<i32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slice_ns: Option<u64>,
+    /// `uclamp.min` (0..=1024), where the kernel has utilisation clamping.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uclamp_min: Option<u32>,
     /// SCHED_FIFO/RR priority (real-time grants only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rt_priority: Option<u32>,
@@ -135,6 +138,9 @@ pub struct Status {
     /// new members only; the latest 4096), when there were any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub boost_latency: Option<LatencySummary>,
+    /// The backend (stock levers or sched_ext), its state and counters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<crate::backend::BackendStatus>,
 }
 
 /// Percentiles of a latency, µs.

@@ -176,6 +176,8 @@ pub struct Config {
     pub rtapi: crate::rtapi::config::RtApi,
     /// rtkit's D-Bus interface, served with the real-time API's policy (`rtapi/rtkit.rs`).
     pub rtkit: crate::rtapi::rtkit::Rtkit,
+    /// How the wishes reach the scheduler: the stock levers or the sched_ext scheduler.
+    pub backend: crate::backend::BackendConfig,
 }
 
 /// The delay-critical thread tracker (BPF): who follows the interaction and what they get.
@@ -192,6 +194,13 @@ pub struct Tracker {
     pub kernel_workers: bool,
     /// Where learned ⟨context, decision⟩ pairs are kept.
     pub store: PathBuf,
+    /// Input dispatcher threads (by name) whose wake-up of the app starts an interaction, on
+    /// top of the built-in ones (X servers, compositors, Android's InputDispatcher, the
+    /// harness's `dispatcher`).
+    pub input_threads: Vec<String>,
+    /// Display threads (by name) whose wake-up by the app ends an interaction, on top of the
+    /// built-in ones.
+    pub display_threads: Vec<String>,
     /// How the critical set (UI/render/critical threads and the chain) is raised.
     pub lever: Lever,
     /// The `rt` lever's bound: a thread seen on CPU this long without a break is demoted
@@ -227,6 +236,8 @@ impl Default for Tracker {
             partners: true,
             kernel_workers: true,
             store: "/var/lib/uxsched/tracker.sqlite".into(),
+            input_threads: Vec::new(),
+            display_threads: Vec::new(),
             lever: Lever::Rt,
             rt_continuous_ms: 3,
             rt_episode_ms: 12,
@@ -366,6 +377,7 @@ impl Default for Config {
             tracker: Tracker::default(),
             rtapi: Default::default(),
             rtkit: Default::default(),
+            backend: Default::default(),
         }
     }
 }

@@ -30,6 +30,12 @@ pub struct Features {
     pub pidfd_getfd: bool,
     /// BTF present, the prerequisite of the (separate) BPF tracker.
     pub bpf_btf: bool,
+    /// Utilisation clamping (CONFIG_UCLAMP_TASK), probed with `sched_setattr`: hint sessions
+    /// raise `uclamp.min` where it is present.
+    pub uclamp: bool,
+    /// Why there is no uclamp, when there is none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uclamp_absent: Option<String>,
 }
 
 fn kernel_release() -> String {
@@ -76,6 +82,7 @@ impl Features {
             .map(|s| s.split_whitespace().map(String::from).collect())
             .unwrap_or_default();
         let io = io_schedulers();
+        let uclamp = sched::uclamp_support();
         Features {
             custom_slice: v >= (6, 12),
             default_slice_ns: sched::get(0).map(|a| a.runtime).unwrap_or(0),
@@ -90,6 +97,8 @@ impl Features {
             io_schedulers: io,
             pidfd_getfd: v >= (5, 6),
             bpf_btf: Path::new("/sys/kernel/btf/vmlinux").exists(),
+            uclamp: uclamp.is_ok(),
+            uclamp_absent: uclamp.err().map(String::from),
             kernel,
         }
     }
@@ -104,8 +113,12 @@ impl Features {
             cpufreq = self.cpufreq,
             ioprio = self.ioprio_effective,
             bpf_btf = self.bpf_btf,
+            uclamp = self.uclamp,
             "kernel features"
         );
+        if let Some(why) = &self.uclamp_absent {
+            info!("{why}: hint sessions give nice and slice, no uclamp.min");
+        }
         if !self.custom_slice {
             warn!("kernel < 6.12: no custom slices; slice settings are ignored by the kernel");
         }
@@ -140,5 +153,6 @@ mod tests {
         let f = Features::detect(Path::new("/sys/devices/system/cpu"));
         assert!(!f.kernel.is_empty());
         assert!(f.default_slice_ns > 0);
+        assert_eq!(f.uclamp, f.uclamp_absent.is_none());
     }
 }

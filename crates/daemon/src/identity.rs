@@ -17,40 +17,10 @@ pub struct TaskId {
     pub start: u64,
 }
 
-/// Fields of `/proc/<tid>/stat` that uxsched needs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Stat {
-    pub comm: String,
-    pub state: char,
-    pub start: u64,
-    /// CPU the task last ran on (field 39).
-    pub processor: u32,
-}
+pub use uxsched_os::task::{parse_stat, stat, Stat};
 
 fn proc_root() -> PathBuf {
     PathBuf::from("/proc")
-}
-
-/// Parse the text of `/proc/<tid>/stat`. The comm is in parentheses and may itself contain
-/// spaces and parentheses, so fields are counted after the *last* ')'.
-pub fn parse_stat(text: &str) -> Option<Stat> {
-    let open = text.find('(')?;
-    let close = text.rfind(')')?;
-    let comm = text.get(open + 1..close)?.to_owned();
-    let rest: Vec<&str> = text.get(close + 1..)?.split_whitespace().collect();
-    // rest[0] is field 3 (state); field n is rest[n - 3].
-    Some(Stat {
-        comm,
-        state: rest.first()?.chars().next()?,
-        start: rest.get(22 - 3)?.parse().ok()?,
-        processor: rest.get(39 - 3)?.parse().ok()?,
-    })
-}
-
-/// Read a task's stat; `NotFound` once it has exited.
-pub fn stat(tid: i32) -> io::Result<Stat> {
-    let text = std::fs::read_to_string(proc_root().join(tid.to_string()).join("stat"))?;
-    parse_stat(&text).ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "bad stat"))
 }
 
 /// The process (tgid) a task belongs to, from `/proc/<tid>/status`.

@@ -10,6 +10,7 @@
 
 pub mod actuators;
 pub mod api;
+pub mod backend;
 pub mod config;
 pub mod daemon;
 pub mod features;

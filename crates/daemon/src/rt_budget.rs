@@ -6,7 +6,12 @@
 //! - every [`CHECK`] the daemon reads the thread's total run time from
 //!   `/proc/<pid>/task/<tid>/schedstat` (field 1, ns, `se.sum_exec_runtime`; fs/proc/base.c
 //!   `proc_pid_schedstat`) and how often it blocked from `…/status` (`voluntary_ctxt_switches`,
-//!   `nvcsw`; preemptions — by this daemon's own check among others — do not count);
+//!   `nvcsw`; preemptions — by this daemon's own check among others — do not count). The
+//!   schedstat file stays open (one `pread` per check: a seq_file read at offset 0 is generated
+//!   afresh), and `status` is read only when schedstat's third field (`sched_info.pcount`, times
+//!   switched in) moved: a thread never switched in since the last look cannot have blocked and
+//!   come back, and one that blocked and stayed away shows no run time next time (see
+//!   [`Reader`]); both files stay open. Measured: 3 µs against 29 + 40 µs for opening both;
 //! - *continuous*: no sleep since the last check means the thread has run (or waited to run)
 //!   without blocking since before that check, so its run time since then adds to the current
 //!   stretch; with k sleeps the interval holds at most k + 1 stretches, so one of them lasted at
@@ -24,8 +29,16 @@ use std::io;
 use std::time::{Duration, Instant};
 use tracing::{debug, warn};
 
-/// How often the RT-boosted threads' run time is read while any is boosted.
+/// How often the RT-boosted threads' run time is read while any is boosted and busy.
 pub const CHECK: Duration = Duration::from_millis(5);
+
+/// How often it is read once none of them has run for [`QUIET_AFTER`] checks in a row (the
+/// user stopped typing): 20 wake-ups a second instead of 200 while nothing happens, at the price
+/// of a runaway that starts out of such a quiet being seen up to this much later.
+pub const QUIET_CHECK: Duration = Duration::from_millis(50);
+
+/// Checks in a row without any run time (100 ms) before the guard slows to [`QUIET_CHECK`].
+pub const QUIET_AFTER: u32 = 20;
 
 /// Bound on the remembered demotions and "logged once" threads.
 const MAX_REMEMBERED: usize = 4096;
@@ -39,12 +52,70 @@ pub struct Sample {
     pub sleeps: u64,
 }
 
-/// Read a thread's run time and sleep count.
+/// Read a thread's run time and sleep count (two files opened and read: see [`Reader`] for
+/// the cheap way).
 pub fn read(task: &TaskId) -> io::Result<Sample> {
     let dir = format!("/proc/{}/task/{}", task.pid, task.tid);
-    let run_ns = parse(&std::fs::read_to_string(format!("{dir}/schedstat"))?)?;
+    let (run_ns, _) = parse(&std::fs::read_to_string(format!("{dir}/schedstat"))?)?;
     let sleeps = voluntary(&std::fs::read_to_string(format!("{dir}/status"))?)?;
     Ok(Sample { run_ns, sleeps })
+}
+
+/// Reads watched threads' samples through their `schedstat` kept open, and their `status` only
+/// when they were switched in since the last look. A descriptor names the task it was opened
+/// for: once that task exits, reads fail with ESRCH, whoever takes its tid.
+#[derive(Default)]
+pub struct Reader {
+    open: HashMap<TaskId, Open>,
+}
+
+struct Open {
+    schedstat: std::fs::File,
+    status: std::fs::File,
+    /// `sched_info.pcount` and `nvcsw` at the last `status` read.
+    pcount: u64,
+    sleeps: u64,
+}
+
+impl Reader {
+    pub fn read(&mut self, task: &TaskId) -> io::Result<Sample> {
+        use std::os::unix::fs::FileExt;
+        let o = match self.open.entry(*task) {
+            std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
+            std::collections::hash_map::Entry::Vacant(v) => {
+                let dir = format!("/proc/{}/task/{}", task.pid, task.tid);
+                let schedstat = std::fs::File::open(format!("{dir}/schedstat"))?;
+                let status = std::fs::File::open(format!("{dir}/status"))?;
+                if !crate::identity::still_same(task) {
+                    return Err(io::ErrorKind::NotFound.into()); // the tid was recycled
+                }
+                v.insert(Open {
+                    schedstat,
+                    status,
+                    pcount: u64::MAX,
+                    sleeps: 0,
+                })
+            }
+        };
+        let mut buf = [0u8; 96];
+        let n = o.schedstat.read_at(&mut buf, 0)?;
+        let (run_ns, pcount) = parse(&String::from_utf8_lossy(&buf[..n]))?;
+        if pcount != o.pcount {
+            let mut status = [0u8; 4096];
+            let n = o.status.read_at(&mut status, 0)?;
+            o.sleeps = voluntary(&String::from_utf8_lossy(&status[..n]))?;
+            o.pcount = pcount;
+        }
+        Ok(Sample {
+            run_ns,
+            sleeps: o.sleeps,
+        })
+    }
+
+    /// Close the descriptors of threads no longer watched.
+    fn retain(&mut self, watched: impl Fn(&TaskId) -> bool) {
+        self.open.retain(|t, _| watched(t));
+    }
 }
 
 fn voluntary(status: &str) -> io::Result<u64> {
@@ -60,15 +131,15 @@ fn voluntary(status: &str) -> io::Result<u64> {
         })
 }
 
-/// The run time (ns) in a schedstat line.
-fn parse(text: &str) -> io::Result<u64> {
+/// The run time (ns) and the times switched in, from a schedstat line.
+fn parse(text: &str) -> io::Result<(u64, u64)> {
     let f: Vec<u64> = text
         .split_whitespace()
         .map(|x| x.parse::<u64>())
         .collect::<Result<_, _>>()
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("schedstat: {e}")))?;
     match f[..] {
-        [run_ns, _, _, ..] => Ok(run_ns),
+        [run_ns, _, pcount, ..] => Ok((run_ns, pcount)),
         _ => Err(io::Error::new(
             io::ErrorKind::InvalidData,
             "schedstat: fewer than 3 fields",
@@ -140,6 +211,9 @@ pub struct RtBudget {
     tracks: HashMap<TaskId, Track>,
     demoted: HashMap<TaskId, Instant>,
     logged: HashSet<TaskId>,
+    reader: Reader,
+    /// Whether any watched thread ran between the last two checks.
+    ran: bool,
 }
 
 impl RtBudget {
@@ -149,6 +223,8 @@ impl RtBudget {
             tracks: HashMap::new(),
             demoted: HashMap::new(),
             logged: HashSet::new(),
+            reader: Reader::default(),
+            ran: false,
         }
     }
 
@@ -156,16 +232,26 @@ impl RtBudget {
     /// sample taken now, before the boost is written (never RT without the bound in force); a
     /// thread that cannot be read is left out of the RT set (`Err`) and gets the fair lever.
     pub fn follow(&mut self, wanted: impl IntoIterator<Item = TaskId>) -> Vec<TaskId> {
-        self.follow_with(wanted, read)
+        let wanted: HashSet<TaskId> = wanted.into_iter().collect();
+        self.tracks.retain(|t, _| wanted.contains(t));
+        self.follow_more(wanted)
+    }
+
+    /// Like [`RtBudget::follow`], but keeps watching the threads followed so far (the fast
+    /// path adds new critical threads between passes).
+    pub fn follow_more(&mut self, wanted: impl IntoIterator<Item = TaskId>) -> Vec<TaskId> {
+        let mut reader = std::mem::take(&mut self.reader);
+        let unreadable = self.follow_with(wanted, |t| reader.read(t));
+        reader.retain(|t| self.tracks.contains_key(t));
+        self.reader = reader;
+        unreadable
     }
 
     fn follow_with(
         &mut self,
         wanted: impl IntoIterator<Item = TaskId>,
-        read: impl Fn(&TaskId) -> io::Result<Sample>,
+        mut read: impl FnMut(&TaskId) -> io::Result<Sample>,
     ) -> Vec<TaskId> {
-        let wanted: HashSet<TaskId> = wanted.into_iter().collect();
-        self.tracks.retain(|t, _| wanted.contains(t));
         let mut unreadable = Vec::new();
         for t in wanted {
             if self.tracks.contains_key(&t) {
@@ -204,16 +290,21 @@ impl RtBudget {
     /// One check of every watched thread: the ones over their budget, no longer watched and
     /// cooling down from now (the caller demotes them).
     pub fn check(&mut self, now: Instant) -> Vec<TaskId> {
-        self.check_with(now, read)
+        let mut reader = std::mem::take(&mut self.reader);
+        let over = self.check_with(now, |t| reader.read(t));
+        reader.retain(|t| self.tracks.contains_key(t));
+        self.reader = reader;
+        over
     }
 
     fn check_with(
         &mut self,
         now: Instant,
-        read: impl Fn(&TaskId) -> io::Result<Sample>,
+        mut read: impl FnMut(&TaskId) -> io::Result<Sample>,
     ) -> Vec<TaskId> {
         let limits = self.limits;
         let mut over = Vec::new();
+        let mut ran = false;
         self.tracks.retain(|t, track| {
             let s = match read(t) {
                 Ok(s) => s,
@@ -223,6 +314,7 @@ impl RtBudget {
                     return false;
                 }
             };
+            ran |= s.run_ns != track.last.run_ns;
             let (continuous, episode) = track.observe(s);
             let why = if continuous >= limits.continuous.as_nanos() as u64 {
                 Some(Over::Continuous)
@@ -236,6 +328,7 @@ impl RtBudget {
             }
             why.is_none()
         });
+        self.ran = ran;
         for &(t, why, continuous, episode) in &over {
             if self.demoted.len() < MAX_REMEMBERED {
                 self.demoted.insert(t, now + limits.cooldown);
@@ -250,6 +343,11 @@ impl RtBudget {
             }
         }
         over.into_iter().map(|(t, ..)| t).collect()
+    }
+
+    /// Whether any watched thread ran between the last two checks.
+    pub fn ran(&self) -> bool {
+        self.ran
     }
 
     /// Threads cooling down now (expired cool-downs are dropped).
@@ -368,7 +466,7 @@ mod tests {
 
     #[test]
     fn schedstat_is_parsed_and_this_thread_has_run() {
-        assert_eq!(parse("123 456 7\n").unwrap(), 123);
+        assert_eq!(parse("123 456 7\n").unwrap(), (123, 7));
         assert!(parse("1 2\n").is_err());
         assert_eq!(
             voluntary("Name:\tx\nvoluntary_ctxt_switches:\t42\n").unwrap(),
@@ -377,5 +475,29 @@ mod tests {
         assert!(voluntary("Name:\tx\n").is_err());
         let me = crate::identity::task_id(std::process::id() as i32).unwrap();
         assert!(read(&me).unwrap().run_ns > 0);
+    }
+
+    /// The kept-open reader sees the same run time and sleeps as opening the files afresh,
+    /// and a thread's sleep shows up once it was switched in again.
+    #[test]
+    fn the_reader_follows_a_sleeping_thread_through_one_descriptor() {
+        // SAFETY: gettid has no preconditions.
+        let tid = unsafe { libc::gettid() };
+        let me = crate::identity::task_id(tid).unwrap();
+        let mut r = Reader::default();
+        let a = r.read(&me).unwrap();
+        let mut x = 0u64;
+        for i in 0..2_000_000u64 {
+            x = std::hint::black_box(x.wrapping_add(i));
+        }
+        std::thread::sleep(Duration::from_millis(2));
+        let b = r.read(&me).unwrap();
+        let fresh = read(&me).unwrap();
+        assert!(b.run_ns > a.run_ns, "ran in between: {a:?} {b:?}");
+        assert!(b.sleeps > a.sleeps, "slept in between: {a:?} {b:?}");
+        assert!(fresh.run_ns >= b.run_ns && fresh.sleeps >= b.sleeps);
+        assert_eq!(r.open.len(), 1, "one descriptor per thread");
+        r.retain(|_| false);
+        assert!(r.open.is_empty());
     }
 }

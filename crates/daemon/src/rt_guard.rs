@@ -41,6 +41,8 @@ struct Inner {
     originals: HashMap<TaskId, SchedAttr>,
     /// Demotions so far (numbers the entries of `demoted`).
     count: u64,
+    /// New threads were followed since the guard last looked: check at full rate again.
+    fresh: bool,
 }
 
 struct Shared {
@@ -67,6 +69,7 @@ impl RtGuard {
                 budget: RtBudget::new(limits),
                 originals: HashMap::new(),
                 count: 0,
+                fresh: false,
             }),
             wake: Condvar::new(),
             demoted: Arc::default(),
@@ -84,6 +87,7 @@ impl RtGuard {
                     runtime: 0,
                     deadline: 0,
                     period: 0,
+                    uclamp: None,
                 };
                 let r = sched::set(0, &fifo);
                 let ok = r.is_ok();
@@ -101,7 +105,22 @@ impl RtGuard {
     /// The threads the lever asks to run real-time from now on, each sampled before its boost
     /// is written; the ones that cannot be read are returned (not real-time).
     pub fn follow(&self, wanted: impl IntoIterator<Item = TaskId>) -> Vec<TaskId> {
-        let unreadable = lock(&self.shared.inner).budget.follow(wanted);
+        let mut g = lock(&self.shared.inner);
+        let before = g.budget.followed();
+        let unreadable = g.budget.follow(wanted);
+        g.fresh |= g.budget.followed().iter().any(|t| !before.contains(t));
+        drop(g);
+        self.shared.wake.notify_one();
+        unreadable
+    }
+
+    /// New threads the lever makes real-time between passes (the fast path), watched from
+    /// now on besides the others; the ones that cannot be read are returned (not real-time).
+    pub fn follow_more(&self, new: impl IntoIterator<Item = TaskId>) -> Vec<TaskId> {
+        let mut g = lock(&self.shared.inner);
+        let unreadable = g.budget.follow_more(new);
+        g.fresh = true;
+        drop(g);
         self.shared.wake.notify_one();
         unreadable
     }
@@ -146,8 +165,11 @@ impl RtGuard {
     }
 }
 
-/// Sleep while nothing is real-time; check every [`rt_budget::CHECK`] while something is.
+/// Sleep while nothing is real-time; check every [`rt_budget::CHECK`] while something is and
+/// has run lately, every [`rt_budget::QUIET_CHECK`] once none has run for
+/// [`rt_budget::QUIET_AFTER`] checks — until a thread runs again or a new one is followed.
 fn guard_loop(s: &Shared, events: &Sender<Event>) {
+    let mut quiet = 0u32;
     loop {
         {
             let mut g = lock(&s.inner);
@@ -158,19 +180,42 @@ fn guard_loop(s: &Shared, events: &Sender<Event>) {
                     .unwrap_or_else(|e| e.into_inner())
                     .0;
             }
+            let interval = if quiet >= rt_budget::QUIET_AFTER && !g.fresh {
+                rt_budget::QUIET_CHECK
+            } else {
+                rt_budget::CHECK
+            };
+            let until = Instant::now() + interval;
+            // A thread followed meanwhile ends a quiet wait: it is checked at full rate.
+            while !g.fresh || interval == rt_budget::CHECK {
+                let left = until.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                g = s
+                    .wake
+                    .wait_timeout(g, left)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+            }
+            if std::mem::take(&mut g.fresh) {
+                quiet = 0;
+            }
         }
-        std::thread::sleep(rt_budget::CHECK);
-        let demoted = check_and_demote(s);
+        let (demoted, ran) = check_and_demote(s);
+        quiet = if ran { 0 } else { quiet.saturating_add(1) };
         if demoted > 0 && events.send(Event::RtOver).is_err() {
             return; // the loop is gone; the daemon is stopping
         }
     }
 }
 
-/// One check; the over-budget threads are demoted here and now. Returns how many.
-fn check_and_demote(s: &Shared) -> usize {
+/// One check; the over-budget threads are demoted here and now. Returns how many, and whether
+/// any watched thread ran since the last check.
+fn check_and_demote(s: &Shared) -> (usize, bool) {
     let mut g = lock(&s.inner);
     let over = g.budget.check(Instant::now());
+    let ran = g.budget.ran();
     for t in &over {
         g.count += 1;
         let n = g.count;
@@ -190,5 +235,5 @@ fn check_and_demote(s: &Shared) -> usize {
             );
         }
     }
-    over.len()
+    (over.len(), ran)
 }

@@ -154,12 +154,18 @@ pub fn apply_tracker(app: &mut App, set: &[Critical], cfg: &Config) -> Vec<Criti
             t.role = Role::Critical;
         }
     }
+    chain(app.id.pid, set, cfg)
+}
+
+/// The members of the critical set outside the app (pid `app_pid`) that may be raised with it:
+/// see [`apply_tracker`].
+pub fn chain(app_pid: i32, set: &[Critical], cfg: &Config) -> Vec<Critical> {
     // Uids from one consistent look at each process (`identity::observe`); a partner must have
     // every uid of the app's user (a set-uid program is not the user's).
     if set.is_empty() {
         return Vec::new(); // every rescan without a tracker: no /proc reads
     }
-    let app_uid = identity::observe(app.id.pid).ok().map(|(p, _)| p.uids[0]);
+    let app_uid = identity::observe(app_pid).ok().map(|(p, _)| p.uids[0]);
     let owned = |pid: i32, uid: u32| identity::observe(pid).is_ok_and(|(p, _)| p.owned_by(uid));
     let display = uxsched_tracker::TrackerConfig::default();
     // The daemon itself answers the app (a focus request, a status read) and so shows up on the
@@ -167,7 +173,7 @@ pub fn apply_tracker(app: &mut App, set: &[Critical], cfg: &Config) -> Vec<Criti
     // p50 0.54 ms with it, 0.32 ms without the tracker at all, 2026-11-23).
     let me = std::process::id() as i32;
     set.iter()
-        .filter(|c| c.task.pid != app.id.pid && c.task.pid != me)
+        .filter(|c| c.task.pid != app_pid && c.task.pid != me)
         .filter(|c| match c.kind {
             CriticalKind::App => false,
             CriticalKind::KernelWorker => cfg.tracker.kernel_workers,

@@ -19,7 +19,7 @@ use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 use uxsched_client::{Ask, Client, Error, Policy, Refusal, Reply, Request, Until};
-use uxsched_daemon::actuators::sched::SCHED_OTHER;
+use uxsched_daemon::actuators::sched::{self, SCHED_OTHER};
 
 const WHAT_ENV: &str = "UXSCHED_TEST_WHAT";
 const ON_ENV: &str = "UXSCHED_TEST_ON";
@@ -133,6 +133,25 @@ impl Drop for MoreChild {
 
 fn me() -> i32 {
     uxsched_client::this_thread()
+}
+
+/// Whether the kernel has utilisation clamping, by its sysctl (present exactly with
+/// CONFIG_UCLAMP_TASK): the oracle the daemon's own probe is checked against.
+fn has_uclamp() -> bool {
+    std::path::Path::new("/proc/sys/kernel/sched_util_clamp_min").exists()
+}
+
+/// Report 2x over `target` `n` times; the last session state.
+fn overrun(c: &mut Client, id: u64, target: u64, n: usize) -> Vec<uxsched_client::Session> {
+    (0..n)
+        .map(|_| {
+            c.hint(Ask::HintReport {
+                session: id,
+                actual_ns: 2 * target,
+            })
+            .unwrap()
+        })
+        .collect()
 }
 
 fn refused<T: std::fmt::Debug>(r: Result<T, Error>) -> (Refusal, String) {
@@ -338,7 +357,11 @@ fn a_hint_session_raises_a_boost_while_over_target_and_drops_it_when_reports_sto
     let target = 50_000_000; // 50 ms: stale after 0.5 s without a report
     let s = c.create_hint_session(&[me()], target).unwrap();
     assert_eq!((s.nice, s.tids.clone()), (0, vec![me()]));
-    assert!(s.uclamp.is_some(), "says why there is no uclamp.min");
+    assert_eq!(
+        s.uclamp.is_some(),
+        !has_uclamp(),
+        "says why there is no uclamp.min"
+    );
     // Over target (2x): the boost rises report after report.
     let mut nices = Vec::new();
     for _ in 0..6 {
@@ -390,6 +413,96 @@ fn a_hint_session_raises_a_boost_while_over_target_and_drops_it_when_reports_sto
         actual_ns: 1,
     }));
     assert_eq!(why, Refusal::NoSession);
+}
+
+#[test]
+#[ignore = "needs root: make test runs it as root"]
+fn a_hint_sessions_uclamp_min_is_what_the_kernel_can_do_and_says_why_not() {
+    require_root();
+    let _s = serial();
+    ordinary();
+    let d = Daemon::start("eimos", "");
+    let f = d.status().features;
+    assert_eq!(f["uclamp"], serde_json::json!(has_uclamp()), "{f}");
+    let before = attr(me());
+    let mut c = Client::connect(&d.socket).unwrap();
+    let target = 20_000_000;
+    let s = c.create_hint_session(&[me()], target).unwrap();
+    let last = overrun(&mut c, s.id, target, 6).pop().unwrap();
+    let now = attr(me());
+    // Nice and slice are given whatever the kernel's clamps.
+    assert!(last.nice <= -5 && now.nice == last.nice, "{last:?} {now:?}");
+    assert_eq!(now.runtime, (target / 10).min(before.runtime));
+    assert_eq!(last.slice_us, Some(now.runtime / 1000));
+    if has_uclamp() {
+        let u = last.uclamp_min.expect("uclamp.min given");
+        assert!(u > 0 && last.uclamp.is_none(), "{last:?}");
+        assert_eq!(now.uclamp.map(|x| x.min), Some(u), "the kernel holds it");
+    } else {
+        // The honest refusal: no value, the reason (the same in `status`), no clamp written.
+        let why = last.uclamp.clone().expect("a reason");
+        assert!(why.contains("CONFIG_UCLAMP_TASK"), "{why}");
+        assert_eq!(last.uclamp_min, None);
+        let absent = f["uclamp_absent"].as_str().unwrap_or_default().to_owned();
+        assert!(
+            !absent.is_empty() && why.starts_with(&absent),
+            "{why} / {absent}"
+        );
+        assert_eq!(now.uclamp, None);
+    }
+    c.send_for_this_thread(Ask::HintClose { session: s.id })
+        .unwrap();
+    assert_eq!(attr(me()), before);
+}
+
+#[test]
+#[ignore = "needs a kernel with CONFIG_UCLAMP_TASK (this one has none)"]
+fn a_hint_session_sets_uclamp_min_and_restores_it_exactly() {
+    require_root();
+    // Fails, never passes, where there is nothing to test.
+    if let Err(why) = sched::uclamp_support() {
+        panic!("this test needs utilisation clamping and the kernel has none: {why}");
+    }
+    assert!(
+        has_uclamp(),
+        "the probe found uclamp, the kernel has no uclamp sysctl"
+    );
+    let _s = serial();
+    ordinary();
+    let mut d = Daemon::start("eimos", "[rtapi]\nhint_uclamp_max = 512\n");
+    let before = attr(me());
+    let orig = before.uclamp.expect("this thread's clamps are read");
+    let mut c = Client::connect(&d.socket).unwrap();
+    let target = 20_000_000;
+    let s = c.create_hint_session(&[me()], target).unwrap();
+    assert_eq!(s.uclamp_min, Some(0));
+    let limit: u32 = std::fs::read_to_string("/proc/sys/kernel/sched_util_clamp_min")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // The boost rises report by report; uclamp.min with it, the kernel holding each value.
+    let mut seen = Vec::new();
+    for s in overrun(&mut c, s.id, target, 6) {
+        let want = s.uclamp_min.unwrap();
+        assert_eq!(
+            attr(me()).uclamp.unwrap().min,
+            want.clamp(orig.min, orig.max)
+        );
+        seen.push(want);
+    }
+    assert!(seen.windows(2).all(|w| w[0] <= w[1]), "{seen:?}");
+    assert!(seen[5] > 0 && seen[5] <= 512.min(limit), "{seen:?}");
+    // Close: back exactly (clamps included).
+    c.send_for_this_thread(Ask::HintClose { session: s.id })
+        .unwrap();
+    assert_eq!(attr(me()), before);
+    // Boosted again, then the daemon stops: back exactly too.
+    let s = c.create_hint_session(&[me()], target).unwrap();
+    overrun(&mut c, s.id, target, 3);
+    assert!(attr(me()).uclamp.unwrap().min > orig.min || limit <= orig.min);
+    d.stop(libc::SIGTERM);
+    assert_eq!(attr(me()), before);
 }
 
 #[test]

@@ -171,7 +171,11 @@ fn the_partner_an_app_waits_on_is_raised_with_it_and_restored() {
     // and how long each pass took (the daemon's debug log).
     let log = std::fs::read_to_string(d.dir.join("daemon-1.log")).unwrap_or_default();
     (log.lines())
-        .filter(|l| l.contains("critical set received") || l.contains(" pass "))
+        .filter(|l| {
+            [" critical set received", " pass ", " fast path "]
+                .iter()
+                .any(|m| l.contains(m))
+        })
         .for_each(|l| eprintln!("daemon: {l}"));
     d.focus(None);
     wait_until("the partner restored", Duration::from_secs(5), || {

@@ -283,18 +283,15 @@ impl Classifier {
             .copied()
             .chain(e.input.as_ref().map(|i| i.tid))
             .collect();
-        for (tid, t) in &e.nodes {
-            if ends.contains(tid) {
-                continue;
-            }
-            let Some(c) = self.context(t) else { continue };
-            let kind = self.kind_of(t);
-            if let Err(err) = self.store.record(c, critical.contains(tid), kind) {
-                if !std::mem::replace(&mut self.store_failed, true) {
-                    tracing::warn!(
-                        "tracker: cannot persist learned decisions (kept in memory): {err}"
-                    );
-                }
+        let decisions: Vec<_> = (e.nodes.iter())
+            .filter(|(tid, _)| !ends.contains(tid))
+            .filter_map(|(tid, t)| {
+                Some((self.context(t)?, critical.contains(tid), self.kind_of(t)))
+            })
+            .collect();
+        if let Err(err) = self.store.record_all(decisions) {
+            if !std::mem::replace(&mut self.store_failed, true) {
+                tracing::warn!("tracker: cannot persist learned decisions (kept in memory): {err}");
             }
         }
         self.episodes += 1;

@@ -8,17 +8,27 @@ use crate::journal::Value;
 use crate::policy::Desired;
 
 impl Daemon {
-    /// The new critical threads' boosts are written: record how long after the tracker's
-    /// decision (in the `uxsched` mode, the one that boosts them).
-    pub(super) fn boosts_written(&mut self) {
+    /// New critical threads' boosts are written — `only` these (the fast path) or all of them
+    /// (a full pass): record how long after the tracker's decision (in the `uxsched` mode, the
+    /// one that boosts them).
+    pub(super) fn boosts_written(&mut self, only: Option<&[crate::identity::TaskId]>) {
         let now = uxsched_tracker::procfs::monotonic_ns();
-        for since in self.boost_pending.drain(..) {
-            if self.mode == Mode::Uxsched && since > 0 {
-                if self.boost_latency.len() == LATENCIES {
-                    self.boost_latency.pop_front();
-                }
-                self.boost_latency.push_back(now.saturating_sub(since));
+        let mut done = Vec::new();
+        self.boost_pending.retain(|(task, since)| {
+            let written = only.is_none_or(|o| o.contains(task));
+            if written && *since > 0 {
+                done.push(now.saturating_sub(*since));
             }
+            !written
+        });
+        if self.mode != Mode::Uxsched {
+            return;
+        }
+        for latency in done {
+            if self.boost_latency.len() == LATENCIES {
+                self.boost_latency.pop_front();
+            }
+            self.boost_latency.push_back(latency);
         }
     }
 

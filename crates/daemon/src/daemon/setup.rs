@@ -79,10 +79,14 @@ pub(super) fn start_tracker(
     if !cfg.tracker.enabled {
         return (None, "off (`[tracker] enabled = false`)".into());
     }
-    let tcfg = uxsched_tracker::TrackerConfig {
+    let mut tcfg = uxsched_tracker::TrackerConfig {
         store: Some(cfg.tracker.store.clone()),
         ..Default::default()
     };
+    tcfg.input_names
+        .extend(cfg.tracker.input_threads.iter().cloned());
+    tcfg.display_names
+        .extend(cfg.tracker.display_threads.iter().cloned());
     match crate::sources::tracker::spawn(tcfg, tx.clone()) {
         Ok(h) => (Some(h), "running".into()),
         Err(why) => {

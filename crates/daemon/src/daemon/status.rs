@@ -97,6 +97,7 @@ impl Daemon {
             tracker: self.tracker_state.clone(),
             placement: self.placement.clone(),
             boost_latency: crate::api::LatencySummary::of_ns(self.boost_latency.iter().copied()),
+            backend: Some(self.backend.status()),
         }
     }
 
@@ -137,6 +138,7 @@ fn fill(s: &mut Settings, v: &Value) {
             s.policy = Some(a.policy);
             s.nice = Some(a.nice);
             s.slice_ns = Some(a.runtime);
+            s.uclamp_min = a.uclamp.map(|u| u.min);
             s.rt_priority = (a.priority > 0).then_some(a.priority);
         }
         Value::Cgroup(p) => s.cgroup = Some(p.clone()),

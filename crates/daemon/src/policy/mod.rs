@@ -14,6 +14,7 @@ use crate::config::{Config, Mode};
 use crate::identity::TaskId;
 use crate::state::{App, State};
 use std::collections::BTreeMap;
+pub use uxsched::critical_target;
 
 /// What one thread should have. `None` = leave that setting as it was.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -21,6 +22,9 @@ pub struct Target {
     pub nice: Option<i32>,
     /// Custom EEVDF slice (`sched_attr.sched_runtime`), ns.
     pub slice_ns: Option<u64>,
+    /// Utilisation clamp `uclamp.min` (0..=1024; a hint session's boost, `rtapi/hint.rs`),
+    /// only ever raised; ignored where the kernel has no uclamp.
+    pub uclamp_min: Option<u32>,
     pub group: Option<Group>,
     /// Encoded I/O priority (see `actuators::ioprio`).
     pub ioprio: Option<u16>,
@@ -28,8 +32,12 @@ pub struct Target {
     pub autogroup_nice: Option<i32>,
     /// A real-time class instead of the fair one (an app's grant through the real-time API,
     /// `rtapi/`). When set it decides the thread's scheduling attributes: `nice` and
-    /// `slice_ns` are ignored for it. Always applied with `SCHED_FLAG_RESET_ON_FORK`.
+    /// `slice_ns` (and `uclamp_min`) are ignored for it. Always applied with
+    /// `SCHED_FLAG_RESET_ON_FORK`.
     pub rt: Option<Rt>,
+    /// Move the thread to `SCHED_EXT` (the `scx` backend, `backend/scx.rs`), keeping its nice and
+    /// custom slice unless `nice`/`slice_ns` say otherwise; `rt` still wins.
+    pub ext: bool,
 }
 
 /// The real-time priority of the tracker's `rt` lever: the lowest, below every RT thread
@@ -89,6 +97,9 @@ impl Desired {
             t.nice = t.nice.map(|n| n.clamp(cfg.min_nice, 19));
             t.autogroup_nice = t.autogroup_nice.map(|n| n.clamp(cfg.min_nice, 19));
             t.slice_ns = t.slice_ns.map(|s| s.clamp(100_000, 100_000_000));
+            t.uclamp_min = t
+                .uclamp_min
+                .map(|u| u.min(crate::actuators::sched::UCLAMP_SCALE));
             t.rt = t.rt.map(|r| Rt {
                 priority: r.priority.clamp(1, 99),
                 ..r

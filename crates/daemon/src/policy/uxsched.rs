@@ -51,22 +51,39 @@ impl Policy for Uxsched {
     }
 }
 
+/// What a thread of the critical set gets: SCHED_FIFO 1 when `rt` (the `rt` lever, in force
+/// and not cooling down for this thread), else the fair boost (`min_nice` and the short slice).
+/// The daemon's fast path (`daemon/fast.rs`) uses it too, so both write the same boost.
+pub fn critical_target(cfg: &Config, rt: bool) -> Target {
+    if rt {
+        Target {
+            rt: Some(Rt {
+                policy: RtPolicy::Fifo,
+                priority: RT_PRIORITY,
+            }),
+            ..Target::default()
+        }
+    } else {
+        Target {
+            nice: Some(cfg.min_nice),
+            slice_ns: Some(cfg.uxsched.slice_us * 1000),
+            ..Target::default()
+        }
+    }
+}
+
 /// How the critical set is raised ([`config::Lever`]).
 struct Raise<'a> {
     rt: bool,
-    fair: Target,
+    cfg: &'a Config,
     demoted: &'a std::collections::BTreeSet<TaskId>,
 }
 
 impl<'a> Raise<'a> {
-    fn of(state: &'a State, cfg: &Config) -> Raise<'a> {
+    fn of(state: &'a State, cfg: &'a Config) -> Raise<'a> {
         Raise {
             rt: cfg.tracker.lever == config::Lever::Rt && !state.rt_suspended,
-            fair: Target {
-                nice: Some(cfg.min_nice),
-                slice_ns: Some(cfg.uxsched.slice_us * 1000),
-                ..Target::default()
-            },
+            cfg,
             demoted: &state.rt_demoted,
         }
     }
@@ -74,17 +91,7 @@ impl<'a> Raise<'a> {
     /// The fair boost, or FIFO 1 on the `rt` lever unless the thread used up its budget
     /// (`rt_budget.rs`: then the fair boost until its cool-down ends).
     fn raise(&self, task: &TaskId) -> Target {
-        if self.rt && !self.demoted.contains(task) {
-            Target {
-                rt: Some(Rt {
-                    policy: RtPolicy::Fifo,
-                    priority: RT_PRIORITY,
-                }),
-                ..Target::default()
-            }
-        } else {
-            self.fair.clone()
-        }
+        critical_target(self.cfg, self.rt && !self.demoted.contains(task))
     }
 }
 

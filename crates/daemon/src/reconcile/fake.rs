@@ -3,7 +3,7 @@
 //! exits and recycled tids — everything the real actuators reach through /proc and syscalls.
 
 use super::{Reconciler, Tasks};
-use crate::actuators::sched::{SchedAttr, SCHED_OTHER};
+use crate::actuators::sched::{SchedAttr, Uclamp, SCHED_OTHER};
 use crate::actuators::{Actuator, Key};
 use crate::identity::TaskId;
 use crate::journal::{Journal, Kind, Value};
@@ -48,6 +48,7 @@ pub fn default_attr(nice: i32) -> SchedAttr {
         runtime: DEFAULT_SLICE,
         deadline: 0,
         period: 0,
+        uclamp: None,
     }
 }
 
@@ -164,11 +165,8 @@ impl Actuator for FakeActuator {
                 w.sessions.insert(session, *n);
             }
             Value::Sched(a) => {
-                let mut a = *a;
-                if a.runtime == 0 {
-                    a.runtime = DEFAULT_SLICE; // "no custom slice" reads back as the default
-                }
-                w.tasks.get_mut(&via).ok_or_else(esrch)?.sched = a;
+                let t = w.tasks.get_mut(&via).ok_or_else(esrch)?;
+                t.sched = kernel_sched_write(&t.sched, a)?;
             }
             Value::Ioprio(v) => w.tasks.get_mut(&via).ok_or_else(esrch)?.ioprio = *v,
             Value::Unit(u) => {
@@ -209,6 +207,25 @@ impl Actuator for FakeActuator {
             .map(|t| t.id)
             .collect())
     }
+}
+
+/// What the kernel holds after `sched_setattr(a)` on a thread holding `old`: "no custom slice"
+/// reads back as the default; `uclamp.min` changes only with SCHED_FLAG_UTIL_CLAMP_MIN (refused
+/// with EOPNOTSUPP on a kernel without uclamp: `old.uclamp` is `None`), which is not kept.
+fn kernel_sched_write(old: &SchedAttr, a: &SchedAttr) -> io::Result<SchedAttr> {
+    use crate::actuators::sched::{SCHED_FLAG_UTIL_CLAMP_MAX, SCHED_FLAG_UTIL_CLAMP_MIN};
+    let mut a = *a;
+    if a.runtime == 0 {
+        a.runtime = DEFAULT_SLICE;
+    }
+    let clamp = a.flags & SCHED_FLAG_UTIL_CLAMP_MIN != 0;
+    a.flags &= !(SCHED_FLAG_UTIL_CLAMP_MIN | SCHED_FLAG_UTIL_CLAMP_MAX);
+    a.uclamp = match (old.uclamp, a.uclamp) {
+        (None, _) if clamp => return Err(io::Error::from_raw_os_error(libc::EOPNOTSUPP)),
+        (Some(o), Some(n)) if clamp => Some(Uclamp { min: n.min, ..o }),
+        (o, _) => o,
+    };
+    Ok(a)
 }
 
 pub struct FakeTasks(pub Shared);

@@ -23,20 +23,25 @@
 //! - *Failures are visible*: a restore that fails keeps its row (retried every pass) and is
 //!   listed in [`Reconciler::failures`] for `status`; a thread exiting mid-change is normal.
 
+mod add;
 #[cfg(test)]
 mod fake;
 mod sweep;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_ext;
+#[cfg(test)]
 mod tests_rt;
+#[cfg(test)]
+mod tests_uclamp;
+mod values;
 
 use crate::actuators::autogroup::Autogroup;
 use crate::actuators::cgroup::{Group, Groups};
 use crate::actuators::ioprio::Ioprio;
 use crate::actuators::placement::Placement;
-use crate::actuators::sched::{self, Sched};
-use crate::actuators::unit;
+use crate::actuators::sched::Sched;
 use crate::actuators::unit_weight::UnitWeight;
 use crate::actuators::{Actuator, Key};
 use crate::identity::{self, TaskId};
@@ -95,6 +100,9 @@ pub struct Reconciler {
     /// Threads whose scheduling the rt lever's guard wrote since the last pass (`rt_guard.rs`):
     /// uxsched's own change, not someone else's.
     guard: Option<crate::rt_guard::Demoted>,
+    /// A `SCHED_EXT` thread met for the first time inherited the class from one the `scx`
+    /// backend switched (a new thread of the app): its original is `SCHED_OTHER`.
+    pub ext_inherited: bool,
 }
 
 impl Reconciler {
@@ -134,6 +142,7 @@ impl Reconciler {
             failures: BTreeMap::new(),
             unit_weights: (0, 0),
             guard: None,
+            ext_inherited: false,
         }
     }
 
@@ -223,79 +232,6 @@ impl Reconciler {
             self.note_error(id, "find the object of", &e);
         }
         wants
-    }
-
-    /// A fair thread's attributes with a nice (only ever raised) and a custom slice; `None` when
-    /// that changes nothing.
-    pub fn fair(
-        &self,
-        orig: &sched::SchedAttr,
-        nice: Option<i32>,
-        slice_ns: Option<u64>,
-    ) -> Option<sched::SchedAttr> {
-        if nice.is_none() && slice_ns.is_none() {
-            return None;
-        }
-        let base = sched::restorable(orig, self.default_slice);
-        let nice = nice.map_or(orig.nice, |n| n.min(orig.nice));
-        let runtime = slice_ns.unwrap_or(base.runtime);
-        if nice == orig.nice && runtime == base.runtime {
-            return None;
-        }
-        Some(sched::SchedAttr {
-            flags: orig.flags | sched::SCHED_FLAG_RESET_ON_FORK,
-            nice,
-            runtime,
-            ..base
-        })
-    }
-
-    /// The value of `kind` that `target` asks for, given the object's original value; `None`
-    /// when the target leaves that setting alone (or it would not be an improvement).
-    fn wanted(&self, kind: Kind, original: &Value, target: &Target) -> Option<Value> {
-        match (kind, original) {
-            (Kind::Sched, Value::Sched(orig)) => {
-                if !orig.is_fair() {
-                    return None;
-                }
-                if let Some(rt) = target.rt {
-                    return Some(Value::Sched(sched::SchedAttr {
-                        policy: rt.policy.number(),
-                        flags: orig.flags | sched::SCHED_FLAG_RESET_ON_FORK,
-                        priority: rt.priority,
-                        runtime: 0,
-                        deadline: 0,
-                        period: 0,
-                        ..*orig
-                    }));
-                }
-                self.fair(orig, target.nice, target.slice_ns)
-                    .map(Value::Sched)
-            }
-            (Kind::Cgroup, Value::Cgroup(orig)) => {
-                let rel = self.groups.as_ref()?.rel(target.group?);
-                (rel != *orig).then_some(Value::Cgroup(rel))
-            }
-            (Kind::Ioprio, Value::Ioprio(orig)) => {
-                let v = target.ioprio?;
-                (v != *orig).then_some(Value::Ioprio(v))
-            }
-            (Kind::Unit, Value::Unit(orig)) => {
-                // An unset weight is the default, 100. The fg weight only ever raises a unit,
-                // the bg weight only ever lowers one.
-                let now = if *orig == unit::UNSET { 100 } else { *orig };
-                let w = match target.group? {
-                    Group::Fg => self.unit_weights.0.max(now),
-                    Group::Bg => self.unit_weights.1.min(now),
-                };
-                (w != now).then_some(Value::Unit(w))
-            }
-            (Kind::Autogroup, Value::Autogroup(orig)) => {
-                let n = target.autogroup_nice?.min(*orig); // only ever raise the session
-                (n != *orig).then_some(Value::Autogroup(n))
-            }
-            _ => None,
-        }
     }
 
     /// A live thread through which the object of `entry` is reached: the thread it was
@@ -487,20 +423,16 @@ impl Reconciler {
         self.journal.forget(id.0, &id.1)
     }
 
-    /// The value to write back for `original` (a default slice is written as "no custom
-    /// slice", so restoring does not pin the kernel's default as a custom one).
-    fn restorable(&self, original: &Value) -> Value {
-        match original {
-            Value::Sched(a) => Value::Sched(sched::restorable(a, self.default_slice)),
-            other => other.clone(),
-        }
-    }
-
     fn read_original(&self, kind: Kind, task: &TaskId) -> io::Result<Option<Value>> {
         let Some(act) = self.act(kind) else {
             return Ok(None);
         };
         let now = act.read(task.tid)?;
+        if let (Value::Sched(a), true) = (&now, self.ext_inherited) {
+            if a.is_ext() {
+                return Ok(Some(Value::Sched(a.inherited_ext_origin())));
+            }
+        }
         if let (Value::Cgroup(path), Some(g)) = (&now, &self.groups) {
             if g.which(path).is_some() {
                 // Born inside uxsched's group (inherited it): its home is its process's.
@@ -574,7 +506,13 @@ fn gone(e: &io::Error) -> bool {
 /// Whether `target` says anything about `kind`.
 fn names(target: &Target, kind: Kind) -> bool {
     match kind {
-        Kind::Sched => target.nice.is_some() || target.slice_ns.is_some() || target.rt.is_some(),
+        Kind::Sched => {
+            target.nice.is_some()
+                || target.slice_ns.is_some()
+                || target.rt.is_some()
+                || target.uclamp_min.is_some()
+                || target.ext
+        }
         Kind::Cgroup | Kind::Unit => target.group.is_some(),
         Kind::Ioprio => target.ioprio.is_some(),
         Kind::Autogroup => target.autogroup_nice.is_some(),

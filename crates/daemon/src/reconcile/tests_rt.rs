@@ -141,3 +141,28 @@ fn bounds_keep_real_time_priorities_in_the_kernels_range() {
     let d = want(app, rt(RtPolicy::Rr, 0)).bounded(&cfg);
     assert_eq!(d.threads[&app].rt.unwrap().priority, 1);
 }
+
+/// The fast path (`add.rs`): a new thread's boost is written at once and journalled like any
+/// first change; a thread with a row (here an RT grant held at FIFO 10) is neither touched nor
+/// lowered by it, and the full pass afterwards restores both exactly.
+#[test]
+fn the_fast_path_starts_untouched_threads_only() {
+    let (w, dir, app) = app();
+    let fresh = w.borrow_mut().spawn(101, 100, 8, None);
+    let mut rec = reconciler(&w, &dir.path().join("j"));
+    rec.reconcile(&want(app, rt(RtPolicy::Fifo, 10))).unwrap();
+    let mut d = want(app, rt(RtPolicy::Fifo, 1));
+    d.threads.insert(fresh, rt(RtPolicy::Fifo, 1));
+    let untouched = rec.untouched(d.clone()).unwrap();
+    assert_eq!(untouched.threads.keys().collect::<Vec<_>>(), [&fresh]);
+    assert_eq!(rec.add(&d).unwrap(), [fresh]);
+    let now = |tid| w.borrow().task(tid).sched;
+    assert_eq!((now(100).policy, now(100).priority), (SCHED_FIFO, 10));
+    assert_eq!((now(101).policy, now(101).priority), (SCHED_FIFO, 1));
+    assert_eq!(rec.journal.entries().unwrap().len(), 2, "journalled first");
+    assert!(rec.add(&d).unwrap().is_empty(), "written once");
+    rec.reconcile(&nothing()).unwrap();
+    assert_eq!(now(100).policy, SCHED_OTHER);
+    assert_eq!(now(101), default_attr(0));
+    assert!(rec.journal.entries().unwrap().is_empty());
+}

@@ -33,6 +33,7 @@ ranged!(
     4096
 );
 ranged!(interaction_max_ms, u64, "interaction_max_ms", 10, 60_000);
+ranged!(hint_uclamp_max, u32, "hint_uclamp_max", 0, 1024);
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -73,6 +74,10 @@ pub struct RtApi {
     /// `interaction_end` (`rtapi/interact.rs`).
     #[serde(deserialize_with = "interaction_max_ms")]
     pub interaction_max_ms: u64,
+    /// The `uclamp.min` (0..=1024) a hint session's strongest boost gives its threads, where the
+    /// kernel has uclamp (`rtapi/hint.rs`; default Pixel ADPF's `UclampMin_High`, 384); 0 = none.
+    #[serde(deserialize_with = "hint_uclamp_max")]
+    pub hint_uclamp_max: u32,
     /// Who may ask for what: the first rule matching the caller decides; none = refused.
     pub allow: Vec<Allow>,
 }
@@ -126,6 +131,7 @@ impl Default for RtApi {
             canary_refuse_ms: 300_000,
             max_dependency_threads: 64,
             interaction_max_ms: 1_000,
+            hint_uclamp_max: super::hint::UCLAMP_HIGH,
             allow: vec![Allow::default()],
         }
     }
@@ -188,6 +194,9 @@ mod tests {
         assert_eq!(r.rule(7, None).unwrap().max_rt_priority, 0);
         let e = parse("[[rtapi.allow]]\ndependencies = [\"media\"]\n").unwrap_err();
         assert!(e.contains("line 2") && e.contains("same-uid"), "{e}");
+        let e = parse("[rtapi]\nhint_uclamp_max = 2000\n").unwrap_err();
+        assert!(e.contains("line 2") && e.contains("hint_uclamp_max"), "{e}");
+        assert_eq!(parse("").unwrap().rtapi.hint_uclamp_max, 384);
         let none = parse("[rtapi]\nallow = []\n").unwrap();
         assert!(none.rtapi.rule(0, None).is_none());
     }

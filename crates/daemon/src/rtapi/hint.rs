@@ -17,8 +17,20 @@
 //! from white report noise is `G/(2−G) = 1/3` of the noise's) and still closes 94 % of a step
 //! within four reports; `R = 2` bounds one outlier frame to `G·ln 2/ln 1.25 ≈ 1.55` levels.
 //! The threads get `nice = round(b)` and, while `b` rounds below 0, an EEVDF slice of a tenth
-//! of the target (so a boosted thread is re-queued at most every 10 % of its budget). Utilisation
-//! clamping (`uclamp.min`) is reported as unavailable where the kernel lacks it.
+//! of the target (so a boosted thread is re-queued at most every 10 % of its budget) and,
+//! where the kernel has utilisation clamping, a `uclamp.min` proportional to the boost:
+//!
+//! ```text
+//! u = min(round(H · b / min_nice), S)
+//! ```
+//!
+//! Pixel's ADPF PowerHAL moves `uclamp.min` with its controller's output within
+//! `[UclampMin_Low, UclampMin_High] = [0, 384]`; no published constant relates that range to a
+//! nice level, so `u` maps this controller's range `[min_nice, 0]` linearly onto `[H, 0]`: the
+//! strongest boost gets `H` (`[rtapi] hint_uclamp_max`, default [`UCLAMP_HIGH`] = 384), no
+//! boost gets 0. `S` is the system's limit, `/proc/sys/kernel/sched_util_clamp_min` (read at
+//! start and on every pass), which the kernel would apply anyway; `u` is reported as given.
+//! Where the kernel has no uclamp the reply says so and only nice and slice are given.
 
 use super::peer::Caller;
 use super::Refused;
@@ -41,12 +53,26 @@ pub const SLICE_DIVISOR: u64 = 10;
 /// Threads per session, and the targets a session may have (100 µs ..= 1 s).
 pub const MAX_TIDS: usize = 32;
 pub const TARGET_NS: std::ops::RangeInclusive<u64> = 100_000..=1_000_000_000;
+/// The `uclamp.min` of the strongest boost by default: Pixel ADPF's `UclampMin_High`.
+pub const UCLAMP_HIGH: u32 = 384;
+/// The system's limit on `uclamp.min` (present with CONFIG_UCLAMP_TASK).
+const UCLAMP_SYSCTL: &str = "/proc/sys/kernel/sched_util_clamp_min";
 
 /// One step of the control law (module doc): the new boost level after a report.
 pub fn step(level: f64, actual_ns: u64, target_ns: u64, min_nice: i32) -> f64 {
     let ratio =
         (actual_ns.max(1) as f64 / target_ns.max(1) as f64).clamp(1.0 / MAX_RATIO, MAX_RATIO);
     (level - GAIN * ratio.ln() / NICE_WEIGHT_RATIO.ln()).clamp(f64::from(min_nice), 0.0)
+}
+
+/// The `uclamp.min` a boost level gives (module doc): `high` at the rule's floor, 0 unboosted,
+/// at most `limit`.
+pub fn uclamp_for(level: f64, floor: i32, high: u32, limit: u32) -> u32 {
+    if floor >= 0 {
+        return 0;
+    }
+    let u = (f64::from(high) * (level / f64::from(floor)).clamp(0.0, 1.0)).round() as u32;
+    u.min(limit)
 }
 
 /// The nice level and slice (ns) a boost level gives, within the kernel's slice range and not
@@ -84,26 +110,63 @@ pub struct Hints {
     sessions: BTreeMap<u64, Hint>,
     next_id: u64,
     default_slice_ns: u64,
-    /// Why `uclamp.min` is not given, if it is not.
-    uclamp: Option<String>,
+    /// `uclamp.min` of the strongest boost and the system's limit, or why none is given.
+    uclamp: Result<(u32, u32), String>,
     /// The session the last `hint_create` made.
     pub last_created: Option<u64>,
 }
 
+/// What a session's threads get: a nice level, while boosted a slice (ns) and, where the kernel
+/// has it, a `uclamp.min`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Boost {
+    nice: i32,
+    slice: Option<u64>,
+    uclamp_min: Option<u32>,
+}
+
+/// `uclamp.min` of the strongest boost and the system's limit, or why there is none.
+fn uclamp_caps(high: u32) -> Result<(u32, u32), String> {
+    crate::actuators::sched::uclamp_support()
+        .map_err(|why| format!("{why}: nice and slice only"))?;
+    if high == 0 {
+        return Err("`[rtapi] hint_uclamp_max = 0`: nice and slice only".into());
+    }
+    let limit = std::fs::read_to_string(UCLAMP_SYSCTL)
+        .map_err(|e| format!("cannot read {UCLAMP_SYSCTL}: {e}: nice and slice only"))?;
+    let limit = limit
+        .trim()
+        .parse()
+        .map_err(|e| format!("{UCLAMP_SYSCTL} holds {limit:?}: {e}: nice and slice only"))?;
+    Ok((high, limit))
+}
+
 impl Hints {
-    pub fn new(default_slice_ns: u64) -> Hints {
-        let uclamp = std::path::Path::new("/proc/sys/kernel/sched_util_clamp_min").exists();
+    /// Sessions whose strongest boost gives `uclamp_high` as `uclamp.min` (0: none).
+    pub fn new(default_slice_ns: u64, uclamp_high: u32) -> Hints {
         Hints {
             sessions: BTreeMap::new(),
             next_id: 1,
             default_slice_ns,
-            uclamp: Some(if uclamp {
-                "this kernel has uclamp, but uxsched does not set it yet: nice and slice only"
-            } else {
-                "this kernel has no utilisation clamping (CONFIG_UCLAMP_TASK): nice and slice only"
-            }
-            .into()),
+            uclamp: uclamp_caps(uclamp_high),
             last_created: None,
+        }
+    }
+
+    /// What `h`'s threads get now.
+    fn boost(&self, h: &Hint) -> Boost {
+        let (nice, slice) = settings(h.level, h.target_ns, self.default_slice_ns);
+        let uclamp_min = self.uclamp.as_ref().ok().map(|&(high, limit)| {
+            if nice < 0 {
+                uclamp_for(h.level, h.floor, high, limit)
+            } else {
+                0
+            }
+        });
+        Boost {
+            nice,
+            slice,
+            uclamp_min,
         }
     }
 
@@ -184,22 +247,27 @@ impl Hints {
 
     /// A report: one controller step. Whether the threads' settings change.
     pub fn report(&mut self, conn: u64, id: u64, actual_ns: u64) -> Result<bool, Refused> {
-        let default_slice = self.default_slice_ns;
-        let h = self.mine(conn, id)?;
-        let before = settings(h.level, h.target_ns, default_slice);
-        h.level = step(h.level, actual_ns, h.target_ns, h.floor);
-        h.last_report = Some(Instant::now());
-        Ok(settings(h.level, h.target_ns, default_slice) != before)
+        let h = self.mine(conn, id)?.clone();
+        let before = self.boost(&h);
+        let after = Hint {
+            level: step(h.level, actual_ns, h.target_ns, h.floor),
+            last_report: Some(Instant::now()),
+            ..h
+        };
+        let changed = self.boost(&after) != before;
+        self.sessions.insert(id, after);
+        Ok(changed)
     }
 
     /// A new target. Whether the threads' settings change (the slice follows the target).
     pub fn retarget(&mut self, conn: u64, id: u64, target_ns: u64) -> Result<bool, Refused> {
         check_target(target_ns)?;
-        let default_slice = self.default_slice_ns;
-        let h = self.mine(conn, id)?;
-        let before = settings(h.level, h.target_ns, default_slice);
-        h.target_ns = target_ns;
-        Ok(settings(h.level, h.target_ns, default_slice) != before)
+        let h = self.mine(conn, id)?.clone();
+        let before = self.boost(&h);
+        let after = Hint { target_ns, ..h };
+        let changed = self.boost(&after) != before;
+        self.sessions.insert(id, after);
+        Ok(changed)
     }
 
     pub fn close(&mut self, conn: u64, id: u64) -> Result<(), Refused> {
@@ -216,8 +284,14 @@ impl Hints {
         before != self.sessions.len()
     }
 
-    /// Forget exited threads (and sessions left without any); drop the boost of stale sessions.
+    /// Forget exited threads (and sessions left without any); drop the boost of stale sessions;
+    /// read the system's uclamp limit again.
     pub fn prune(&mut self, now: Instant) {
+        if let Ok((high, limit)) = &mut self.uclamp {
+            if let Ok((_, fresh)) = uclamp_caps(*high) {
+                *limit = fresh;
+            }
+        }
         for h in self.sessions.values_mut() {
             h.tids.retain(identity::still_same);
             if h.stale_at().is_some_and(|t| now >= t) {
@@ -237,19 +311,22 @@ impl Hints {
             .min()
     }
 
-    /// Every boosted session's threads get its nice and slice (the stronger of these and what
-    /// they already have).
+    /// Every boosted session's threads get its nice, slice and `uclamp.min` (the stronger of
+    /// these and what they already have).
     pub fn merge_into(&self, desired: &mut Desired) {
         for h in self.sessions.values() {
-            let (nice, slice) = settings(h.level, h.target_ns, self.default_slice_ns);
-            if nice >= 0 {
+            let b = self.boost(h);
+            if b.nice >= 0 {
                 continue;
             }
             for task in &h.tids {
                 let t = desired.threads.entry(*task).or_default();
-                t.nice = Some(t.nice.map_or(nice, |n| n.min(nice)));
-                if let Some(s) = slice {
+                t.nice = Some(t.nice.map_or(b.nice, |n| n.min(b.nice)));
+                if let Some(s) = b.slice {
                     t.slice_ns = Some(t.slice_ns.map_or(s, |m| m.min(s)));
+                }
+                if let Some(u) = b.uclamp_min.filter(|u| *u > 0) {
+                    t.uclamp_min = Some(t.uclamp_min.map_or(u, |m| m.max(u)));
                 }
             }
         }
@@ -258,15 +335,15 @@ impl Hints {
     /// Session `id` as the reply shows it.
     pub fn info(&self, id: u64) -> Option<Session> {
         let h = self.sessions.get(&id)?;
-        let (nice, slice) = settings(h.level, h.target_ns, self.default_slice_ns);
+        let b = self.boost(h);
         Some(Session {
             id,
             target_ns: h.target_ns,
             tids: h.tids.iter().map(|t| t.tid).collect(),
-            nice,
-            slice_us: slice.map(|s| s / 1000),
-            uclamp_min: None,
-            uclamp: self.uclamp.clone(),
+            nice: b.nice,
+            slice_us: b.slice.map(|s| s / 1000),
+            uclamp_min: b.uclamp_min,
+            uclamp: self.uclamp.as_ref().err().cloned(),
         })
     }
 }
@@ -334,5 +411,97 @@ mod tests {
         // The slice is within the kernel's range and not above the default.
         assert_eq!(settings(-1.0, 100_000_000, 3_000_000).1, Some(3_000_000));
         assert_eq!(settings(-1.0, 200_000, 3_000_000).1, Some(100_000));
+    }
+
+    #[test]
+    fn uclamp_min_is_proportional_to_the_boost_and_capped() {
+        // The floor gets H, no boost 0, half-way H/2 (rounded); the system's limit caps it.
+        assert_eq!(uclamp_for(-15.0, -15, 384, 1024), 384);
+        assert_eq!(uclamp_for(0.0, -15, 384, 1024), 0);
+        assert_eq!(uclamp_for(-7.5, -15, 384, 1024), 192);
+        assert_eq!(uclamp_for(-1.0, -15, 384, 1024), 26); // 25.6
+        assert_eq!(uclamp_for(-15.0, -15, 384, 100), 100);
+        // A rule that allows no boost gives none; never beyond the floor's value.
+        assert_eq!(uclamp_for(0.0, 0, 384, 1024), 0);
+        assert_eq!(uclamp_for(-20.0, -15, 384, 1024), 384);
+        // Monotone in the boost.
+        let us: Vec<u32> = (0..=15)
+            .map(|n| uclamp_for(-f64::from(n), -15, 384, 1024))
+            .collect();
+        assert!(us.windows(2).all(|w| w[0] < w[1]), "{us:?}");
+    }
+
+    fn hints_with(uclamp: Result<(u32, u32), String>) -> (Hints, TaskId) {
+        let mut hs = Hints::new(3_000_000, UCLAMP_HIGH);
+        hs.uclamp = uclamp;
+        let task = TaskId {
+            tid: 42,
+            pid: 42,
+            start: 1,
+        };
+        hs.sessions.insert(
+            1,
+            Hint {
+                uid: 1000,
+                conn: 7,
+                until: Until::Close,
+                tids: vec![task],
+                target_ns: T,
+                level: 0.0,
+                floor: -15,
+                last_report: None,
+            },
+        );
+        (hs, task)
+    }
+
+    #[test]
+    fn a_session_gives_uclamp_min_with_its_boost_where_the_kernel_has_it() {
+        let (mut hs, task) = hints_with(Ok((384, 1024)));
+        assert_eq!(hs.info(1).unwrap().uclamp_min, Some(0));
+        // 2x over target: one report moves ≈ 1.55 levels → nice −2, uclamp.min 40 (≈ 384·1.55/15).
+        assert!(hs.report(7, 1, 2 * T).unwrap(), "the boost changed");
+        let s = hs.info(1).unwrap();
+        assert_eq!((s.nice, s.uclamp_min, s.uclamp), (-2, Some(40), None));
+        let mut d = Desired::default();
+        hs.merge_into(&mut d);
+        assert_eq!(d.threads[&task].uclamp_min, Some(40));
+        // A stronger uclamp.min another source asks for stays.
+        d.threads.get_mut(&task).unwrap().uclamp_min = Some(500);
+        hs.merge_into(&mut d);
+        assert_eq!(d.threads[&task].uclamp_min, Some(500));
+        // Within one nice level the uclamp.min still moves: the reconciler must run.
+        assert!(hs.report(7, 1, T * 21 / 20).unwrap());
+        assert_eq!(hs.info(1).unwrap().nice, -2);
+        // Stale: all back to nothing.
+        hs.prune(Instant::now() + Duration::from_secs(60));
+        let mut d = Desired::default();
+        hs.merge_into(&mut d);
+        assert!(d.threads.is_empty(), "{d:?}");
+    }
+
+    #[test]
+    fn without_uclamp_the_reply_says_why_and_nice_and_slice_still_come() {
+        let why = "this kernel has no utilisation clamping (CONFIG_UCLAMP_TASK is not set): \
+                   nice and slice only";
+        let (mut hs, task) = hints_with(Err(why.into()));
+        hs.report(7, 1, 2 * T).unwrap();
+        let s = hs.info(1).unwrap();
+        assert_eq!((s.nice, s.uclamp_min), (-2, None));
+        assert_eq!(s.uclamp.as_deref(), Some(why));
+        let mut d = Desired::default();
+        hs.merge_into(&mut d);
+        let t = &d.threads[&task];
+        assert_eq!(
+            (t.nice, t.slice_ns, t.uclamp_min),
+            (Some(-2), Some(1_000_000), None)
+        );
+        // Turned off by the config: said so.
+        let off = Hints::new(3_000_000, 0);
+        match (&off.uclamp, crate::actuators::sched::uclamp_support()) {
+            (Err(e), Ok(())) => assert!(e.contains("hint_uclamp_max = 0"), "{e}"),
+            (Err(e), Err(k)) => assert!(e.contains(k), "{e}"),
+            (Ok(_), _) => panic!("hint_uclamp_max = 0 still gives uclamp"),
+        }
     }
 }

@@ -71,6 +71,7 @@ impl Grants {
             slice_ns: d.uxsched.slice_us * 1000,
         };
         let max = Duration::from_millis(cfg.interaction_max_ms);
+        let uclamp_high = cfg.hint_uclamp_max;
         Grants {
             cfg,
             grants: BTreeMap::new(),
@@ -79,7 +80,7 @@ impl Grants {
             at_bound: false,
             deps: deps::Deps::default(),
             // EEVDF's base slice before scaling by CPUs; the daemon passes the measured one.
-            hints: hint::Hints::new(3_000_000),
+            hints: hint::Hints::new(3_000_000, uclamp_high),
             interactions: interact::Interactions::new(ui, max),
             quiet: false,
         }
@@ -90,7 +91,7 @@ impl Grants {
     pub fn with_boosts(mut self, ui: interact::UiBoost, default_slice_ns: u64) -> Grants {
         let max = Duration::from_millis(self.cfg.interaction_max_ms);
         self.interactions = interact::Interactions::new(ui, max);
-        self.hints = hint::Hints::new(default_slice_ns);
+        self.hints = hint::Hints::new(default_slice_ns, self.cfg.hint_uclamp_max);
         self
     }
 

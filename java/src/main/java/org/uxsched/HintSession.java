@@ -33,6 +33,14 @@ public final class HintSession implements AutoCloseable {
         return Reply.ints(state.getAsJsonArray("tids"));
     }
 
+    /**
+     * The uclamp.min (0..=1024) the session gives its threads now, or -1 where the kernel has no
+     * utilisation clamping (then {@link #uclamp()} says why).
+     */
+    public int uclampMin() {
+        return state.has("uclamp_min") ? state.get("uclamp_min").getAsInt() : -1;
+    }
+
     /** Why there is no uclamp.min on this machine (null where it is given). */
     public String uclamp() {
         return state.has("uclamp") ? state.get("uclamp").getAsString() : null;

@@ -246,7 +246,9 @@ class UxSchedEndToEndTest {
             int me = UxSched.currentTid();
             try (HintSession s = ux.createHintSession(new int[] {me}, target)) {
                 assertArrayEquals(new int[] {me}, s.tids());
-                assertNotNull(s.uclamp(), "says why uclamp.min is not given");
+                boolean uclamp = Files.exists(Path.of("/proc/sys/kernel/sched_util_clamp_min"));
+                assertEquals(!uclamp, s.uclamp() != null, "says why not: " + s.uclamp());
+                assertEquals(uclamp, s.uclampMin() >= 0, "uclamp.min " + s.uclampMin());
                 int last = 0;
                 for (int i = 0; i < 5; i++) {
                     s.reportActual(2 * target);

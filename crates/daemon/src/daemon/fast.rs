@@ -1,0 +1,77 @@
+//! The tracker's fast path (issue 10: "critical → boosted" p99 ≤ 1 ms). A full pass scans the
+//! app, asks the policy, walks the journal and reads back every setting uxsched holds: 1–2 ms
+//! here, and the tracker's set changes with every keystroke. When the set gains members, only
+//! their boosts are written at once — the same target the `uxsched` policy gives them
+//! (`policy::critical_target`), through the reconciler's first-change path (journal first,
+//! identity before and after, only fair threads), and for the rt lever only once the guard
+//! watches them. Threads uxsched already holds a row for, dropped members and everything else
+//! wait for the full pass, which follows within `min_focus_interval_ms` and owns every other
+//! decision.
+
+use super::Daemon;
+use crate::config::{Lever, Mode};
+use crate::identity::TaskId;
+use crate::policy::{critical_target, Desired};
+use crate::sources::tracker::Critical;
+use crate::state;
+use std::time::Instant;
+
+impl Daemon {
+    /// Boost the critical set's new members now; returns the threads whose boost was written.
+    pub(super) fn boost_new(&mut self, new: &[Critical]) -> anyhow::Result<Vec<TaskId>> {
+        let Some(app) = self.focus.filter(|_| self.mode == Mode::Uxsched) else {
+            return Ok(Vec::new());
+        };
+        if new.is_empty() {
+            return Ok(Vec::new());
+        }
+        let now = Instant::now();
+        let written = self.boost_new_at(app.pid, new, now)?;
+        tracing::debug!(
+            new = new.len(),
+            written = written.len(),
+            fast_us = now.elapsed().as_micros() as u64,
+            "fast path"
+        );
+        Ok(written)
+    }
+
+    fn boost_new_at(
+        &mut self,
+        app: i32,
+        new: &[Critical],
+        now: Instant,
+    ) -> anyhow::Result<Vec<TaskId>> {
+        let rt = self.cfg.tracker.lever == Lever::Rt
+            && self.rt.is_some()
+            && self.rt_suspended_until.is_none_or(|until| until <= now);
+        let cooling = self.rt.as_ref().map(|g| g.cooling(now)).unwrap_or_default();
+        // The app's own threads on the path, and the partners and kernel workers the config and
+        // ownership allow (the same filter as a full pass).
+        let own = new.iter().filter(|c| c.task.pid == app).map(|c| c.task);
+        let members: Vec<TaskId> = own
+            .chain(state::chain(app, new, &self.cfg).iter().map(|c| c.task))
+            .collect();
+        let mut desired = Desired::nothing(&self.cfg);
+        for task in members {
+            let target = critical_target(&self.cfg, rt && !cooling.contains(&task));
+            desired.threads.insert(task, target);
+        }
+        let mut desired = self.rec.untouched(desired.bounded(&self.cfg))?;
+        // The rt lever's bound is in force before a thread is made real-time.
+        if let Some(g) = &self.rt {
+            let fifo = desired.threads.iter().filter(|(_, t)| t.rt.is_some());
+            let unreadable = g.follow_more(fifo.map(|(task, _)| *task).collect::<Vec<_>>());
+            for task in unreadable {
+                desired
+                    .threads
+                    .insert(task, critical_target(&self.cfg, false));
+            }
+        }
+        let written = self.rec.add(&desired)?;
+        if !written.is_empty() {
+            self.publish_rt();
+        }
+        Ok(written)
+    }
+}

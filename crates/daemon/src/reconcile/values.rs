@@ -1,0 +1,113 @@
+//! What the reconciler writes: the value of a setting that a target asks for, given the
+//! object's original (only ever raising, only fair threads), and the value that restores it.
+
+use super::Reconciler;
+use crate::actuators::cgroup::Group;
+use crate::actuators::sched;
+use crate::actuators::unit;
+use crate::journal::{Kind, Value};
+use crate::policy::Target;
+
+impl Reconciler {
+    /// A fair thread's attributes with a nice (only ever raised) and a custom slice; `None` when
+    /// that changes nothing.
+    pub fn fair(
+        &self,
+        orig: &sched::SchedAttr,
+        nice: Option<i32>,
+        slice_ns: Option<u64>,
+    ) -> Option<sched::SchedAttr> {
+        self.fair_clamped(orig, nice, slice_ns, None)
+    }
+
+    /// [`Reconciler::fair`] with a `uclamp.min` too (only ever raised; where the kernel has
+    /// uclamp every write carries the thread's clamp, so a lowered wish puts the original back).
+    pub fn fair_clamped(
+        &self,
+        orig: &sched::SchedAttr,
+        nice: Option<i32>,
+        slice_ns: Option<u64>,
+        uclamp_min: Option<u32>,
+    ) -> Option<sched::SchedAttr> {
+        if nice.is_none() && slice_ns.is_none() && uclamp_min.is_none() {
+            return None;
+        }
+        let base = sched::restorable(orig, self.default_slice);
+        let nice = nice.map_or(orig.nice, |n| n.min(orig.nice));
+        let runtime = slice_ns.unwrap_or(base.runtime);
+        let uclamp = sched::raised_uclamp(orig, uclamp_min);
+        if nice == orig.nice && runtime == base.runtime && uclamp == orig.uclamp {
+            return None;
+        }
+        Some(sched::SchedAttr {
+            flags: base.flags | sched::SCHED_FLAG_RESET_ON_FORK,
+            nice,
+            runtime,
+            uclamp,
+            ..base
+        })
+    }
+
+    /// The value of `kind` that `target` asks for, given the object's original value; `None`
+    /// when the target leaves that setting alone (or it would not be an improvement).
+    pub(super) fn wanted(&self, kind: Kind, original: &Value, target: &Target) -> Option<Value> {
+        match (kind, original) {
+            (Kind::Sched, Value::Sched(orig)) => {
+                if !orig.is_fair() {
+                    return None;
+                }
+                if let Some(rt) = target.rt {
+                    return Some(Value::Sched(sched::SchedAttr {
+                        policy: rt.policy.number(),
+                        flags: orig.flags | sched::SCHED_FLAG_RESET_ON_FORK,
+                        priority: rt.priority,
+                        runtime: 0,
+                        deadline: 0,
+                        period: 0,
+                        ..*orig
+                    }));
+                }
+                if target.ext {
+                    let fair =
+                        self.fair_clamped(orig, target.nice, target.slice_ns, target.uclamp_min);
+                    let base = fair.unwrap_or_else(|| sched::restorable(orig, self.default_slice));
+                    return Some(Value::Sched(base.in_ext()));
+                }
+                self.fair_clamped(orig, target.nice, target.slice_ns, target.uclamp_min)
+                    .map(Value::Sched)
+            }
+            (Kind::Cgroup, Value::Cgroup(orig)) => {
+                let rel = self.groups.as_ref()?.rel(target.group?);
+                (rel != *orig).then_some(Value::Cgroup(rel))
+            }
+            (Kind::Ioprio, Value::Ioprio(orig)) => {
+                let v = target.ioprio?;
+                (v != *orig).then_some(Value::Ioprio(v))
+            }
+            (Kind::Unit, Value::Unit(orig)) => {
+                // An unset weight is the default, 100. The fg weight only ever raises a unit,
+                // the bg weight only ever lowers one.
+                let now = if *orig == unit::UNSET { 100 } else { *orig };
+                let w = match target.group? {
+                    Group::Fg => self.unit_weights.0.max(now),
+                    Group::Bg => self.unit_weights.1.min(now),
+                };
+                (w != now).then_some(Value::Unit(w))
+            }
+            (Kind::Autogroup, Value::Autogroup(orig)) => {
+                let n = target.autogroup_nice?.min(*orig); // only ever raise the session
+                (n != *orig).then_some(Value::Autogroup(n))
+            }
+            _ => None,
+        }
+    }
+
+    /// The value to write back for `original` (a default slice is written as "no custom
+    /// slice", so restoring does not pin the kernel's default as a custom one).
+    pub(super) fn restorable(&self, original: &Value) -> Value {
+        match original {
+            Value::Sched(a) => Value::Sched(sched::restorable(a, self.default_slice)),
+            other => other.clone(),
+        }
+    }
+}

@@ -1,0 +1,66 @@
+//! `/proc/TID/stat`: the fields uxsched needs of a task, among them its start time, which with
+//! the tid names a task across tid reuse.
+
+use std::io;
+
+/// Fields of `/proc/<tid>/stat` that uxsched needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stat {
+    pub comm: String,
+    pub state: char,
+    /// Start time in clock ticks since boot (field 22).
+    pub start: u64,
+    /// CPU the task last ran on (field 39).
+    pub processor: u32,
+}
+
+/// Parse the text of `/proc/<tid>/stat`. The comm is in parentheses and may itself contain
+/// spaces and parentheses, so fields are counted after the *last* ')'.
+pub fn parse_stat(text: &str) -> Option<Stat> {
+    let open = text.find('(')?;
+    let close = text.rfind(')')?;
+    let comm = text.get(open + 1..close)?.to_owned();
+    let rest: Vec<&str> = text.get(close + 1..)?.split_whitespace().collect();
+    // rest[0] is field 3 (state); field n is rest[n - 3].
+    Some(Stat {
+        comm,
+        state: rest.first()?.chars().next()?,
+        start: rest.get(22 - 3)?.parse().ok()?,
+        processor: rest.get(39 - 3)?.parse().ok()?,
+    })
+}
+
+/// Read a task's stat; `NotFound` once it has exited.
+pub fn stat(tid: i32) -> io::Result<Stat> {
+    let text = std::fs::read_to_string(format!("/proc/{tid}/stat"))?;
+    parse_stat(&text).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("/proc/{tid}/stat: cannot parse {text:?}"),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_count_after_the_last_parenthesis() {
+        let text = "42 (a) b (c) S 1 42 42 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 12345 1000 10 \
+                    0 0 0 0 0 0 0 0 0 0 0 0 0 0 3";
+        let s = parse_stat(text).unwrap();
+        assert_eq!(
+            (s.comm.as_str(), s.state, s.start, s.processor),
+            ("a) b (c", 'S', 12345, 3)
+        );
+        assert!(parse_stat("42 (x) S 1").is_none());
+    }
+
+    #[test]
+    fn this_process_reads_back_and_a_missing_task_is_not_found() {
+        let me = stat(std::process::id() as i32).unwrap();
+        assert!(me.start > 0 && me.state != 'Z');
+        assert_eq!(stat(1 << 30).unwrap_err().kind(), io::ErrorKind::NotFound);
+    }
+}
