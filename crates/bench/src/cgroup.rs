@@ -33,6 +33,7 @@ impl CpuGroup {
         let (root, v1) = cpu_root()?;
         let dir = root.join(name);
         if !dir.exists() {
+            crate::leftovers::cgroup_creating(&dir)?;
             fs::create_dir(&dir).with_context(|| format!("creating cgroup {}", dir.display()))?;
         }
         let group = CpuGroup { dir, v1 };
@@ -84,20 +85,26 @@ impl CpuGroup {
 
     /// Move the members back to the parent and remove the directory.
     pub fn remove(&self) -> Result<()> {
-        let parent = self.dir.parent().context("cgroup without parent")?;
-        for _ in 0..50 {
-            let procs = fs::read_to_string(self.dir.join("cgroup.procs")).unwrap_or_default();
-            for pid in procs.lines() {
-                let _ = fs::write(parent.join("cgroup.procs"), pid);
-            }
-            if fs::remove_dir(&self.dir).is_ok() || !self.dir.exists() {
-                return Ok(());
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        bail!(
-            "could not remove cgroup {} (still busy); remove it by hand with rmdir once empty",
-            self.dir.display()
-        )
+        remove_dir(&self.dir)?;
+        crate::leftovers::cgroup_removed(&self.dir)
     }
+}
+
+/// Move a cgroup's members back to its parent and remove it.
+pub fn remove_dir(dir: &Path) -> Result<()> {
+    let parent = dir.parent().context("cgroup without parent")?;
+    for _ in 0..50 {
+        let procs = fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+        for pid in procs.lines() {
+            let _ = fs::write(parent.join("cgroup.procs"), pid);
+        }
+        if fs::remove_dir(dir).is_ok() || !dir.exists() {
+            return Ok(());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    bail!(
+        "could not remove cgroup {} (still busy); remove it by hand with rmdir once empty",
+        dir.display()
+    )
 }

@@ -8,6 +8,7 @@
 pub mod cancel;
 pub mod cgroup;
 pub mod layout;
+pub mod leftovers;
 pub mod loads;
 pub mod models;
 pub mod modes;

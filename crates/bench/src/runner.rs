@@ -121,6 +121,9 @@ pub fn run(plan: &Plan, env: &Env) -> Result<Runs> {
         );
     }
     let _machine = exclusive_machine()?;
+    for line in crate::leftovers::recover()? {
+        eprintln!("uxsched bench: {line}");
+    }
     // Entered first so it is undone last, after every run's guards (also on errors, Ctrl-C).
     let mut layout = plan.layout.enter()?;
     std::fs::create_dir_all(&env.modes.scratch)?;
@@ -170,6 +173,8 @@ pub fn run(plan: &Plan, env: &Env) -> Result<Runs> {
                     return Err(e);
                 }
             }
+            // The run's processes are gone: forget them.
+            crate::leftovers::settle()?;
             bar.inc(1);
         }
     }
@@ -485,7 +490,7 @@ fn spawn_role(plan: &Plan, env: &Env, dir: &Path, seed: u64, r: &Role) -> Result
             Ok(())
         });
     }
-    cmd.spawn().with_context(|| {
+    crate::leftovers::spawn(&mut cmd).with_context(|| {
         format!(
             "starting the {role} process of model {} with {}",
             plan.scenario.name(),

@@ -94,6 +94,10 @@ pub struct BenchArgs {
 enum BenchList {
     /// Show the scenarios, loads and modes (and which modes this build can run).
     List,
+    /// Undo what a bench run that was killed outright (SIGKILL, the end of its login
+    /// session) left changed: the autogroup switch, its cgroups, its scratch directory
+    /// (every run does this first; as root).
+    Restore,
 }
 
 /// Options shared by `bench` and `demo`.
@@ -287,9 +291,23 @@ fn resolve_modes(requested: Option<Vec<ModeName>>, daemon: bool) -> Result<Vec<M
 
 fn bench(args: BenchArgs) -> Result<ExitCode> {
     let exe = exe()?;
-    if args.list.is_some() {
-        print!("{}", uxsched_bench::list_text(Some(&exe)));
-        return Ok(ExitCode::SUCCESS);
+    match args.list {
+        Some(BenchList::List) => {
+            print!("{}", uxsched_bench::list_text(Some(&exe)));
+            return Ok(ExitCode::SUCCESS);
+        }
+        Some(BenchList::Restore) => {
+            require_root()?;
+            let undone = uxsched_bench::leftovers::recover()?;
+            for line in &undone {
+                println!("{line}");
+            }
+            if undone.is_empty() {
+                println!("nothing left behind by earlier bench runs");
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
+        None => {}
     }
     let scenario = args.scenario.context("a scenario is required")?;
     let modes = resolve_modes(args.modes, daemon_available(Some(&exe)))?;
@@ -297,7 +315,7 @@ fn bench(args: BenchArgs) -> Result<ExitCode> {
     let kind = args
         .load
         .unwrap_or(uxsched_bench::scenario::scenario(scenario).default_load);
-    let scratch = uxsched_bench::scratch_dir();
+    let scratch = scratch_dir()?;
     let plan = Plan {
         scenario,
         modes,
@@ -332,7 +350,7 @@ fn demo(args: DemoArgs) -> Result<ExitCode> {
     } else {
         eprintln!("uxsched demo: the uxsched mode is unavailable (this build has no daemon); running idle, stock, android, s76");
     }
-    let scratch = uxsched_bench::scratch_dir();
+    let scratch = scratch_dir()?;
     // The realistic layout where stock hurts most on this machine (same-session: painting p95
     // 15.8× idle under kbuild, 77× under stress-ng, vs ~1.0× in other-session), next to the
     // default one; a touch-to-frame model and a real terminal typed into.
@@ -401,12 +419,23 @@ fn save_whole(path: &Path, text: &str) -> Result<()> {
         .with_context(|| format!("--save {}: writing the report", path.display()))
 }
 
+/// This run's scratch directory, recorded first so that a run killed outright has it removed
+/// by the next one (`uxsched_bench::leftovers`).
+fn scratch_dir() -> Result<PathBuf> {
+    let dir = uxsched_bench::scratch_dir();
+    uxsched_bench::leftovers::scratch(Some(&dir))?;
+    Ok(dir)
+}
+
 /// Remove the scratch directory; after a failure (not a Ctrl-C) keep the per-run logs (load
 /// and daemon output the error points to) and say where they are.
 fn finish(result: Result<ExitCode>, scratch: &Path) -> Result<ExitCode> {
     let keep_logs =
         result.is_err() && !uxsched_bench::cancel::cancelled() && scratch.join("runs").is_dir();
     uxsched_bench::cleanup_scratch(scratch, keep_logs);
+    if let Err(e) = uxsched_bench::leftovers::scratch(None) {
+        eprintln!("uxsched bench: warning: {e:#}");
+    }
     if keep_logs {
         result.with_context(|| {
             format!(

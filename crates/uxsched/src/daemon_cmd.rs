@@ -6,6 +6,7 @@ use anyhow::Context;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use uxsched_daemon::api::{self, Request, Status};
+use uxsched_daemon::backend;
 use uxsched_daemon::config::{self, Config, Mode};
 
 #[derive(clap::Args)]
@@ -26,6 +27,13 @@ pub enum Commands {
         /// Mode, overriding the config's: eimos, vtcfs, mcfs, facfs, shuffledog, uxsched.
         #[arg(long, value_name = "MODE")]
         mode: Option<String>,
+        /// Backend, overriding `[backend] kind`: stock (nice, slices, RT, groups) or scx (the
+        /// sched_ext scheduler; Linux >= 6.12 with sched_ext, else exit 2).
+        #[arg(long, value_name = "KIND")]
+        backend: Option<String>,
+        /// The scx backend's policy, overriding `[backend] policy`: vtcfs, mcfs or facfs.
+        #[arg(long, value_name = "POLICY")]
+        scx_policy: Option<String>,
     },
     /// Show the daemon's mode, focused app, boosted threads, sources and kernel features.
     Status {
@@ -73,7 +81,26 @@ pub enum ConfigCommand {
 
 pub fn run(c: Commands) -> anyhow::Result<ExitCode> {
     match c {
-        Commands::Daemon { config, mode } => run_daemon(config.as_deref(), mode.as_deref()),
+        Commands::Daemon {
+            config,
+            mode,
+            backend,
+            scx_policy,
+        } => {
+            let mut cfg = load(config.as_deref())?;
+            if let Some(m) = mode {
+                cfg.mode = Mode::parse(&m).map_err(bad_input)?;
+            }
+            if let Some(b) = backend {
+                cfg.backend.kind = backend::Kind::parse(&b).map_err(bad_input)?;
+            }
+            if let Some(p) = scx_policy {
+                cfg.backend.policy = backend::ScxPolicy::parse(&p).map_err(bad_input)?;
+            }
+            // Refused before anything is touched: no silent fallback to the stock levers.
+            backend::check(&cfg.backend).map_err(|e| bad_input(format!("--backend scx: {e}")))?;
+            run_daemon(cfg)
+        }
         Commands::Status { json, socket } => status(&socket_path(&socket)?, json),
         Commands::Focus { pid, socket, .. } => {
             send(&socket_path(&socket)?, &Request::Focus { pid })?;
@@ -119,11 +146,7 @@ fn send(socket: &Path, req: &Request) -> anyhow::Result<api::Response> {
     })
 }
 
-fn run_daemon(config: Option<&Path>, mode: Option<&str>) -> anyhow::Result<ExitCode> {
-    let mut cfg = load(config)?;
-    if let Some(m) = mode {
-        cfg.mode = Mode::parse(m).map_err(bad_input)?;
-    }
+fn run_daemon(cfg: Config) -> anyhow::Result<ExitCode> {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(&cfg.log_level));
     tracing_subscriber::fmt()
@@ -189,6 +212,9 @@ fn render_status(s: &Status) -> String {
             l.samples
         );
     }
+    if let Some(b) = &s.backend {
+        render_backend(&mut o, b);
+    }
     push_line!(o, "boosted: {} thread(s)", s.boosted.len());
     if !s.boosted.is_empty() {
         push_line!(
@@ -239,6 +265,11 @@ fn render_status(s: &Status) -> String {
         if let (Some(orig), Some(cur)) = (b.original.ioprio, b.current.ioprio) {
             push_line!(o, "  {:>8} ioprio {orig:#x}→{cur:#x}", "");
         }
+        if let (Some(orig), Some(cur)) = (b.original.uclamp_min, b.current.uclamp_min) {
+            if orig != cur {
+                push_line!(o, "  {:>8} uclamp.min {orig}→{cur}", "");
+            }
+        }
     }
     for p in &s.problems {
         push_line!(o, "problem: {p}");
@@ -247,12 +278,71 @@ fn render_status(s: &Status) -> String {
     let get = |k: &str| f.get(k).map(|v| v.to_string()).unwrap_or_default();
     push_line!(
         o,
-        "kernel:  {} (custom slice {}, autogroup {}, cpufreq {}, cgroup {})",
+        "kernel:  {} (custom slice {}, autogroup {}, cpufreq {}, cgroup {}, uclamp {})",
         get("kernel").trim_matches('"'),
         get("custom_slice"),
         get("autogroup"),
         get("cpufreq"),
-        get("cgroup_used").trim_matches('"')
+        get("cgroup_used").trim_matches('"'),
+        get("uclamp")
     );
+    if let Some(why) = f.get("uclamp_absent").and_then(|v| v.as_str()) {
+        push_line!(o, "         no uclamp.min for hint sessions: {why}");
+    }
     o
+}
+
+/// `backend: scx (vtcfs, partial mode) running`, its classes and counters.
+fn render_backend(o: &mut String, b: &backend::BackendStatus) {
+    let detail = if b.detail.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", b.detail)
+    };
+    push_line!(o, "backend: {}{detail} {}", b.kind, b.state);
+    let join = |v: &[(String, u64)]| {
+        v.iter()
+            .map(|(k, n)| format!("{k}={n}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    if !b.classes.is_empty() {
+        push_line!(o, "  SCHED_EXT threads by class: {}", join(&b.classes));
+    }
+    if !b.counters.is_empty() {
+        push_line!(o, "  counters: {}", join(&b.counters));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_backend_line_names_its_state_classes_and_counters() {
+        let mut o = String::new();
+        render_backend(
+            &mut o,
+            &backend::BackendStatus {
+                kind: "scx".into(),
+                detail: "mcfs, partial mode".into(),
+                state: "fell back to the stock levers: SysRq-S (kind 67)".into(),
+                classes: vec![("interactive".into(), 2)],
+                counters: vec![("enqueued".into(), 41), ("stolen".into(), 0)],
+            },
+        );
+        assert_eq!(
+            o,
+            "backend: scx (mcfs, partial mode) fell back to the stock levers: SysRq-S (kind 67)\n  \
+             SCHED_EXT threads by class: interactive=2\n  counters: enqueued=41 stolen=0\n"
+        );
+        let mut o = String::new();
+        let stock = backend::BackendStatus {
+            kind: "stock".into(),
+            state: "running".into(),
+            ..Default::default()
+        };
+        render_backend(&mut o, &stock);
+        assert_eq!(o, "backend: stock running\n");
+    }
 }

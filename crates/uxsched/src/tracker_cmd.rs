@@ -165,11 +165,11 @@ fn watch(cfg: TrackerConfig, pid: u32, for_: Duration) -> anyhow::Result<ExitCod
     }
     if !known_us.is_empty() {
         known_us.sort_by(f64::total_cmp);
-        let q = |p: f64| known_us[((known_us.len() - 1) as f64 * p).round() as usize];
+        let q = |permille| uxsched_model::stats::nearest_rank(&known_us, permille);
         eprintln!(
             "tracker: input wake-up → episode known in userspace: p50 {:.0} µs, p99 {:.0} µs over {} episodes",
-            q(0.5),
-            q(0.99),
+            q(500),
+            q(990),
             known_us.len()
         );
     }

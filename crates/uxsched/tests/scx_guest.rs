@@ -12,12 +12,14 @@
 //! `UXSCHED_GUEST_KERNEL`; tools/scx-kernel/build.sh builds it). It fails, with what is
 //! missing, where any of these is absent.
 
+#[path = "scx_guest/rig.rs"]
+mod rig;
 #[path = "scx_guest/roles.rs"]
 mod roles;
+#[path = "scx_guest/workloads.rs"]
+mod workloads;
 
 use std::sync::OnceLock;
-use std::time::Duration;
-use uxsched_guest::{Guest, Initramfs};
 
 /// Not a test: the entry point of the guest's workload processes (see `roles`).
 #[test]
@@ -36,7 +38,9 @@ run() { # ROLE [VAR=value…]: one workload process in the background
     --test-threads=1 >>/tmp/roles.log 2>&1 &
   if [ $r = hog ]; then HOGS="$HOGS $!"; else MEAS="$MEAS $!"; fi
 }
-hogs() { run hog SCX_CPU=0 SCX_POLICY=$1; run hog SCX_CPU=0 SCX_POLICY=$1; }
+hogs() { # POLICY [N]: N (default HOGS_ON_CPU0) hogs on CPU 0
+  i=0; while [ $i -lt ${2:-$HOGS_ON_CPU0} ]; do run hog SCX_CPU=0 SCX_POLICY=$1; i=$((i+1)); done
+}
 finish() { # wait for the measuring roles, then stop the hogs
   for p in $MEAS; do wait $p; done
   for p in $HOGS; do kill $p; wait $p 2>/dev/null; done
@@ -44,7 +48,7 @@ finish() { # wait for the measuring roles, then stop the hogs
 }
 start() { # LABEL ARGS…: load the scheduler, wait until the kernel says enabled
   L=$1; shift
-  uxsched scx run --pin $PIN "$@" 2>/tmp/sched-$L.log & S=$!
+  uxsched scx run --pin $PIN --tick-ms $TICK_MS --boost-c-ms $BOOST_C_MS "$@" 2>/tmp/sched-$L.log & S=$!
   i=0; while [ "$(cat $ST)" != enabled ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i+1)); done
   echo "fact ${L}_state=$(cat $ST) $(cat /sys/kernel/sched_ext/root/ops)"
 }
@@ -55,14 +59,13 @@ stop() {
   echo "fact ${L}_counters=$(sed -n 's/^uxsched scx: ran [0-9.]* s; //p' /tmp/sched-$L.log)"
   sed "s/^/[$L] /" /tmp/sched-$L.log
 }
-PROBE="SCX_CPU=0 SCX_SECONDS=3 SCX_PERIOD_US=10000 SCX_WORK_US=300"
 
 # The mixed workload (ARGS: the policy of every process, then the probe's extra settings): two
 # hogs and the probe on CPU 0, an unpinned hog and an unpinned nice -5 bursty task.
 mixed() {
   pol=$1; label=$2; shift 2
   hogs $pol; run hog SCX_POLICY=$pol
-  run share SCX_POLICY=$pol SCX_NICE=-5 SCX_SECONDS=3 SCX_LABEL=$label
+  run share SCX_POLICY=$pol $MIXED_SHARE SCX_LABEL=$label
   run probe $PROBE SCX_POLICY=$pol SCX_LABEL=$label "$@"
   finish
 }
@@ -77,18 +80,17 @@ done
 
 # 3. MCFS: an elevated (nice -3) task, 20 ms bursts every 30 ms of sleep, against three hogs
 #    on CPU 0, at cut-rate 1 and 16.
-for c in 1 16; do
+for c in $MCFS_CUT_RATES; do
   start mcfs$c --policy mcfs --cut-rate $c
-  hogs ext; run hog SCX_CPU=0 SCX_POLICY=ext
-  run share SCX_CPU=0 SCX_POLICY=ext SCX_NICE=-3 SCX_BURST_US=20000 SCX_SLEEP_US=30000 \
-    SCX_SECONDS=3 SCX_LABEL=mcfs$c
+  hogs ext $MCFS_HOGS
+  run share SCX_CPU=0 SCX_POLICY=ext $MCFS_SHARE SCX_LABEL=mcfs$c
   finish; stop
 done
 
 # 4. Custom slice (sched_runtime 500 µs) against the default, under VT-CFS: the same probe
 #    against two hogs, once with each (one after the other, so neither rides the other's wake-up).
 start slice --policy vtcfs
-hogs ext; run probe $PROBE SCX_POLICY=ext SCX_SLICE_US=500 SCX_LABEL=short; finish
+hogs ext; run probe $PROBE SCX_POLICY=ext SCX_SLICE_US=$SHORT_SLICE_US SCX_LABEL=short; finish
 hogs ext; run probe $PROBE SCX_POLICY=ext SCX_LABEL=default; finish
 stop
 # 5. The kernel stops the scheduler itself (SysRq-S): `scx run` reports the kernel's exit
@@ -146,20 +148,9 @@ fn boot() -> &'static Facts {
 
 fn run_guest() -> Result<Facts, String> {
     {
-        let mut guest = Guest::locate().map_err(|e| e.to_string())?;
-        guest.timeout = Duration::from_secs(240);
-        // Room for a debug build's binaries (the uxsched binary alone is ~240 MB unstripped).
-        guest.memory_mib = 1024;
-        // Guest time counts the guest's own instructions (8 ns each): QEMU runs at the host's
-        // lowest priority next to other work, and with the host's clock its starvation would
-        // be measured as the guest scheduler's latency. Idle time is skipped (sleep=on).
-        guest.qemu_args = ["-icount", "shift=3,sleep=on"].map(String::from).to_vec();
-        let mut fs = Initramfs::new();
-        fs.binary(env!("CARGO_BIN_EXE_uxsched").as_ref(), "/bin/uxsched")
-            .unwrap();
-        fs.binary(&std::env::current_exe().unwrap(), "/bin/t")
-            .unwrap();
-        let out = guest.run(&fs, SCRIPT).map_err(|e| e.to_string())?;
+        let (guest, fs) = rig::guest()?;
+        let script = format!("{}{SCRIPT}", workloads::shell_vars());
+        let out = guest.run(&fs, &script).map_err(|e| e.to_string())?;
         eprintln!("guest run: {:.2?}", out.wall);
         for l in out.console.lines().filter(|l| l.starts_with("fact ")) {
             eprintln!("{l}");
@@ -256,9 +247,10 @@ fn vtcfs_keeps_the_woken_threads_wait_within_t_plus_a_tick() {
     // the tick 1 ms; the guest's clock counts instructions, so TCG's slowness does not
     // stretch the wait.
     let [n, mean, _, p95, max] = f.probe("default");
+    let bound = workloads::VTCFS_T_US + workloads::KERNEL_TICK_US;
     assert!(
-        p95 <= 4_000 && mean <= 4_000,
-        "{n} wake-ups: mean {mean} µs, p95 {p95} µs (max {max}) > T + tick = 4000 µs"
+        p95 <= bound && mean <= bound,
+        "{n} wake-ups: mean {mean} µs, p95 {p95} µs (max {max}) > T + tick = {bound} µs"
     );
 }
 
@@ -270,12 +262,13 @@ fn mcfs_with_a_larger_cut_rate_gives_the_elevated_task_a_larger_share() {
     // through what CFS measures in vruntime: the sleeper credit (latency / 2 of vruntime is
     // worth c times more CPU) and the wake-up check. So the elevated task sleeps between
     // bursts, and at c = 16 runs each burst on the credit of its sleep.
-    let (c1, c16) = (f.share("mcfs1"), f.share("mcfs16"));
+    let [lo, hi] = workloads::MCFS_CUT_RATES;
+    let (c1, c16) = (f.share(&format!("mcfs{lo}")), f.share(&format!("mcfs{hi}")));
     assert!(
         c16 > c1 + 30,
         "share of CPU 0 (‰): cut-rate 16 {c16}, cut-rate 1 {c1}"
     );
-    assert_eq!(f.one("mcfs16_rc"), "0");
+    assert_eq!(f.one(&format!("mcfs{hi}_rc")), "0");
 }
 
 #[test]

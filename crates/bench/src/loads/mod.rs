@@ -158,16 +158,16 @@ pub fn start(spec: &LoadSpec, out: &Path, place: &Placement) -> Result<RunningLo
             Placement::enter_in_child(own_session, fd)
         });
     }
-    let child = cmd
-        .spawn()
+    let child = crate::leftovers::spawn(&mut cmd)
         .with_context(|| format!("starting background load '{}'", spec.kind.name()))?;
-    Ok(RunningLoad {
+    let load = RunningLoad {
         spec: spec.clone(),
         tool,
         child: Some(child),
         out: out.to_owned(),
         started: Instant::now(),
-    })
+    };
+    Ok(load)
 }
 
 impl RunningLoad {
@@ -208,6 +208,7 @@ impl RunningLoad {
             }
         }
         sys::kill_session(sid);
+        crate::leftovers::settle()?;
         let value = self
             .tool
             .throughput(&self.spec, &self.out, elapsed)
@@ -230,6 +231,9 @@ impl Drop for RunningLoad {
         if let Some(mut child) = self.child.take() {
             sys::kill_session(child.id() as i32);
             let _ = child.wait();
+            if let Err(e) = crate::leftovers::settle() {
+                eprintln!("uxsched bench: warning: {e:#}");
+            }
         }
     }
 }

@@ -187,7 +187,7 @@ impl Mode for Daemon {
                 Ok(())
             });
         }
-        let child = cmd.spawn().context("starting uxsched daemon")?;
+        let child = crate::leftovers::spawn(&mut cmd).context("starting uxsched daemon")?;
         self.child = Some(child);
         self.wait_ready()?;
         let pid = self.child.as_ref().map_or(0, |c| c.id() as i32);
@@ -265,7 +265,7 @@ impl Mode for Daemon {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        Ok(())
+        crate::leftovers::settle()
     }
 }
 

@@ -10,6 +10,7 @@ mod fifo;
 mod rtapi;
 mod s76;
 mod schedqos;
+mod scx;
 
 use crate::cgroup::CpuGroup;
 use crate::sys;
@@ -47,10 +48,22 @@ pub enum ModeName {
     /// Seed 002's "CFS with the real-time support framework": the app's time-critical thread
     /// asks the daemon for real time through `uxsched-client` (`alarm`, `player`).
     Rtapi,
+    /// The kernel's example sched_ext scheduler `scx_simple` (full mode): needs sched_ext.
+    #[serde(rename = "scx-simple")]
+    ScxSimple,
+    /// `uxsched scx run --policy vtcfs`: app and background on SCHED_EXT, the app interactive.
+    #[serde(rename = "scx-vtcfs")]
+    ScxVtcfs,
+    /// `uxsched scx run --policy mcfs` (as `scx-vtcfs`).
+    #[serde(rename = "scx-mcfs")]
+    ScxMcfs,
+    /// `uxsched scx run --policy facfs` (as `scx-vtcfs`).
+    #[serde(rename = "scx-facfs")]
+    ScxFacfs,
 }
 
 impl ModeName {
-    pub const ALL: [ModeName; 15] = [
+    pub const ALL: [ModeName; 19] = [
         ModeName::Idle,
         ModeName::Stock,
         ModeName::Android,
@@ -66,6 +79,10 @@ impl ModeName {
         ModeName::UxschedRoles,
         ModeName::UxschedFair,
         ModeName::Rtapi,
+        ModeName::ScxSimple,
+        ModeName::ScxVtcfs,
+        ModeName::ScxMcfs,
+        ModeName::ScxFacfs,
     ];
 
     pub fn name(self) -> &'static str {
@@ -85,6 +102,10 @@ impl ModeName {
             ModeName::UxschedRoles => "uxsched-roles",
             ModeName::UxschedFair => "uxsched-fair",
             ModeName::Rtapi => "rtapi",
+            ModeName::ScxSimple => "scx-simple",
+            ModeName::ScxVtcfs => "scx-vtcfs",
+            ModeName::ScxMcfs => "scx-mcfs",
+            ModeName::ScxFacfs => "scx-facfs",
         }
     }
 
@@ -98,26 +119,39 @@ impl ModeName {
                 | ModeName::S76
                 | ModeName::Schedqos
                 | ModeName::Fifo
+                | ModeName::ScxSimple
+                | ModeName::ScxVtcfs
+                | ModeName::ScxMcfs
+                | ModeName::ScxFacfs
+        )
+    }
+
+    /// Modes that load a sched_ext BPF scheduler (Linux >= 6.12 with sched_ext only).
+    pub fn needs_sched_ext(self) -> bool {
+        matches!(
+            self,
+            ModeName::ScxSimple | ModeName::ScxVtcfs | ModeName::ScxMcfs | ModeName::ScxFacfs
         )
     }
 
     /// Whether a run without `--modes` includes it: every mode but the variants of `uxsched`
     /// that exist to take one of its parts apart, and `rtapi`, which only the models that ask
-    /// for real time can use (ask for them by name).
+    /// for real time can use (ask for them by name), and the sched_ext modes, which need a
+    /// kernel with sched_ext.
     pub fn in_default_set(self) -> bool {
         !matches!(
             self,
             ModeName::UxschedRoles | ModeName::UxschedFair | ModeName::Rtapi
-        )
+        ) && !self.needs_sched_ext()
     }
 
     pub fn description(self) -> &'static str {
         match self {
             ModeName::Idle => "the foreground alone, no load: the limit every ratio is taken against",
             ModeName::Stock => "under load, nothing done",
-            ModeName::Android => "Android top app: ui/render threads nice -10; background nice 10 in a cpu.shares=52 group",
-            ModeName::S76 => "system76-scheduler defaults: autogroup off; foreground nice 0 io BE0; background nice 6 io idle",
-            ModeName::Schedqos => "Sched QoS v0.1 published defaults: foreground USER_INTERACTIVE (nice -4, 8 ms slice); background BACKGROUND (SCHED_BATCH nice 4, 20 ms slice)",
+            ModeName::Android => "Android top app: ui/render threads nice -10; background nice 10 in a cpu.shares=52 group (told which processes are the load, in every layout)",
+            ModeName::S76 => "system76-scheduler defaults: autogroup off; foreground nice 0 io BE0; background nice 6 io idle (told which processes are the load)",
+            ModeName::Schedqos => "Sched QoS v0.1 published defaults: foreground USER_INTERACTIVE (nice -4, 8 ms slice); background BACKGROUND (SCHED_BATCH nice 4, 20 ms slice) (told which processes are the load)",
             ModeName::Fifo => "foreground threads SCHED_FIFO 1 (soft RLIMIT_RTTIME 200 ms): the latency reference",
             ModeName::Eimos => "uxsched daemon --mode eimos (seed 001)",
             ModeName::Vtcfs => "uxsched daemon --mode vtcfs (seed 000)",
@@ -127,6 +161,10 @@ impl ModeName {
             ModeName::Uxsched => "uxsched daemon --mode uxsched (the recommended combination: the tracker's critical set at SCHED_FIFO 1 under a run-time budget)",
             ModeName::UxschedRoles => "uxsched daemon --mode uxsched with [tracker] enabled = false: name-based roles only, no chain (not in the default set)",
             ModeName::UxschedFair => "uxsched daemon --mode uxsched with [tracker] lever = \"fair\": the critical set at nice -19 and a short slice instead of SCHED_FIFO 1 (not in the default set)",
+            ModeName::ScxSimple => "the kernel's example sched_ext scheduler scx_simple (full mode; $UXSCHED_SCX_SIMPLE or PATH, scripts/build-scx-simple.sh; needs sched_ext, not in the default set)",
+            ModeName::ScxVtcfs => "uxsched scx run --policy vtcfs (partial): app and background on SCHED_EXT, the app's threads interactive (needs sched_ext, not in the default set)",
+            ModeName::ScxMcfs => "uxsched scx run --policy mcfs (partial), as scx-vtcfs (needs sched_ext, not in the default set)",
+            ModeName::ScxFacfs => "uxsched scx run --policy facfs (partial), as scx-vtcfs (needs sched_ext, not in the default set)",
             ModeName::Rtapi => "the app's time-critical thread asks the daemon (never told the foreground) for SCHED_FIFO 10 through uxsched-client: seed 002's real-time support framework (alarm, player; not in the default set)",
         }
     }
@@ -195,6 +233,10 @@ pub fn build(name: ModeName, env: &ModeEnv) -> Result<Box<dyn Mode>> {
         ModeName::Schedqos => Box::new(schedqos::SchedQos::default()),
         ModeName::Fifo => Box::new(fifo::Fifo::default()),
         ModeName::Rtapi => Box::new(rtapi::Rtapi::new(env)?),
+        ModeName::ScxSimple => Box::new(scx::Scx::new(scx::Which::Simple, env)),
+        ModeName::ScxVtcfs => Box::new(scx::Scx::new(scx::Which::Uxsched("vtcfs"), env)),
+        ModeName::ScxMcfs => Box::new(scx::Scx::new(scx::Which::Uxsched("mcfs"), env)),
+        ModeName::ScxFacfs => Box::new(scx::Scx::new(scx::Which::Uxsched("facfs"), env)),
         daemon_mode => Box::new(daemon::Daemon::new(daemon_mode, env)?),
     })
 }
@@ -350,6 +392,7 @@ impl Changes {
             return Ok(());
         };
         if old != on {
+            crate::leftovers::autogroup_changing(old)?;
             sys::set_autogroup(on)?;
             self.log.push(Change::Autogroup { old });
         }
@@ -426,7 +469,10 @@ fn undo(change: &Change) -> Result<()> {
             }
             Ok(())
         }
-        Change::Autogroup { old } => sys::set_autogroup(old),
+        Change::Autogroup { old } => {
+            sys::set_autogroup(old)?;
+            crate::leftovers::autogroup_restored()
+        }
         Change::Group(ref g) => g.remove(),
     }
 }

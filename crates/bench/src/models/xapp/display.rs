@@ -168,7 +168,7 @@ fn spawn_service(mut cmd: Command, log: &Path, what: &str) -> Result<Child> {
             Ok(())
         });
     }
-    cmd.spawn().with_context(|| format!("starting {what}"))
+    crate::leftovers::spawn(&mut cmd).with_context(|| format!("starting {what}"))
 }
 
 /// Xvfb with `-displayfd`: it writes the display number it chose, once it accepts clients.

@@ -117,9 +117,8 @@ pub fn start_app(
     }
     cmd.stdin(Stdio::null())
         .stdout(log.try_clone()?)
-        .stderr(log)
-        .spawn()
-        .with_context(|| format!("starting {bin}"))
+        .stderr(log);
+    crate::leftovers::spawn(&mut cmd).with_context(|| format!("starting {bin}"))
 }
 
 /// One run's desktop, program and measuring client; all killed when dropped.
@@ -159,8 +158,7 @@ impl XappProcs {
             });
         }
         let mut procs = XappProcs {
-            client: client_cmd
-                .spawn()
+            client: crate::leftovers::spawn(&mut client_cmd)
                 .context("starting the measuring client")?,
             app,
             go: None,
