@@ -277,3 +277,23 @@ fn reconciler_of(world: &Shared, journal: &std::path::Path, kinds: &[Kind]) -> R
         DEFAULT_SLICE,
     )
 }
+
+/// A world with one thread (tid 100 of pid 100, started at 7) and a directory for the journal.
+pub fn one_thread() -> (Shared, tempfile::TempDir, TaskId) {
+    let w = Rc::new(RefCell::new(World::default()));
+    let dir = tempfile::tempdir().unwrap();
+    let task = w.borrow_mut().spawn(100, 100, 7, None);
+    (w, dir, task)
+}
+
+/// Desired state: `t` for `task`, nothing else.
+pub fn want_one(task: TaskId, t: crate::policy::Target) -> crate::policy::Desired {
+    let mut d = nothing();
+    d.threads.insert(task, t);
+    d
+}
+
+/// Desired state: nothing at all.
+pub fn nothing() -> crate::policy::Desired {
+    crate::policy::Desired::nothing(&crate::config::Config::default())
+}

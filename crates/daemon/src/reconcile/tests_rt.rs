@@ -2,20 +2,12 @@
 //! only to fair threads with `SCHED_FLAG_RESET_ON_FORK`, restored to the exact fair original
 //! (nice and custom slice) on release, exit, crash recovery and a recycled tid.
 
-use super::fake::{default_attr, reconciler, Shared, World};
+use super::fake::{default_attr, reconciler};
 use crate::actuators::sched::{SCHED_FIFO, SCHED_FLAG_RESET_ON_FORK, SCHED_OTHER, SCHED_RR};
 use crate::config::Config;
-use crate::identity::TaskId;
-use crate::policy::{Desired, Rt, RtPolicy, Target};
-use std::cell::RefCell;
-use std::rc::Rc;
+use crate::policy::{Rt, RtPolicy, Target};
 
-fn app() -> (Shared, tempfile::TempDir, TaskId) {
-    let w = Rc::new(RefCell::new(World::default()));
-    let dir = tempfile::tempdir().unwrap();
-    let app = w.borrow_mut().spawn(100, 100, 7, None);
-    (w, dir, app)
-}
+use super::fake::one_thread as app;
 
 fn rt(policy: RtPolicy, priority: u32) -> Target {
     Target {
@@ -24,15 +16,7 @@ fn rt(policy: RtPolicy, priority: u32) -> Target {
     }
 }
 
-fn want(task: TaskId, t: Target) -> Desired {
-    let mut d = Desired::nothing(&Config::default());
-    d.threads.insert(task, t);
-    d
-}
-
-fn nothing() -> Desired {
-    Desired::nothing(&Config::default())
-}
+use super::fake::{nothing, want_one as want};
 
 #[test]
 fn a_real_time_class_is_applied_with_reset_on_fork_and_the_fair_original_restored() {

@@ -4,22 +4,17 @@
 //! else's change; on a kernel without uclamp nothing but nice and slice is written; and a
 //! journal from before clamps were journalled still loads and restores without touching them.
 
-use super::fake::{default_attr, reconciler, Shared, World};
+use super::fake::{default_attr, reconciler, Shared};
 use crate::actuators::sched::{SchedAttr, Uclamp};
 use crate::actuators::Key;
-use crate::config::Config;
 use crate::identity::TaskId;
-use crate::policy::{Desired, Target};
-use std::cell::RefCell;
-use std::rc::Rc;
+use crate::policy::Target;
 
 const DEFAULT_CLAMPS: Uclamp = Uclamp { min: 0, max: 1024 };
 
 /// One thread (tid 100) on a kernel with uclamp, holding `clamps`.
 fn app(clamps: Option<Uclamp>) -> (Shared, tempfile::TempDir, TaskId, SchedAttr) {
-    let w = Rc::new(RefCell::new(World::default()));
-    let dir = tempfile::tempdir().unwrap();
-    let app = w.borrow_mut().spawn(100, 100, 7, None);
+    let (w, dir, app) = one_thread();
     let original = SchedAttr {
         uclamp: clamps,
         ..default_attr(0)
@@ -37,15 +32,7 @@ fn hint(nice: Option<i32>, uclamp_min: Option<u32>) -> Target {
     }
 }
 
-fn want(task: TaskId, t: Target) -> Desired {
-    let mut d = Desired::nothing(&Config::default());
-    d.threads.insert(task, t);
-    d
-}
-
-fn nothing() -> Desired {
-    Desired::nothing(&Config::default())
-}
+use super::fake::{nothing, one_thread, want_one as want};
 
 fn sched(w: &Shared) -> SchedAttr {
     w.borrow().task(100).sched
