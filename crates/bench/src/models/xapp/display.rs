@@ -145,6 +145,10 @@ impl Drop for Desktop {
         for child in [self.wm.take(), self.server.take()].into_iter().flatten() {
             stop_session(child);
         }
+        // Dropped last of a run's X processes: forget those that are gone.
+        if let Err(e) = crate::leftovers::settle() {
+            eprintln!("uxsched bench: warning: {e:#}");
+        }
     }
 }
 
