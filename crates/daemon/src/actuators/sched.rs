@@ -9,6 +9,16 @@ use std::io;
 
 pub use uxsched_os::sched::*;
 
+/// Raise the calling thread to `nice` (the daemon's loop and tracker thread: −20, the fair
+/// class's top, so they do not queue behind the load they protect; never real-time).
+pub fn raise_own_nice(nice: i32) -> io::Result<()> {
+    // SAFETY: setpriority on this thread's own tid.
+    if unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, nice) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Scheduling attributes (nice, policy, custom slice) as an [`Actuator`]: one thread each.
 pub struct Sched;
 

@@ -98,8 +98,8 @@ impl Scx {
     }
 
     fn read_counters(&mut self) {
-        if let Some(Ok(v)) = self.sched.as_ref().map(|s| s.stats()) {
-            self.counters = v.into_iter().map(|(k, n)| (k.to_owned(), n)).collect();
+        if let Some(v) = self.sched.as_ref().and_then(counters_of) {
+            self.counters = v;
         }
     }
 
@@ -187,10 +187,8 @@ impl Backend for Scx {
     }
 
     fn status(&self) -> BackendStatus {
-        let mut counters = self.counters.clone();
-        if let Some(Ok(v)) = self.sched.as_ref().map(|s| s.stats()) {
-            counters = v.into_iter().map(|(k, n)| (k.to_owned(), n)).collect();
-        }
+        let counters =
+            (self.sched.as_ref().and_then(counters_of)).unwrap_or_else(|| self.counters.clone());
         debug_assert!(counters.is_empty() || counters.len() == STAT_NAMES.len());
         let mut classes: BTreeMap<&str, u64> = BTreeMap::new();
         for c in self.written.values() {
@@ -210,6 +208,12 @@ impl Backend for Scx {
             counters,
         }
     }
+}
+
+/// The scheduler's counters by name, when they can be read.
+fn counters_of(s: &Scheduler) -> Option<Vec<(String, u64)>> {
+    let v = s.stats().ok()?;
+    Some(v.into_iter().map(|(k, n)| (k.to_owned(), n)).collect())
 }
 
 #[cfg(test)]

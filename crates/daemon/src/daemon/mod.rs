@@ -193,13 +193,8 @@ impl Daemon {
         // protects (at nice 0 beside 12 hogs in one group it waited for several ms). Nice −20,
         // the fair class's top like the tracker thread's, never real-time: a pass writes cgroup
         // files, which can wait on kernel workers a real-time loop would starve.
-        // SAFETY: setpriority on this thread's own tid.
-        if unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, -20) } != 0
-        {
-            warn!(
-                "the daemon's loop cannot raise itself to nice -20 ({}): boosts may wait behind the load",
-                std::io::Error::last_os_error()
-            );
+        if let Err(e) = crate::actuators::sched::raise_own_nice(-20) {
+            warn!("the daemon's loop cannot raise itself to nice -20 ({e}): boosts may wait behind the load");
         }
         let rescan = Duration::from_millis(self.cfg.rescan_ms);
         let min_interval = Duration::from_millis(self.cfg.min_focus_interval_ms);

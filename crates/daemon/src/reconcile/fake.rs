@@ -288,8 +288,13 @@ pub fn one_thread() -> (Shared, tempfile::TempDir, TaskId) {
 
 /// Desired state: `t` for `task`, nothing else.
 pub fn want_one(task: TaskId, t: crate::policy::Target) -> crate::policy::Desired {
+    want(&[(task, t)])
+}
+
+/// Desired state: these threads' targets, nothing else.
+pub fn want(tasks: &[(TaskId, crate::policy::Target)]) -> crate::policy::Desired {
     let mut d = nothing();
-    d.threads.insert(task, t);
+    d.threads = tasks.iter().cloned().collect();
     d
 }
 

@@ -5,10 +5,9 @@
 use super::fake::{default_attr, reconciler, Shared, World};
 use crate::actuators::ioprio::{encode, CLASS_BE, CLASS_RT};
 use crate::actuators::Key;
-use crate::config::Config;
 use crate::identity::TaskId;
 use crate::journal::Kind;
-use crate::policy::{Desired, Target};
+use crate::policy::Target;
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -29,15 +28,7 @@ fn one_app() -> (Shared, tempfile::TempDir, TaskId, super::Reconciler) {
     (w, dir, app, rec)
 }
 
-fn nothing() -> Desired {
-    Desired::nothing(&Config::default())
-}
-
-fn want(tasks: &[(TaskId, Target)]) -> Desired {
-    let mut d = nothing();
-    d.threads = tasks.iter().cloned().collect();
-    d
-}
+use super::fake::{nothing, want};
 
 fn ui_target() -> Target {
     Target {

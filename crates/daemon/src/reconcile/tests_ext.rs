@@ -5,16 +5,11 @@
 use super::fake::{default_attr, reconciler, World, DEFAULT_SLICE};
 use crate::actuators::sched::{SCHED_EXT, SCHED_FLAG_RESET_ON_FORK, SCHED_OTHER};
 use crate::config::Config;
-use crate::identity::TaskId;
 use crate::policy::{Desired, Target};
 use std::cell::RefCell;
 use std::rc::Rc;
 
-fn want(tasks: &[(TaskId, Target)]) -> Desired {
-    let mut d = Desired::nothing(&Config::default());
-    d.threads = tasks.iter().cloned().collect();
-    d
-}
+use super::fake::want;
 
 fn ext() -> Target {
     Target {

@@ -67,14 +67,12 @@ impl Reconciler {
                         ..*orig
                     }));
                 }
+                let fair = self.fair_clamped(orig, target.nice, target.slice_ns, target.uclamp_min);
                 if target.ext {
-                    let fair =
-                        self.fair_clamped(orig, target.nice, target.slice_ns, target.uclamp_min);
                     let base = fair.unwrap_or_else(|| sched::restorable(orig, self.default_slice));
                     return Some(Value::Sched(base.in_ext()));
                 }
-                self.fair_clamped(orig, target.nice, target.slice_ns, target.uclamp_min)
-                    .map(Value::Sched)
+                fair.map(Value::Sched)
             }
             (Kind::Cgroup, Value::Cgroup(orig)) => {
                 let rel = self.groups.as_ref()?.rel(target.group?);

@@ -104,14 +104,8 @@ pub fn spawn(cfg: TrackerConfig, events: Sender<Event>) -> Result<TrackerHandle,
             // The tracker decides what to boost while an episode is still open: it must not
             // wait behind the load it protects (measured: p99 input → episode known 253–517 ms
             // at nice 0 under load 23–31). Nice −20 is the fair class's top, never real-time.
-            // SAFETY: setpriority on this thread's own tid.
-            if unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, -20) }
-                != 0
-            {
-                warn!(
-                    "tracker thread: cannot raise itself to nice -20: {}",
-                    std::io::Error::last_os_error()
-                );
+            if let Err(e) = crate::actuators::sched::raise_own_nice(-20) {
+                warn!("tracker thread: cannot raise itself to nice -20: {e}");
             }
             let tracker = match Tracker::start(cfg) {
                 Ok(t) => {
