@@ -121,19 +121,16 @@ pub fn scratch(dir: Option<&Path>) -> Result<()> {
     update(|r| r.scratch = dir.map(Path::to_path_buf))
 }
 
-/// Right after starting process `pid`, which must not outlive the run: if the run is
-/// killed, [`recover`] stops it and everything in its session or below it.
-pub fn spawned(pid: i32) -> Result<()> {
-    let start = stat(pid)
-        .with_context(|| format!("reading the start time of process {pid}, just started"))?
-        .start;
-    update(|r| r.processes.push((pid, start)))
-}
-
-/// `cmd.spawn()`, the child written down with [`spawned`]; killed if it cannot be.
+/// `cmd.spawn()` for a process that must not outlive the run, written down right after it
+/// started (pid and start time) so that [`recover`] stops it, with its session and everything
+/// below it, if the run is killed; the child is killed if it cannot be written down.
 pub fn spawn(cmd: &mut std::process::Command) -> Result<std::process::Child> {
     let mut child = cmd.spawn()?;
-    if let Err(e) = spawned(child.id() as i32) {
+    let pid = child.id() as i32;
+    let written = stat(pid)
+        .with_context(|| format!("reading the start time of process {pid}, just started"))
+        .and_then(|s| update(|r| r.processes.push((pid, s.start))));
+    if let Err(e) = written {
         let _ = child.kill();
         let _ = child.wait();
         return Err(e);
@@ -217,10 +214,9 @@ fn undo_file(path: &Path, done: &mut Vec<String>) -> Result<()> {
 fn stop_processes(recorded: &[(i32, u64)], who: &str, done: &mut Vec<String>) {
     let alive: Vec<(i32, String)> = recorded
         .iter()
-        .filter(|&&(pid, start)| same_process(pid, start))
-        .map(|&(pid, _)| {
-            let comm = fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
-            (pid, comm.trim().to_owned())
+        .filter_map(|&(pid, start)| {
+            let s = stat(pid).ok().filter(|s| s.start == start && s.state != 'Z')?;
+            Some((pid, s.comm))
         })
         .collect();
     for &(pid, _) in &alive {

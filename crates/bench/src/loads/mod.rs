@@ -208,7 +208,6 @@ impl RunningLoad {
             }
         }
         sys::kill_session(sid);
-        crate::leftovers::settle()?;
         let value = self
             .tool
             .throughput(&self.spec, &self.out, elapsed)
