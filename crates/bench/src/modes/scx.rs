@@ -24,8 +24,6 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use uxsched_daemon::actuators::sched;
 
-/// `SCHED_EXT` (include/uapi/linux/sched.h, 6.12).
-const SCHED_EXT: u32 = 7;
 const STATE: &str = "/sys/kernel/sched_ext/state";
 /// How long a scheduler may take to be enabled (the TCG guest is slow).
 const ENABLE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -89,7 +87,7 @@ impl Scx {
         let runtime = sched::restorable(&old, default_slice).runtime;
         ignore_gone(
             self.changes
-                .sched_attr(pid, tid, SCHED_EXT, old.nice, runtime),
+                .sched_attr(pid, tid, sched::SCHED_EXT, old.nice, runtime),
         )
     }
 
