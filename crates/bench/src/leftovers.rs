@@ -215,7 +215,9 @@ fn stop_processes(recorded: &[(i32, u64)], who: &str, done: &mut Vec<String>) {
     let alive: Vec<(i32, String)> = recorded
         .iter()
         .filter_map(|&(pid, start)| {
-            let s = stat(pid).ok().filter(|s| s.start == start && s.state != 'Z')?;
+            let s = stat(pid)
+                .ok()
+                .filter(|s| s.start == start && s.state != 'Z')?;
             Some((pid, s.comm))
         })
         .collect();
