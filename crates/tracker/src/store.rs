@@ -155,7 +155,10 @@ impl Store {
         Some(d)
     }
 
-    /// Record one episode's decisions (true is sticky), persisted in one transaction.
+    /// Record one episode's decisions (true is sticky), persisted in one transaction. A row the
+    /// disk refuses does not undo the others: every decision is in memory either way (as with
+    /// [`Store::record`]), and the rows that were written are committed, so memory and disk
+    /// differ by the refused rows only. Returns the first error.
     pub fn record_all(
         &mut self,
         decisions: impl IntoIterator<Item = (Context, bool, Kind)>,
@@ -170,13 +173,11 @@ impl Store {
                 first_error.get_or_insert(e);
             }
         }
-        match first_error {
-            Some(e) => {
-                let _ = batch(&self.db, "ROLLBACK");
-                Err(e)
-            }
-            None => batch(&self.db, "COMMIT"),
+        if let Err(e) = batch(&self.db, "COMMIT") {
+            let _ = batch(&self.db, "ROLLBACK");
+            first_error.get_or_insert(e);
         }
+        first_error.map_or(Ok(()), Err)
     }
 
     /// Record one episode's decision for `c` (true is sticky) and persist it.
@@ -346,6 +347,32 @@ mod tests {
         assert_eq!(forget(&path, "/usr/bin/term").unwrap(), 2);
         assert!(list(&path, None).unwrap().is_empty());
         assert!(list(&dir.path().join("absent"), None).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_row_the_disk_refuses_leaves_the_episodes_other_rows_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.sqlite");
+        let mut s = Store::open(Some(&path), 1 << 20).unwrap();
+        // A trigger stands for a full disk or a locked file on one row.
+        s.db.as_ref()
+            .unwrap()
+            .execute_batch(
+                "CREATE TRIGGER refuse BEFORE INSERT ON decisions WHEN NEW.thread = 'bad'
+                 BEGIN SELECT RAISE(ABORT, 'refused'); END;",
+            )
+            .unwrap();
+        let episode = ["ok1", "bad", "ok2"].map(|t| (ctx(t, "main:term"), true, Kind::App));
+        let e = s.record_all(episode).unwrap_err();
+        assert!(e.to_string().contains("refused"), "{e}");
+        assert_eq!(s.pairs(&ctx("x", "y").app).len(), 3, "all three in memory");
+        drop(s);
+        let on_disk: Vec<String> = list(&path, None)
+            .unwrap()
+            .into_iter()
+            .map(|p| p.context.thread)
+            .collect();
+        assert_eq!(on_disk, ["ok1", "ok2"]);
     }
 
     #[test]
