@@ -14,6 +14,9 @@ pub struct Boosts<M: MapCore> {
     map: M,
 }
 
+/// The boost map of a running `uxsched scx run --pin DIR`, opened from another process.
+pub type PinnedBoosts = Boosts<MapHandle>;
+
 impl Boosts<MapHandle> {
     /// The boost map pinned at `path` by a running `uxsched scx run --pin DIR` (DIR/boosts).
     pub fn open_pinned(path: &Path) -> io::Result<Self> {

@@ -19,5 +19,5 @@ mod loader;
 pub mod thread;
 
 pub use abi::{Class, Policy, STAT_NAMES};
-pub use boosts::Boosts;
+pub use boosts::{Boosts, PinnedBoosts};
 pub use loader::{state, Error, ExitInfo, Options, Scheduler, OPS_FILE, STATE_FILE};

@@ -23,6 +23,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use uxsched_daemon::actuators::sched;
+use uxsched_scx::{Boosts, Class, PinnedBoosts};
 
 const STATE: &str = "/sys/kernel/sched_ext/state";
 /// How long a scheduler may take to be enabled (the TCG guest is slow).
@@ -43,6 +44,8 @@ pub struct Scx {
     pin: PathBuf,
     child: Option<Child>,
     changes: Changes,
+    /// The pinned boost map, opened at the first boost.
+    boosts: Option<PinnedBoosts>,
     boosted: HashSet<i32>,
 }
 
@@ -54,6 +57,7 @@ impl Scx {
             pin: PathBuf::from(format!("/sys/fs/bpf/uxsched-bench-{}", std::process::id())),
             child: None,
             changes: Changes::default(),
+            boosts: None,
             boosted: HashSet::new(),
         }
     }
@@ -91,34 +95,30 @@ impl Scx {
         )
     }
 
-    /// Give the app's new threads the interactive class through the pinned boost map.
+    /// Give the app's new threads the interactive class through the pinned boost map, each on
+    /// its own: a thread that exited meanwhile is skipped (and not remembered as boosted), any
+    /// other failure fails the run.
     fn boost(&mut self, tids: &[i32]) -> Result<()> {
-        let new: Vec<String> = tids
+        let fresh: Vec<i32> = tids
             .iter()
-            .filter(|t| self.boosted.insert(**t))
-            .map(i32::to_string)
+            .copied()
+            .filter(|t| !self.boosted.contains(t))
             .collect();
-        if new.is_empty() {
+        if fresh.is_empty() {
             return Ok(());
         }
-        let exe = self
-            .exe
-            .clone()
-            .context("scx modes need the uxsched binary")?;
-        let out = Command::new(exe)
-            .args(["scx", "boost", "--pin"])
-            .arg(&self.pin)
-            .arg("interactive")
-            .args(&new)
-            .output()
-            .context("running `uxsched scx boost`")?;
-        // A thread that exited meanwhile is not an error of the mode.
-        if !out.status.success() && !String::from_utf8_lossy(&out.stderr).contains("No such") {
-            bail!(
-                "uxsched scx boost interactive {}: {}",
-                new.join(" "),
-                String::from_utf8_lossy(&out.stderr).trim()
-            );
+        if self.boosts.is_none() {
+            self.boosts = Some(Boosts::open_pinned(&self.pin.join("boosts"))?);
+        }
+        let boosts = self.boosts.as_ref().expect("opened above");
+        for tid in fresh {
+            match boosts.set(tid, Class::Interactive) {
+                Ok(()) => {
+                    self.boosted.insert(tid);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e).context("giving the app the interactive class"),
+            }
         }
         Ok(())
     }
@@ -209,6 +209,7 @@ impl Mode for Scx {
     fn restore(&mut self) -> Result<()> {
         let threads = self.changes.restore();
         self.boosted.clear();
+        self.boosts = None;
         let Some(mut child) = self.child.take() else {
             return threads;
         };
