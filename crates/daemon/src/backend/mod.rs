@@ -117,6 +117,9 @@ pub trait Backend {
     /// Rewrite `desired` (the mode's wishes for `state`) into this backend's levers, and write
     /// whatever the backend keeps outside the journal (the boost map).
     fn shape(&mut self, state: &State, desired: &mut Desired);
+    /// The same for the tracker's fast path (`daemon/fast.rs`): `desired` holds only new
+    /// members of the critical set; those of process `app` are the app's own threads.
+    fn shape_critical(&mut self, app: i32, desired: &mut Desired);
     /// Whether the reconciler should take a `SCHED_EXT` thread it has not switched for one that
     /// inherited the class from a thread it did (its original is then `SCHED_OTHER`).
     fn ext_inherited(&self) -> bool;
@@ -128,6 +131,7 @@ pub struct Stock;
 
 impl Backend for Stock {
     fn shape(&mut self, _: &State, _: &mut Desired) {}
+    fn shape_critical(&mut self, _: i32, _: &mut Desired) {}
     fn ext_inherited(&self) -> bool {
         false
     }

@@ -27,6 +27,7 @@ use crate::identity::TaskId;
 use crate::policy::{Desired, Target};
 use crate::state::{Role, State};
 use std::collections::BTreeMap;
+use std::io;
 use std::time::Duration;
 use tracing::{debug, info, warn};
 use uxsched_scx::{Class, Error, Options, Scheduler, STAT_NAMES};
@@ -114,6 +115,14 @@ impl Scx {
             }
         }
         self.written.retain(|t, _| classes.contains_key(t));
+        self.write_classes(classes, errors);
+    }
+
+    /// Write `classes` into the boost map where it holds something else; entries of other
+    /// threads stay. `errors` are earlier failures of the same write, reported with these.
+    fn write_classes(&mut self, classes: &BTreeMap<TaskId, Class>, mut errors: Vec<io::Error>) {
+        let Some(s) = &self.sched else { return };
+        let map = s.boosts();
         for (task, class) in classes {
             if self.written.get(task) == Some(class) {
                 continue;
@@ -180,6 +189,18 @@ impl Backend for Scx {
         let classes = classes(state);
         switch(desired, &classes);
         self.write_map(&classes);
+    }
+
+    fn shape_critical(&mut self, app: i32, desired: &mut Desired) {
+        if !self.alive() {
+            return;
+        }
+        let classes: BTreeMap<TaskId, Class> = (desired.threads.keys())
+            .filter(|t| t.pid == app && self.written.get(t) != Some(&Class::Interactive))
+            .map(|t| (*t, Class::Critical))
+            .collect();
+        switch(desired, &classes);
+        self.write_classes(&classes, Vec::new());
     }
 
     fn ext_inherited(&self) -> bool {

@@ -4,7 +4,8 @@
 //! their boosts are written at once — the same target the `uxsched` policy gives them
 //! (`policy::critical_target`), through the reconciler's first-change path (journal first,
 //! identity before and after, only fair threads), and for the rt lever only once the guard
-//! watches them. Threads uxsched already holds a row for, dropped members and everything else
+//! watches them; under the scx backend the app's own members are switched to `SCHED_EXT` with
+//! the critical class instead, as a pass would. Threads uxsched already holds a row for, dropped members and everything else
 //! wait for the full pass, which follows within `min_focus_interval_ms` and owns every other
 //! decision.
 
@@ -57,7 +58,11 @@ impl Daemon {
             let target = critical_target(&self.cfg, rt && !cooling.contains(&task));
             desired.threads.insert(task, target);
         }
-        let mut desired = self.rec.untouched(desired.bounded(&self.cfg))?;
+        // Under sched_ext the app's members get the critical class now (those already switched
+        // too: the map is outside the journal); partners keep the stock levers, as in a pass.
+        let mut desired = desired.bounded(&self.cfg);
+        self.backend.shape_critical(app, &mut desired);
+        let mut desired = self.rec.untouched(desired)?;
         // The rt lever's bound is in force before a thread is made real-time.
         if let Some(g) = &self.rt {
             let fifo = desired.threads.iter().filter(|(_, t)| t.rt.is_some());
