@@ -101,6 +101,9 @@ pub struct State {
     /// The `rt` lever is unavailable (no guard or no canary) or suspended (the canary
     /// tripped): the critical set gets the fair boost.
     pub rt_suspended: bool,
+    /// uxsched's fg group accepts real-time threads (`Groups::takes_rt`), so the rt lever's
+    /// threads can join it instead of staying in a group that may refuse them.
+    pub fg_takes_rt: bool,
 }
 
 /// Classify a thread of an app.

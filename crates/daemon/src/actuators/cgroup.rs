@@ -179,7 +179,13 @@ impl Hierarchy {
 pub struct Groups {
     pub hierarchy: Hierarchy,
     name: String,
+    /// The fg group accepts real-time threads ([`Groups::allow_rt`]).
+    takes_rt: bool,
 }
+
+/// The share of the parent's real-time runtime the fg group gets where RT group scheduling is
+/// on: half, so other real-time groups can still be made beside it.
+const FG_RT_RUNTIME_SHARE: (u64, u64) = (1, 2);
 
 impl Groups {
     /// Create `<mount>/<name>-fg` and `-bg` (reusing them if a killed daemon left them) and set their
@@ -190,16 +196,61 @@ impl Groups {
         fg_shares: u64,
         bg_shares: u64,
     ) -> io::Result<Groups> {
-        let g = Groups {
+        let mut g = Groups {
             hierarchy,
             name: name.to_owned(),
+            takes_rt: false,
         };
         for group in [Group::Fg, Group::Bg] {
             std::fs::create_dir_all(g.hierarchy.abs(&g.rel(group)))?;
         }
         g.set_weight(Group::Fg, fg_shares)?;
         g.set_weight(Group::Bg, bg_shares)?;
+        g.takes_rt = match g.allow_rt() {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!(
+                    "uxsched's fg group cannot take real-time threads ({e}): the rt lever's \
+                     threads stay in their own group"
+                );
+                false
+            }
+        };
         Ok(g)
+    }
+
+    /// Whether the fg group accepts real-time threads, so the rt lever's threads can join it.
+    pub fn takes_rt(&self) -> bool {
+        self.takes_rt
+    }
+
+    /// Let the fg group hold real-time threads. With RT group scheduling (cgroup v1
+    /// `cpu.rt_runtime_us`) a new group has no real-time runtime and refuses them; it gets
+    /// [`FG_RT_RUNTIME_SHARE`] of the parent's per period — a kernel-enforced bound on the
+    /// group's real-time threads beneath the rt lever's own per-thread budget. Without the
+    /// file, nothing limits real-time threads by group.
+    fn allow_rt(&self) -> io::Result<()> {
+        let file = self.hierarchy.abs(&self.rel(Group::Fg)).join("cpu.rt_runtime_us");
+        let now = match read_u64(&file) {
+            None if !file.exists() => return Ok(()),
+            None => return Err(io::Error::other(format!("{} unreadable", file.display()))),
+            Some(now) => now,
+        };
+        if now > 0 {
+            return Ok(());
+        }
+        // The root's runtime is `kernel.sched_rt_runtime_us`; -1 (no limit) counts as the period.
+        let parent = std::fs::read_to_string(self.hierarchy.mount().join("cpu.rt_runtime_us"))?;
+        let parent = match parent.trim().parse::<i64>() {
+            Ok(r) if r >= 0 => r as u64,
+            _ => read_u64(&file.with_file_name("cpu.rt_period_us")).unwrap_or(0),
+        };
+        let want = parent * FG_RT_RUNTIME_SHARE.0 / FG_RT_RUNTIME_SHARE.1;
+        if want == 0 {
+            return Err(io::Error::other("the parent group has no real-time runtime"));
+        }
+        std::fs::write(&file, want.to_string())
+            .map_err(|e| io::Error::new(e.kind(), format!("writing {want} to {}: {e}", file.display())))
     }
 
     /// A group's path relative to the mount, e.g. `/uxsched-fg`.
@@ -305,6 +356,33 @@ mod tests {
     /// The weight files are plain files to these functions: a directory stands in for the mount.
     fn weight_text(dir: &Path, group: &str, file: &str) -> String {
         std::fs::read_to_string(dir.join(format!("ux-{group}")).join(file)).unwrap()
+    }
+
+    #[test]
+    fn with_rt_group_scheduling_the_fg_group_gets_half_the_parents_rt_runtime() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("cpu.rt_runtime_us"), "950000").unwrap();
+        for g in ["fg", "bg"] {
+            std::fs::create_dir(dir.path().join(format!("ux-{g}"))).unwrap();
+            std::fs::write(dir.path().join(format!("ux-{g}/cpu.rt_runtime_us")), "0").unwrap();
+        }
+        let h = Hierarchy::V1 {
+            mount: dir.path().into(),
+        };
+        let g = Groups::create(h.clone(), "ux", 71755, 128).unwrap();
+        assert!(g.takes_rt());
+        assert_eq!(weight_text(dir.path(), "fg", "cpu.rt_runtime_us"), "475000");
+        assert_eq!(weight_text(dir.path(), "bg", "cpu.rt_runtime_us"), "0");
+        // A parent without real-time runtime leaves the fg group refusing them: said, not hidden.
+        std::fs::write(dir.path().join("cpu.rt_runtime_us"), "0").unwrap();
+        std::fs::write(dir.path().join("ux-fg/cpu.rt_runtime_us"), "0").unwrap();
+        assert!(!Groups::create(h, "ux", 71755, 128).unwrap().takes_rt());
+        // Without the file (no RT group scheduling, cgroup v2) nothing refuses them.
+        let plain = tempfile::tempdir().unwrap();
+        let h = Hierarchy::V1 {
+            mount: plain.path().into(),
+        };
+        assert!(Groups::create(h, "ux", 71755, 128).unwrap().takes_rt());
     }
 
     #[test]

@@ -446,6 +446,7 @@ impl Daemon {
             chain,
             rt_demoted: Default::default(),
             rt_suspended: false,
+            fg_takes_rt: self.rec.groups.as_ref().is_some_and(|g| g.takes_rt()),
         }
     }
 

@@ -1,7 +1,7 @@
 //! `uxsched` (default): the combination the measurements justify (docs/mechanisms.md). The UI
 //! and render threads get `min_nice` plus a short custom slice (EEVDF runs a woken short-slice
-//! task first: the wake-up latency knob, VT-CFS's idea on a stock kernel), the other threads a
-//! mild bonus so the UI still wins over the app's own workers. Across sessions: with autogroup
+//! task first: the wake-up latency knob, VT-CFS's idea on a stock kernel), the other threads
+//! the same slice with a mild bonus, so the UI still wins over the app's own workers. Across sessions: with autogroup
 //! on, the app's session autogroup gets `min_nice` (the app stays in its own task group, where
 //! the short slice keeps working — moving it into a cgroup lost that in our measurements);
 //! without autogroup, the foreground cgroup. With the tracker, the app's threads on the
@@ -29,14 +29,20 @@ impl Policy for Uxsched {
             let mut target = if critical {
                 lever.raise(&t.task)
             } else {
+                // The short slice too: a thread of the app that sleeps and must then run at
+                // once (an alarm, a timer the tracker does not see as input) gets its wake-up
+                // latency from the slice, not from its weight; the slice does not change its
+                // share, which `others_nice` keeps below the UI's.
                 Target {
                     nice: Some(cfg.uxsched.others_nice),
+                    slice_ns: Some(cfg.uxsched.slice_us * 1000),
                     ..Target::default()
                 }
             };
-            // The critical threads of the rt lever stay where they are: with RT group
-            // scheduling a cgroup without an RT runtime refuses real-time threads.
-            let stays = state.autogroup || (lever.rt && critical);
+            // The critical threads of the rt lever join the fg group only where it takes
+            // real-time threads: with RT group scheduling a cgroup without an RT runtime
+            // refuses them (then they stay where they are).
+            let stays = state.autogroup || (lever.rt && critical && !state.fg_takes_rt);
             target.group = (!stays).then_some(Group::Fg);
             // One thread carries the process's session autogroup.
             target.autogroup_nice = (state.autogroup && t.role == Role::Ui).then_some(cfg.min_nice);
@@ -108,7 +114,7 @@ mod tests {
     }
 
     #[test]
-    fn ui_and_render_get_the_short_slice_others_a_mild_bonus() {
+    fn every_app_thread_gets_the_short_slice_ui_and_render_the_most_weight() {
         let mut s = fg_state();
         let d = Uxsched.desired(&s, &fair());
         for t in [100, 101] {
@@ -118,7 +124,7 @@ mod tests {
         assert_eq!(tid(&d, 100).unwrap().autogroup_nice, Some(-19));
         assert_eq!(tid(&d, 101).unwrap().autogroup_nice, None);
         let w = tid(&d, 102).unwrap();
-        assert_eq!((w.nice, w.slice_ns, w.group), (Some(-5), None, None));
+        assert_eq!((w.nice, w.slice_ns, w.group), (Some(-5), Some(100_000), None));
         // Without autogroup, the foreground cgroup instead.
         s.autogroup = false;
         let d = Uxsched.desired(&s, &fair());
@@ -182,6 +188,14 @@ mod tests {
         }
         let w = tid(&d, 102).unwrap();
         assert_eq!((w.rt, w.nice, w.group), (None, Some(-5), Some(Group::Fg)));
+        // Where the fg group takes real-time threads, the app's join it; partners stay.
+        s.fg_takes_rt = true;
+        let d = Uxsched.desired(&s, &cfg).bounded(&cfg);
+        for (t, group) in [(100, Some(Group::Fg)), (101, Some(Group::Fg)), (300, None)] {
+            let x = tid(&d, t).unwrap();
+            assert_eq!((x.rt, x.group), (fifo1, group), "tid {t}");
+        }
+        s.fg_takes_rt = false;
         // The render thread used up its budget: the fair boost until its cool-down ends.
         let render = s.focus.as_ref().unwrap().threads[1].task;
         s.rt_demoted.insert(render);

@@ -173,7 +173,10 @@ impl Reconciler {
             shares_to_cgroup_weight(desired.bg_shares),
         );
         let wants = self.wants(desired);
-        let entries = self.journal.entries()?;
+        let mut entries = self.journal.entries()?;
+        // Scheduling first: a real-time thread goes back to the fair class before it moves
+        // back to a group that may refuse real-time threads (RT group scheduling).
+        entries.sort_by_key(|e| e.kind() != Kind::Sched);
         let protected = sweep::protected(&wants, &entries);
         let mut handled: HashSet<Setting> = HashSet::new();
         // 1. What uxsched already changed: keep, update, restore or yield.
