@@ -155,10 +155,15 @@ impl Hints {
 
     /// What `h`'s threads get now.
     fn boost(&self, h: &Hint) -> Boost {
-        let (nice, slice) = settings(h.level, h.target_ns, self.default_slice_ns);
+        self.boost_at(h.level, h.target_ns, h.floor)
+    }
+
+    /// What a session at `level` aiming at `target_ns` gives its threads.
+    fn boost_at(&self, level: f64, target_ns: u64, floor: i32) -> Boost {
+        let (nice, slice) = settings(level, target_ns, self.default_slice_ns);
         let uclamp_min = self.uclamp.as_ref().ok().map(|&(high, limit)| {
             if nice < 0 {
-                uclamp_for(h.level, h.floor, high, limit)
+                uclamp_for(level, floor, high, limit)
             } else {
                 0
             }
@@ -247,27 +252,26 @@ impl Hints {
 
     /// A report: one controller step. Whether the threads' settings change.
     pub fn report(&mut self, conn: u64, id: u64, actual_ns: u64) -> Result<bool, Refused> {
-        let h = self.mine(conn, id)?.clone();
-        let before = self.boost(&h);
-        let after = Hint {
-            level: step(h.level, actual_ns, h.target_ns, h.floor),
-            last_report: Some(Instant::now()),
-            ..h
-        };
-        let changed = self.boost(&after) != before;
-        self.sessions.insert(id, after);
-        Ok(changed)
+        self.change(conn, id, |h| {
+            h.level = step(h.level, actual_ns, h.target_ns, h.floor);
+            h.last_report = Some(Instant::now());
+        })
     }
 
     /// A new target. Whether the threads' settings change (the slice follows the target).
     pub fn retarget(&mut self, conn: u64, id: u64, target_ns: u64) -> Result<bool, Refused> {
         check_target(target_ns)?;
-        let h = self.mine(conn, id)?.clone();
-        let before = self.boost(&h);
-        let after = Hint { target_ns, ..h };
-        let changed = self.boost(&after) != before;
-        self.sessions.insert(id, after);
-        Ok(changed)
+        self.change(conn, id, |h| h.target_ns = target_ns)
+    }
+
+    /// Apply `f` to session `id` in place; whether its threads' boost changed.
+    fn change(&mut self, conn: u64, id: u64, f: impl FnOnce(&mut Hint)) -> Result<bool, Refused> {
+        let h = self.mine(conn, id)?;
+        let (level, target_ns) = (h.level, h.target_ns);
+        f(h);
+        let (after_level, after_target, floor) = (h.level, h.target_ns, h.floor);
+        let before = self.boost_at(level, target_ns, floor);
+        Ok(self.boost_at(after_level, after_target, floor) != before)
     }
 
     pub fn close(&mut self, conn: u64, id: u64) -> Result<(), Refused> {
@@ -285,8 +289,11 @@ impl Hints {
     }
 
     /// Forget exited threads (and sessions left without any); drop the boost of stale sessions;
-    /// read the system's uclamp limit again.
+    /// read the system's uclamp limit again (only while a session is open: it is read for them).
     pub fn prune(&mut self, now: Instant) {
+        if self.sessions.is_empty() {
+            return;
+        }
         if let Ok((high, limit)) = &mut self.uclamp {
             if let Ok((_, fresh)) = uclamp_caps(*high) {
                 *limit = fresh;
