@@ -230,7 +230,10 @@ impl Groups {
     /// group's real-time threads beneath the rt lever's own per-thread budget. Without the
     /// file, nothing limits real-time threads by group.
     fn allow_rt(&self) -> io::Result<()> {
-        let file = self.hierarchy.abs(&self.rel(Group::Fg)).join("cpu.rt_runtime_us");
+        let file = self
+            .hierarchy
+            .abs(&self.rel(Group::Fg))
+            .join("cpu.rt_runtime_us");
         let now = match read_u64(&file) {
             None if !file.exists() => return Ok(()),
             None => return Err(io::Error::other(format!("{} unreadable", file.display()))),
@@ -247,10 +250,16 @@ impl Groups {
         };
         let want = parent * FG_RT_RUNTIME_SHARE.0 / FG_RT_RUNTIME_SHARE.1;
         if want == 0 {
-            return Err(io::Error::other("the parent group has no real-time runtime"));
+            return Err(io::Error::other(
+                "the parent group has no real-time runtime",
+            ));
         }
-        std::fs::write(&file, want.to_string())
-            .map_err(|e| io::Error::new(e.kind(), format!("writing {want} to {}: {e}", file.display())))
+        std::fs::write(&file, want.to_string()).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("writing {want} to {}: {e}", file.display()),
+            )
+        })
     }
 
     /// A group's path relative to the mount, e.g. `/uxsched-fg`.
