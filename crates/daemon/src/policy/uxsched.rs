@@ -124,7 +124,10 @@ mod tests {
         assert_eq!(tid(&d, 100).unwrap().autogroup_nice, Some(-19));
         assert_eq!(tid(&d, 101).unwrap().autogroup_nice, None);
         let w = tid(&d, 102).unwrap();
-        assert_eq!((w.nice, w.slice_ns, w.group), (Some(-5), Some(100_000), None));
+        assert_eq!(
+            (w.nice, w.slice_ns, w.group),
+            (Some(-5), Some(100_000), None)
+        );
         // Without autogroup, the foreground cgroup instead.
         s.autogroup = false;
         let d = Uxsched.desired(&s, &fair());
