@@ -10,9 +10,13 @@
 //! Work completions do not go through the heap: each CPU has at most one pending completion, which
 //! is replaced whenever the running work changes (preemption re-times it). Keeping them in a
 //! per-CPU slot avoids filling the heap with stale completions of preempted long-running work.
+//!
+//! Layout, for speed (popping was ≈ 20 % of a run's time on `phone`): the heap holds bare 16-byte
+//! keys, (time, kind, sequence, slot) packed into one `u128`, and the events themselves sit in a
+//! slab that the key's low bits index, so a compare is one integer compare and a move 16 bytes. The
+//! slot bits never decide an order: sequence numbers are unique. (A 4-ary heap of the same keys
+//! executed 2 % more instructions per event on `phone` and was no faster.)
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use uxsched_model::Nanos;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -66,83 +70,221 @@ impl Ev {
     }
 }
 
-/// (time, kind, sequence) packed into one integer so heap comparisons are a single compare:
-/// time in the high 64 bits, then 2 bits of kind, then 62 bits of insertion sequence.
-fn key(at: Nanos, kind: Kind, seq: u64) -> u128 {
-    (at as u128) << 64 | (kind as u128) << 62 | (seq as u128 & ((1 << 62) - 1))
+/// Bits of a key that index the slab: up to 16 M pending events.
+const SLOT_BITS: u32 = 24;
+/// Bits of the insertion sequence; when they run out the pending keys are renumbered
+/// ([`EventQueue::renumber`]), keeping their order.
+const SEQ_BITS: u32 = 62 - SLOT_BITS;
+const SLOT_MASK: u128 = (1 << SLOT_BITS) - 1;
+const SEQ_MASK: u128 = ((1 << SEQ_BITS) - 1) << SLOT_BITS;
+
+/// (time, kind, sequence, slot) packed into one integer so that heap comparisons are a single
+/// compare: time in the high 64 bits, then 2 bits of kind, the sequence, the slab slot.
+fn key(at: Nanos, kind: Kind, seq: u64, slot: u32) -> u128 {
+    (at as u128) << 64 | (kind as u128) << 62 | (seq as u128) << SLOT_BITS | slot as u128
 }
 
-#[derive(Default)]
 pub struct EventQueue {
-    heap: BinaryHeap<Reverse<(u128, Ev)>>,
+    /// A binary min-heap of keys.
+    heap: Vec<u128>,
+    /// Events by slot; a slot is free once its key has been popped.
+    slab: Vec<Ev>,
+    free: Vec<u32>,
     seq: u64,
-    /// Pending work completion of each CPU.
-    run_done: Vec<Option<Nanos>>,
-    /// The earliest pending completion, (time, CPU), kept up to date as slots change.
-    first_done: Option<(Nanos, usize)>,
+    /// Key (time, RunDone, 0, CPU) of each CPU's pending work completion, [`NO_DONE`] if none.
+    run_done: Vec<u128>,
+    /// The smallest of `run_done`, kept up to date as slots change.
+    first_done: u128,
+}
+
+/// No pending completion; its slot bits match no CPU.
+const NO_DONE: u128 = u128::MAX;
+
+impl Default for EventQueue {
+    fn default() -> Self {
+        EventQueue {
+            heap: Vec::new(),
+            slab: Vec::new(),
+            free: Vec::new(),
+            seq: 0,
+            run_done: Vec::new(),
+            first_done: NO_DONE,
+        }
+    }
 }
 
 impl EventQueue {
     /// Schedule an event; work completions go through [`EventQueue::set_run_done`] instead.
     pub fn push(&mut self, at: Nanos, ev: Ev) {
         debug_assert!(!matches!(ev, Ev::RunDone { .. }), "use set_run_done");
+        let slot = match self.free.pop() {
+            Some(s) => {
+                self.slab[s as usize] = ev;
+                s
+            }
+            None => {
+                assert!(self.slab.len() < 1 << SLOT_BITS, "too many pending events");
+                self.slab.push(ev);
+                (self.slab.len() - 1) as u32
+            }
+        };
+        if self.seq >= (1 << SEQ_BITS) - 1 {
+            self.renumber();
+        }
         self.seq += 1;
-        self.heap.push(Reverse((key(at, ev.kind(), self.seq), ev)));
+        self.heap.push(key(at, ev.kind(), self.seq, slot));
+        self.sift_up(self.heap.len() - 1);
+    }
+
+    /// Give the pending keys the sequence numbers 1, 2, … in their order: a sorted array is a
+    /// valid heap, and the order of every pair of keys is unchanged.
+    #[cold]
+    fn renumber(&mut self) {
+        self.heap.sort_unstable();
+        for (i, k) in self.heap.iter_mut().enumerate() {
+            *k = (*k & !SEQ_MASK) | ((i as u128 + 1) << SLOT_BITS);
+        }
+        self.seq = self.heap.len() as u64;
+    }
+
+    fn sift_up(&mut self, mut i: usize) {
+        let h = &mut self.heap[..=i];
+        let k = h[i];
+        while i > 0 {
+            let parent = (i - 1) / 2;
+            if h[parent] <= k {
+                break;
+            }
+            h[i] = h[parent];
+            i = parent;
+        }
+        h[i] = k;
+    }
+
+    /// Remove the smallest key; the heap is not empty. The hole left at the root goes down to
+    /// a leaf along the smaller children, one compare per level, and the last key is put there
+    /// and sifted up (it is usually among the largest, so it rarely moves): fewer compares than
+    /// testing it at every level.
+    fn pop_min(&mut self) -> u128 {
+        let last = self.heap.pop().expect("pop_min on an empty heap");
+        let n = self.heap.len();
+        if n == 0 {
+            return last;
+        }
+        let h = &mut self.heap[..];
+        let top = h[0];
+        let mut i = 0;
+        let mut c = 1;
+        while c + 1 < n {
+            c += (h[c + 1] < h[c]) as usize;
+            h[i] = h[c];
+            i = c;
+            c = 2 * i + 1;
+        }
+        if c < n {
+            h[i] = h[c];
+            i = c;
+        }
+        h[i] = last;
+        self.sift_up(i);
+        top
     }
 
     /// CPU `c`'s running work completes at `at` (replacing any pending completion of that CPU).
     pub fn set_run_done(&mut self, c: usize, at: Nanos) {
         if self.run_done.len() <= c {
-            self.run_done.resize(c + 1, None);
+            self.run_done.resize(c + 1, NO_DONE);
         }
-        self.run_done[c] = Some(at);
-        match self.first_done {
-            Some((_, fc)) if fc == c => self.refresh_first_done(),
-            Some(first) if first <= (at, c) => {}
-            _ => self.first_done = Some((at, c)),
+        let k = key(at, Kind::RunDone, 0, c as u32);
+        self.run_done[c] = k;
+        if self.first_done & SLOT_MASK == c as u128 {
+            self.refresh_first_done();
+        } else if k < self.first_done {
+            self.first_done = k;
         }
     }
 
     /// Forget CPU `cpu`'s pending work completion (its running work changed).
     pub fn cancel_run_done(&mut self, cpu: usize) {
         if let Some(slot) = self.run_done.get_mut(cpu) {
-            if slot.take().is_some() && self.first_done.is_some_and(|(_, c)| c == cpu) {
+            let was = std::mem::replace(slot, NO_DONE);
+            if was != NO_DONE && self.first_done & SLOT_MASK == cpu as u128 {
                 self.refresh_first_done();
             }
         }
     }
 
+    /// The smallest completion key: a plain minimum, no branch per CPU.
     fn refresh_first_done(&mut self) {
-        self.first_done = self
-            .run_done
-            .iter()
-            .enumerate()
-            .filter_map(|(c, s)| s.map(|t| (t, c)))
-            .min();
+        self.first_done = self.run_done.iter().copied().fold(NO_DONE, u128::min);
     }
 
     pub fn pop_until(&mut self, until: Nanos) -> Option<(Nanos, Ev)> {
-        let heap_first = self.heap.peek().map(|Reverse((k, _))| *k);
-        let take_done = match (self.first_done, heap_first) {
-            (Some((t, _)), Some(k)) => key(t, Kind::RunDone, 0) < k,
-            (Some(_), None) => true,
-            (None, _) => false,
-        };
-        if take_done {
-            let (t, c) = self.first_done.expect("checked");
-            if t > until {
+        let heap_first = self.heap.first().copied();
+        if heap_first.is_none_or(|h| self.first_done < h) {
+            let k = self.first_done;
+            let t = (k >> 64) as Nanos;
+            if k == NO_DONE || t > until {
                 return None;
             }
-            self.run_done[c] = None;
+            let c = (k & SLOT_MASK) as usize;
+            self.run_done[c] = NO_DONE;
             self.refresh_first_done();
             return Some((t, Ev::RunDone { cpu: c as u16 }));
         }
-        match heap_first {
-            Some(k) if (k >> 64) as Nanos <= until => self
-                .heap
-                .pop()
-                .map(|Reverse((k, ev))| ((k >> 64) as Nanos, ev)),
-            _ => None,
+        if heap_first.is_some_and(|h| (h >> 64) as Nanos > until) {
+            return None;
         }
+        let k = self.pop_min();
+        let slot = (k & SLOT_MASK) as u32;
+        self.free.push(slot);
+        Some(((k >> 64) as Nanos, self.slab[slot as usize]))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Pops everything, with the reference order (time, kind, insertion) beside it.
+    fn check_order(start_seq: u64) {
+        let mut q = EventQueue {
+            seq: start_seq,
+            ..EventQueue::default()
+        };
+        let mut expect = Vec::new();
+        let mut x = 7u64;
+        for i in 0..500u32 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let at = (x >> 33) % 50;
+            let ev = if i % 3 == 0 {
+                Ev::Tick { cpu: i as u16 }
+            } else {
+                Ev::Wake { task: i, gen: 0 }
+            };
+            q.push(at, ev);
+            expect.push((at, ev.kind(), i, ev));
+            if i % 7 == 0 {
+                q.set_run_done((i % 4) as usize, at);
+            }
+        }
+        expect.sort_by_key(|&(at, kind, i, _)| (at, kind, i));
+        let got: Vec<_> = std::iter::from_fn(|| q.pop_until(Nanos::MAX))
+            .filter(|(_, ev)| !matches!(ev, Ev::RunDone { .. }))
+            .collect();
+        let want: Vec<_> = expect.iter().map(|&(at, _, _, ev)| (at, ev)).collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn pops_in_time_kind_insertion_order() {
+        check_order(0);
+    }
+
+    #[test]
+    fn renumbering_keeps_the_order() {
+        check_order((1 << SEQ_BITS) - 100);
     }
 }
