@@ -169,7 +169,7 @@ impl Sim {
                 let t = self.ents_task(path.last().expect("non-empty path").1);
                 if prev != Some(t) {
                     self.put_prev(cpu, prev);
-                    self.fair_set_next(cpu, path.as_slice());
+                    self.fair_set_next(cpu, &path);
                 }
                 return Some(t);
             }

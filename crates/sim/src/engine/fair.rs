@@ -16,11 +16,12 @@ const MIN_SHARES: u64 = 2;
 pub const MAX_DEPTH: usize = 8;
 
 /// `(run-queue, entity)` pairs along one task's hierarchy, kept inline: these are built on every
-/// charge, tick and pick, so they must not allocate.
+/// charge, tick and pick, so they must not allocate. Stored as 32-bit indices (72 bytes instead
+/// of 144): clearing and returning a path was a `memcpy` call per pick.
 #[derive(Clone, Copy)]
 pub struct Path {
     len: usize,
-    items: [(usize, EntityId); MAX_DEPTH + 1],
+    items: [(u32, u32); MAX_DEPTH + 1],
 }
 
 impl Path {
@@ -31,17 +32,25 @@ impl Path {
         }
     }
 
-    fn push(&mut self, item: (usize, EntityId)) {
-        self.items[self.len] = item;
+    fn push(&mut self, (rq, e): (usize, EntityId)) {
+        debug_assert!(rq <= u32::MAX as usize && e <= u32::MAX as usize);
+        self.items[self.len] = (rq as u32, e as u32);
         self.len += 1;
     }
 
-    pub fn as_slice(&self) -> &[(usize, EntityId)] {
-        &self.items[..self.len]
+    /// The pairs, from the task (or the root, for a pick) on.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (usize, EntityId)> + '_ {
+        self.items[..self.len]
+            .iter()
+            .map(|&(rq, e)| (rq as usize, e as EntityId))
     }
 
-    pub fn last(&self) -> Option<&(usize, EntityId)> {
-        self.as_slice().last()
+    pub fn first(&self) -> Option<(usize, EntityId)> {
+        self.iter().next()
+    }
+
+    pub fn last(&self) -> Option<(usize, EntityId)> {
+        self.iter().next_back()
     }
 }
 
@@ -227,8 +236,8 @@ impl Sim {
     }
 
     /// Make `path` current at every level (`set_next_entity`).
-    pub(super) fn fair_set_next(&mut self, _cpu: usize, path: &[(usize, EntityId)]) {
-        for &(rq, e) in path {
+    pub(super) fn fair_set_next(&mut self, _cpu: usize, path: &Path) {
+        for (rq, e) in path.iter() {
             let r = &mut self.rqs[rq];
             if r.curr == Some(e) {
                 continue;
@@ -303,7 +312,7 @@ impl Sim {
     /// (`find_matching_se`), and let the policy decide.
     pub(super) fn fair_wakeup_preempt(&mut self, cpu: usize, curr: u32, woken: u32) -> bool {
         let (a, b) = (self.path_up(curr, cpu), self.path_up(woken, cpu));
-        for (x, y) in a.as_slice().iter().rev().zip(b.as_slice().iter().rev()) {
+        for (x, y) in a.iter().rev().zip(b.iter().rev()) {
             if x.1 != y.1 {
                 debug_assert_eq!(x.0, y.0);
                 return self
@@ -315,7 +324,7 @@ impl Sim {
     }
 
     pub(super) fn fair_yield(&mut self, cpu: usize, tid: u32) {
-        let (rq, e) = self.path_up(tid, cpu).as_slice()[0];
+        let (rq, e) = self.path_up(tid, cpu).first().expect("non-empty path");
         self.policy.yield_curr(&mut self.rqs[rq], &mut self.ents, e);
     }
 
@@ -365,7 +374,7 @@ impl Sim {
         }
         if running {
             let path = self.path_up(tid, cpu);
-            self.fair_set_next(cpu, path.as_slice());
+            self.fair_set_next(cpu, &path);
         }
         if queued {
             self.resched(cpu);
