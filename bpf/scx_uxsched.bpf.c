@@ -22,7 +22,9 @@
  *   - facfs (seed 004 eq. 16-18): the advance is the work done, used × perf / 1024 with perf =
  *     scx_bpf_cpuperf_cur() of the CPU it ran on (1024 = full speed): scaling the weight by
  *     f_j / f_k (eq. 18) with f_j the full speed. The slice is stretched by 1024 / perf (eq. 16)
- *     when the thread starts running, so the work per slice stays what it was.
+ *     when the thread starts running, so the work per slice stays what it was. perf is never
+ *     taken below the slowest level the CPUs' frequency range has (the loader reads cpufreq's
+ *     cpuinfo_min/max_freq; full speed without cpufreq).
  *
  * Slices. vtcfs: the constant preemption tick T (Fig. 5: no eq. 2 slice). mcfs and facfs: CFS's
  * slice w / ΣW × P(n) (eq. 2, 3), with ΣW and n the runnable weight and count of the owned
@@ -298,6 +300,19 @@ static u64 slice_of(struct task_struct *p, u64 w)
 	return policy_slice(w);
 }
 
+/* FA-CFS's f_k / f_j of `cpu` now (1024 = full speed), never below the slowest level its
+ * frequency range has (conf.min_perf): without cpufreq that is full speed. */
+static u64 perf_of(s32 cpu)
+{
+	u64 perf = scx_bpf_cpuperf_cur(cpu);
+
+	if (perf > SCX_CPUPERF_ONE)
+		perf = SCX_CPUPERF_ONE;
+	if (perf < conf.min_perf)
+		perf = conf.min_perf;
+	return perf ? perf : SCX_CPUPERF_ONE;
+}
+
 /* Virtual time for `used` ns at weight w on `cpu` (eq. 1; mcfs / c; facfs × perf). */
 static u64 charge(u64 used, u64 w, s32 cpu)
 {
@@ -305,12 +320,8 @@ static u64 charge(u64 used, u64 w, s32 cpu)
 
 	if (conf.policy == UXS_MCFS && conf.cut_rate > 1)
 		v /= conf.cut_rate;
-	if (conf.policy == UXS_FACFS) {
-		u64 perf = scx_bpf_cpuperf_cur(cpu);
-
-		if (perf && perf < SCX_CPUPERF_ONE)
-			v = v * perf / SCX_CPUPERF_ONE;
-	}
+	if (conf.policy == UXS_FACFS)
+		v = v * perf_of(cpu) / SCX_CPUPERF_ONE;
 	return v;
 }
 
@@ -502,9 +513,9 @@ void BPF_STRUCT_OPS(uxs_running, struct task_struct *p)
 		c->vtime_now = p->scx.dsq_vtime;
 	if (conf.policy == UXS_FACFS && !p->se.custom_slice) {
 		/* Eq. 16: S' = (f_j / f_k) × S, f_j full speed, f_k this CPU's now. */
-		u64 perf = scx_bpf_cpuperf_cur(cpu);
+		u64 perf = perf_of(cpu);
 
-		if (perf && perf < SCX_CPUPERF_ONE)
+		if (perf < SCX_CPUPERF_ONE)
 			p->scx.slice = p->scx.slice * SCX_CPUPERF_ONE / perf;
 	}
 	if (tctx)

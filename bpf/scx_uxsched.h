@@ -46,7 +46,7 @@ struct uxs_conf {
 	u64 wakeup_gran_ns; /* CFS's sched_wakeup_granularity */
 	u64 boost_c_ns;	    /* eq. 6's C: the time a user-interactive task needs per request */
 	u32 user_hz;	    /* /proc's clock ticks per second, for the boost map's start time */
-	u32 pad;
+	u32 min_perf;	    /* facfs: the lowest performance level the CPUs have (1024 = full) */
 };
 
 /* The boost map's value, keyed by thread id (u32). */

@@ -9,7 +9,8 @@
 # Usage: scripts/scx-bench.sh OUT
 # Settings (environment): SCX_BENCH_SCENARIOS (default painting,alarm,worker),
 # SCX_BENCH_LAYOUTS (no-autogroup,same-session), SCX_BENCH_REPS (2), SCX_BENCH_DURATION (5s),
-# SCX_BENCH_EXTRA (more `uxsched bench` arguments, e.g. --load-workers 2).
+# SCX_BENCH_EXTRA (more `uxsched bench` arguments, e.g. --load-workers 2), SCX_BENCH_SCX_ARGS (more
+# `uxsched scx run` arguments for the scx-* modes, e.g. --full).
 # Needs: bash scripts/setup.sh (qemu, busybox, stress-ng, ziglang, linux-source-6.12); about
 # 15-25 minutes on a 2-vCPU machine. Build steps run at the lowest priority.
 set -euo pipefail

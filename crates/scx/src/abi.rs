@@ -108,7 +108,7 @@ pub(crate) struct Conf {
     pub wakeup_gran_ns: u64,
     pub boost_c_ns: u64,
     pub user_hz: u32,
-    pub pad: u32,
+    pub min_perf: u32,
 }
 
 /// `struct uxs_boost`.

@@ -308,10 +308,38 @@ fn write_conf(v: &mut [u8], opts: &Options) -> Result<usize, Error> {
         boost_c_ns: opts.boost_c.as_nanos() as u64,
         // SAFETY: sysconf has no preconditions.
         user_hz: unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.clamp(1, 10_000) as u32,
-        pad: 0,
+        min_perf: min_perf(Path::new(CPUFREQ)),
     };
     v.copy_from_slice(abi::bytes_of(&conf));
     Ok(off)
+}
+
+/// Where cpufreq shows each CPU's frequency range.
+const CPUFREQ: &str = "/sys/devices/system/cpu";
+
+/// FA-CFS's floor on the performance level (1024 = full speed): the slowest CPU's
+/// `cpuinfo_min_freq / cpuinfo_max_freq`, the lowest level a frequency change can reach. Without
+/// cpufreq nothing changes the frequency, so the floor is full speed: a lower reading of
+/// `scx_bpf_cpuperf_cur` there (a guest's made-up APERF/MPERF ratio) is not a slower CPU, and
+/// eq. 16 would stretch slices by it without bound (docs/mechanisms.md, "sched_ext").
+fn min_perf(cpu_root: &Path) -> u32 {
+    let read = |p: PathBuf| -> Option<u64> { std::fs::read_to_string(p).ok()?.trim().parse().ok() };
+    let Ok(dir) = std::fs::read_dir(cpu_root) else {
+        return 1024;
+    };
+    let mut floor = 1024u64;
+    for entry in dir.flatten() {
+        let f = entry.path().join("cpufreq");
+        if let (Some(lo), Some(hi)) = (
+            read(f.join("cpuinfo_min_freq")),
+            read(f.join("cpuinfo_max_freq")),
+        ) {
+            if let Some(level) = (lo * 1024).checked_div(hi) {
+                floor = floor.min(level.max(1));
+            }
+        }
+    }
+    floor as u32
 }
 
 /// The kernel's HZ (for eq. 7's scheduler tick): CONFIG_HZ from /proc/config.gz is not always
@@ -386,6 +414,21 @@ mod tests {
         assert!(!e.is_clean());
         assert!(e.to_string().contains("watchdog"), "{e}");
         assert!(parse_exit(&v[..10]).is_none());
+    }
+
+    #[test]
+    fn facfs_floor_is_the_slowest_cpus_range_and_full_speed_without_cpufreq() {
+        let root = tempfile::tempdir().unwrap();
+        assert_eq!(min_perf(root.path()), 1024, "no cpufreq");
+        assert_eq!(min_perf(&root.path().join("absent")), 1024);
+        for (cpu, lo, hi) in [("cpu0", 300_000, 2_400_000), ("cpu1", 600_000, 1_800_000)] {
+            let f = root.path().join(cpu).join("cpufreq");
+            std::fs::create_dir_all(&f).unwrap();
+            std::fs::write(f.join("cpuinfo_min_freq"), format!("{lo}\n")).unwrap();
+            std::fs::write(f.join("cpuinfo_max_freq"), format!("{hi}\n")).unwrap();
+        }
+        // cpu0 reaches 1/8 of its top speed: 128.
+        assert_eq!(min_perf(root.path()), 128);
     }
 
     #[test]

@@ -7,7 +7,8 @@
 //!
 //! Usage: scx_bench_guest UXSCHED SCX_SIMPLE OUT (settings from the environment:
 //! `SCX_BENCH_SCENARIOS`, `SCX_BENCH_LAYOUTS`, `SCX_BENCH_REPS`, `SCX_BENCH_DURATION`,
-//! `SCX_BENCH_EXTRA`: more `uxsched bench` arguments, e.g. `--load-workers 2`).
+//! `SCX_BENCH_EXTRA`: more `uxsched bench` arguments, e.g. `--load-workers 2`;
+//! `SCX_BENCH_SCX_ARGS`: more `uxsched scx run` arguments for the scx-* modes, e.g. `--full`).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -27,6 +28,7 @@ fn script(
     reps: &str,
     duration: &str,
     extra: &str,
+    scx_args: &str,
 ) -> String {
     let mut s = String::from(
         "mount -t bpf bpf /sys/fs/bpf || echo 'mounting bpffs failed'\n\
@@ -34,6 +36,9 @@ fn script(
          echo \"guest: $(nproc) CPUs, kernel $(uname -r), sched_ext $(cat /sys/kernel/sched_ext/state)\"\n\
          emit() { echo \"=== BEGIN $1\"; cat \"/tmp/$1\"; echo; echo \"=== END $1\"; }\n",
     );
+    if !scx_args.is_empty() {
+        s.push_str(&format!("export UXSCHED_SCX_ARGS='{scx_args}'\n"));
+    }
     for layout in layouts {
         for sc in scenarios {
             let name = format!("{sc}-{layout}");
@@ -101,7 +106,8 @@ fn main() {
     let stress = which("stress-ng").expect("stress-ng is not in PATH: bash scripts/setup.sh");
     fs.binary(&stress, "/bin/stress-ng").expect("stress-ng");
     let extra = setting("SCX_BENCH_EXTRA", "");
-    let text = script(&scenarios, &layouts, &reps, &duration, &extra);
+    let scx_args = setting("SCX_BENCH_SCX_ARGS", "");
+    let text = script(&scenarios, &layouts, &reps, &duration, &extra, &scx_args);
     let outcome = guest.run(&fs, &text).unwrap_or_else(|e| panic!("{e}"));
     std::fs::write(out.join("console.log"), &outcome.console).expect("writing console.log");
     let saved = save(&outcome.console, out).expect("writing the reports");

@@ -12,6 +12,8 @@
 //!   competitors together; the app's threads get the interactive class (seed 000 eq. 6) through
 //!   the boost map the scheduler pins. The background keeps no class (not demoted).
 //!
+//! `$UXSCHED_SCX_ARGS` adds arguments to `uxsched scx run` (e.g. `--full`, `--cut-rate 1`).
+//!
 //! Restore: the threads go back to what they were, then the scheduler is stopped with SIGINT;
 //! if the kernel had stopped it (error, watchdog), the run fails with its exit record.
 
@@ -77,6 +79,11 @@ impl Scx {
                 let mut c = Command::new(exe);
                 c.args(["scx", "run", "--policy", policy, "--pin"])
                     .arg(&self.pin);
+                // Tunables to explore (`--full`, `--cut-rate 1`, …), said in the report's
+                // stderr by the runner's command line.
+                if let Some(extra) = std::env::var_os("UXSCHED_SCX_ARGS") {
+                    c.args(extra.to_string_lossy().split_whitespace());
+                }
                 c
             }
         })
