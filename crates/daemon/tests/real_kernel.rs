@@ -63,7 +63,7 @@ fn eimos_boosts_every_thread_current_and_future_and_unfocus_restores_exactly() {
 
 #[test]
 #[ignore = "needs root: make test runs it as root"]
-fn uxsched_mode_gives_ui_and_render_a_short_slice_and_sigterm_restores_all() {
+fn uxsched_mode_gives_every_app_thread_a_short_slice_and_sigterm_restores_all() {
     require_root();
     let _s = serial();
     let mut d = Daemon::start("uxsched", "");
@@ -78,13 +78,10 @@ fn uxsched_mode_gives_ui_and_render_a_short_slice_and_sigterm_restores_all() {
             && r.nice == -19
             && r.runtime == 100_000
             && w.nice == -5
+            && w.runtime == 100_000
     });
     let default_slice = before.iter().find(|b| b.0 == worker).unwrap().1.runtime;
-    assert_eq!(
-        attr(worker).runtime,
-        default_slice,
-        "workers keep the default slice"
-    );
+    assert_ne!(default_slice, 100_000, "the short slice is not the default");
 
     let autogroup = uxsched_daemon::actuators::autogroup::get;
     if uxsched_daemon::actuators::autogroup::enabled() {
