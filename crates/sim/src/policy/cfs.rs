@@ -14,8 +14,9 @@
 //!   `wakeup_granularity` scaled to the woken task's weight (`wakeup_preempt_entity`); SCHED_BATCH
 //!   and SCHED_IDLE wakees never preempt, a SCHED_IDLE current always yields to a normal wakee.
 
+use super::vruntime_delta;
 use super::{update_min_vruntime, Enqueue, Entity, EntityId, FairPolicy, FairRq};
-use uxsched_model::formulas::{cfs_period, cfs_slice, vruntime_delta};
+use uxsched_model::formulas::{cfs_period, cfs_slice};
 use uxsched_model::{Nanos, MS};
 
 /// The sysctls and feature bits that shape 2.6.3x CFS.

@@ -18,8 +18,9 @@
 //!   further behind in CPU-time terms.
 
 use super::cfs::{Cfs, CfsTunables};
+use super::vruntime_delta;
 use super::{update_min_vruntime, Enqueue, Entity, EntityId, FairPolicy, FairRq};
-use uxsched_model::formulas::{mcfs_delta_fair, vruntime_delta};
+use uxsched_model::formulas::mcfs_delta_fair;
 use uxsched_model::Nanos;
 
 #[derive(Debug, Clone)]

@@ -14,6 +14,18 @@ pub mod vtcfs;
 
 use uxsched_model::Nanos;
 
+/// `uxsched_model::formulas::vruntime_delta` with its nice-0 case inline: most charges are of
+/// nice-0 entities, and the call across crates (not inlined without LTO) cost more than the
+/// formula. The result is the formula's.
+#[inline]
+pub fn vruntime_delta(delta: Nanos, weight: u64) -> Nanos {
+    if weight == uxsched_model::weights::NICE_0_LOAD {
+        delta
+    } else {
+        uxsched_model::formulas::vruntime_delta(delta, weight)
+    }
+}
+
 /// Index of an entity in the engine's entity arena (tasks first, then group entities).
 pub type EntityId = usize;
 
