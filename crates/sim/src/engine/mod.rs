@@ -22,6 +22,7 @@ mod pagecache;
 mod program;
 mod queue;
 mod rt;
+mod wheel;
 
 use crate::log::{Record, RunMeta, Sink};
 use crate::platform::PlatformSpec;
