@@ -28,6 +28,8 @@ use uxsched_daemon::actuators::sched;
 use uxsched_scx::{Boosts, Class, PinnedBoosts};
 
 const STATE: &str = "/sys/kernel/sched_ext/state";
+/// Every how many sweeps (100 ms) the load's processes are looked for again.
+const LOAD_RESCAN_SWEEPS: u32 = 10;
 /// How long a scheduler may take to be enabled (the TCG guest is slow).
 const ENABLE_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -46,6 +48,8 @@ pub struct Scx {
     pin: PathBuf,
     child: Option<Child>,
     changes: Changes,
+    /// `apply` calls so far (the load is rescanned every [`LOAD_RESCAN_SWEEPS`]).
+    sweeps: u32,
     /// The pinned boost map, opened at the first boost.
     boosts: Option<PinnedBoosts>,
     boosted: HashSet<i32>,
@@ -59,6 +63,7 @@ impl Scx {
             pin: PathBuf::from(format!("/sys/fs/bpf/uxsched-bench-{}", std::process::id())),
             child: None,
             changes: Changes::default(),
+            sweeps: 0,
             boosts: None,
             boosted: HashSet::new(),
         }
@@ -206,7 +211,13 @@ impl Mode for Scx {
         let default_slice = sched::get(0).map_or(0, |a| a.runtime);
         let mut threads = t.app.map(app_threads).unwrap_or_default();
         let app: Vec<i32> = threads.iter().map(|&(_, tid)| tid).collect();
-        threads.extend(t.background.map(background_threads).unwrap_or_default());
+        // The load is found by a scan of every process: once a second, not every sweep. In
+        // partial mode this harness is a fair process and outranks every SCHED_EXT thread,
+        // and under TCG a scan costs tens of milliseconds of the guest's time.
+        if self.sweeps % LOAD_RESCAN_SWEEPS == 0 {
+            threads.extend(t.background.map(background_threads).unwrap_or_default());
+        }
+        self.sweeps += 1;
         for (pid, tid) in threads {
             self.switch(pid, tid, default_slice)?;
         }
@@ -217,6 +228,7 @@ impl Mode for Scx {
         let threads = self.changes.restore();
         self.boosted.clear();
         self.boosts = None;
+        self.sweeps = 0;
         let Some(mut child) = self.child.take() else {
             return threads;
         };
