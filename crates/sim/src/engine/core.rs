@@ -6,6 +6,7 @@ use super::{Class, Segment, Sim, SimError, State};
 use crate::log::{LeaveReason, Record};
 use crate::platform::SPEED_ONE;
 use crate::policy::Enqueue;
+use uxsched_model::Nanos;
 
 /// Schedule passes allowed at one instant before the run is declared stuck (a livelock of
 /// zero-time operations, e.g. two tasks signalling each other with no work in between).
@@ -234,14 +235,20 @@ impl Sim {
     }
 
     /// Account the running task's time since the last update (`update_curr`).
+    #[inline]
     pub(super) fn update_curr(&mut self, cpu: usize) {
-        let Some(tid) = self.cpus[cpu].curr else {
-            return;
-        };
-        let delta = self.now - self.cpus[cpu].exec_start;
-        if delta == 0 {
-            return;
+        // Most calls find nothing to charge (an idle CPU, or already charged at this instant):
+        // that test is inline, the charge is not (its prologue cost more than the test).
+        if let Some(tid) = self.cpus[cpu].curr {
+            let delta = self.now - self.cpus[cpu].exec_start;
+            if delta != 0 {
+                self.charge_curr(cpu, tid, delta);
+            }
         }
+    }
+
+    #[inline(never)]
+    fn charge_curr(&mut self, cpu: usize, tid: u32, delta: Nanos) {
         self.cpus[cpu].exec_start = self.now;
         self.cpus[cpu].busy += delta;
         let speed = self.cpus[cpu].speed;
