@@ -311,6 +311,14 @@ impl Sim {
     /// Compare the woken task with the running one where their hierarchies meet
     /// (`find_matching_se`), and let the policy decide.
     pub(super) fn fair_wakeup_preempt(&mut self, cpu: usize, curr: u32, woken: u32) -> bool {
+        let (ce, we) = (curr as EntityId, woken as EntityId);
+        let rq = self.ents[ce].rq;
+        if rq == self.ents[we].rq && ce != we {
+            // Same run-queue, so the same ancestors: they meet at the bottom (no paths needed).
+            return self
+                .policy
+                .wakeup_preempt(&mut self.rqs[rq], &mut self.ents, ce, we);
+        }
         let (a, b) = (self.path_up(curr, cpu), self.path_up(woken, cpu));
         for (x, y) in a.iter().rev().zip(b.iter().rev()) {
             if x.1 != y.1 {
