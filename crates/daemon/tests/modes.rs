@@ -248,6 +248,60 @@ fn cgroup_v2_groups_move_whole_processes_and_back() {
     result.unwrap();
 }
 
+/// SCHED_FIFO 1 (`fifo`) or back to SCHED_OTHER for thread `tid`; the errno on failure.
+fn set_fifo(tid: i32, fifo: bool) -> Result<(), i32> {
+    let (policy, prio) = if fifo {
+        (libc::SCHED_FIFO, 1)
+    } else {
+        (libc::SCHED_OTHER, 0)
+    };
+    let param = libc::sched_param {
+        sched_priority: prio,
+    };
+    // SAFETY: sched_setscheduler on a thread of our own test app, with a valid param.
+    match unsafe { libc::sched_setscheduler(tid, policy, &param) } {
+        0 => Ok(()),
+        _ => Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(0)),
+    }
+}
+
+#[test]
+#[ignore = "needs root: make test runs it as root"]
+fn the_fg_group_takes_real_time_threads_that_a_new_cgroup_refuses() {
+    use uxsched_daemon::actuators::cgroup::{Group, Groups, Hierarchy};
+    require_root();
+    let _s = serial();
+    let h = Hierarchy::detect().expect("this test needs a cgroup hierarchy");
+    let name = format!("uxsched-test-rt-{}", std::process::id());
+    let groups = Groups::create(h.clone(), &name, 71755, 128).unwrap();
+    assert!(groups.takes_rt(), "the fg group takes real-time threads");
+    let app = App::spawn("worker");
+    let worker = app.tid("worker");
+    let home = h.current(worker).unwrap();
+    assert!(!groups.refuses_rt(worker), "{home} takes them");
+    // A group made like a systemd unit on cgroup v1 (no RT runtime), where there is one.
+    let unit = h.mount().join(format!("{name}-unit"));
+    let rt_groups = h.mount().join("cpu.rt_runtime_us").exists();
+    let result = std::panic::catch_unwind(|| {
+        if rt_groups {
+            std::fs::create_dir(&unit).unwrap();
+            h.move_to(worker, &format!("/{name}-unit")).unwrap();
+            assert!(groups.refuses_rt(worker));
+            assert_eq!(set_fifo(worker, true), Err(libc::EPERM), "the unit refuses");
+        }
+        h.move_to(worker, &groups.rel(Group::Fg)).unwrap();
+        assert!(!groups.refuses_rt(worker));
+        assert_eq!(set_fifo(worker, true), Ok(()), "the fg group takes it");
+        set_fifo(worker, false).unwrap();
+    });
+    let _ = set_fifo(worker, false);
+    let _ = h.move_to(worker, &home);
+    drop(app);
+    let _ = std::fs::remove_dir(&unit);
+    groups.remove().unwrap();
+    result.unwrap();
+}
+
 /// Whether the page at `offset` of `file` is in the page cache (mincore).
 fn cached(file: &std::fs::File, offset: u64) -> bool {
     use std::os::fd::AsRawFd;

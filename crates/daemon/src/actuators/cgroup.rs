@@ -224,6 +224,20 @@ impl Groups {
         self.takes_rt
     }
 
+    /// Whether the cgroup thread `tid` is in now refuses real-time threads (RT group scheduling
+    /// with no runtime there: `sched_setscheduler` would fail with EPERM). An unreadable
+    /// answer counts as refusing: the caller then uses the fair boost.
+    pub fn refuses_rt(&self, tid: i32) -> bool {
+        let Ok(rel) = self.hierarchy.current(tid) else {
+            return true;
+        };
+        let file = self.hierarchy.abs(&rel).join("cpu.rt_runtime_us");
+        match std::fs::read_to_string(&file) {
+            Ok(text) => rel != "/" && text.trim() == "0",
+            Err(e) => e.kind() != io::ErrorKind::NotFound,
+        }
+    }
+
     /// Let the fg group hold real-time threads. With RT group scheduling (cgroup v1
     /// `cpu.rt_runtime_us`) a new group has no real-time runtime and refuses them; it gets
     /// [`FG_RT_RUNTIME_SHARE`] of the parent's per period — a kernel-enforced bound on the

@@ -54,9 +54,13 @@ impl Daemon {
             .chain(state::chain(app, new, &self.cfg).iter().map(|c| c.task))
             .collect();
         let mut desired = Desired::nothing(&self.cfg);
+        let groups = self.rec.groups.clone();
         for task in members {
-            let target = critical_target(&self.cfg, rt && !cooling.contains(&task));
-            desired.threads.insert(task, target);
+            // A thread still in a cgroup that refuses real-time threads (the full pass moves the
+            // app into the fg group first) gets the fair boost now rather than an EPERM.
+            let refused = || groups.as_ref().is_some_and(|g| g.refuses_rt(task.tid));
+            let rt = rt && !cooling.contains(&task) && !refused();
+            desired.threads.insert(task, critical_target(&self.cfg, rt));
         }
         // Under sched_ext the app's members get the critical class now (those already switched
         // too: the map is outside the journal); partners keep the stock levers, as in a pass.
