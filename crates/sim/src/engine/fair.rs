@@ -196,8 +196,14 @@ impl Sim {
             self.ents[e].on_rq = false;
             let w = self.ents[e].weight;
             let r = &mut self.rqs[rq];
-            if let Some(i) = r.queued.iter().position(|&x| x == e) {
-                r.remove_queued(i, &self.ents);
+            // The current entity is never in `queued` (set_next takes it out, put_prev puts it
+            // back), and it is the one that usually leaves: no search for it.
+            if r.curr != Some(e) {
+                if let Some(i) = r.queued.iter().position(|&x| x == e) {
+                    r.remove_queued(i, &self.ents);
+                }
+            } else {
+                debug_assert!(!r.queued.contains(&e), "the current entity is queued");
             }
             r.nr_running -= 1;
             self.add_load(rq, -(w as i64));
