@@ -32,6 +32,8 @@ cell_args() {
   case $scenario in
     # Real programs: ~13 keystrokes/s; 4 × 20 s per mode puts p99 on ≥ 10 samples.
     xterm | xedit) args+=(--load cpu --load-workers 12) reps=4 duration=20s ;;
+    # 10 wake-ups/s: 4 × 15 s per mode gives 600 samples (p99 on 6).
+    alarm) reps=4 duration=15s ;;
   esac
   case $tag in
     peers) args+=(--modes "$PEERS") ;;

@@ -237,6 +237,11 @@ impl Mode for Scx {
         let st = child
             .wait()
             .context("waiting for the sched_ext scheduler")?;
+        // uxsched's scheduler prints its counters when it stops: kept in the run's stderr.
+        let said = Self::child_stderr(&mut child);
+        if let Some(counters) = said.lines().find(|l| l.starts_with("uxsched scx: ran")) {
+            eprintln!("{:?}: {counters}", self.which);
+        }
         let _ = std::fs::remove_dir_all(&self.pin);
         let after = settle("disabled", Duration::from_secs(5))?;
         threads?;
@@ -247,11 +252,7 @@ impl Mode for Scx {
             );
         }
         if !st.success() {
-            bail!(
-                "the {:?} scheduler ended badly ({st}): {}",
-                self.which,
-                Self::child_stderr(&mut child)
-            );
+            bail!("the {:?} scheduler ended badly ({st}): {said}", self.which);
         }
         Ok(())
     }
