@@ -101,9 +101,10 @@ pub struct State {
     /// The `rt` lever is unavailable (no guard or no canary) or suspended (the canary
     /// tripped): the critical set gets the fair boost.
     pub rt_suspended: bool,
-    /// uxsched's fg group accepts real-time threads (`Groups::takes_rt`), so the rt lever's
-    /// threads can join it instead of staying in a group that may refuse them.
-    pub fg_takes_rt: bool,
+    /// The app's own cgroup refuses real-time threads (RT group scheduling, no runtime: a
+    /// systemd-like unit on cgroup v1) and uxsched's fg group takes them (`Groups::takes_rt`):
+    /// the rt lever's threads then join the fg group rather than stay where FIFO is refused.
+    pub rt_needs_fg: bool,
 }
 
 /// Classify a thread of an app.

@@ -228,10 +228,15 @@ impl Groups {
     /// with no runtime there: `sched_setscheduler` would fail with EPERM). An unreadable
     /// answer counts as refusing: the caller then uses the fair boost.
     pub fn refuses_rt(&self, tid: i32) -> bool {
-        let Ok(rel) = self.hierarchy.current(tid) else {
-            return true;
-        };
-        let file = self.hierarchy.abs(&rel).join("cpu.rt_runtime_us");
+        self.hierarchy
+            .current(tid)
+            .map_or(true, |rel| self.refuses_rt_at(&rel))
+    }
+
+    /// Whether the cgroup at `rel` (relative to the mount) refuses real-time threads; an
+    /// unreadable answer counts as refusing.
+    pub fn refuses_rt_at(&self, rel: &str) -> bool {
+        let file = self.hierarchy.abs(rel).join("cpu.rt_runtime_us");
         match std::fs::read_to_string(&file) {
             Ok(text) => rel != "/" && text.trim() == "0",
             Err(e) => e.kind() != io::ErrorKind::NotFound,

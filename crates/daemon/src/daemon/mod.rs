@@ -425,6 +425,7 @@ impl Daemon {
             Some(app) => state::apply_tracker(app, &self.critical, &self.cfg),
             None => Vec::new(),
         };
+        let focus_app = focus.as_ref().map(|a| a.id.pid);
         let cpus_used = focus.iter().flat_map(|a| a.threads.iter().map(|t| t.cpu));
         // Only the uxsched mode raises a session's autogroup; the check scans every process,
         // so it is not paid on every rescan of the other modes.
@@ -446,7 +447,7 @@ impl Daemon {
             chain,
             rt_demoted: Default::default(),
             rt_suspended: false,
-            fg_takes_rt: self.rec.groups.as_ref().is_some_and(|g| g.takes_rt()),
+            rt_needs_fg: focus_app.is_some_and(|pid| self.rt_needs_fg(pid)),
         }
     }
 

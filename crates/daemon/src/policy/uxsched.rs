@@ -39,10 +39,10 @@ impl Policy for Uxsched {
                     ..Target::default()
                 }
             };
-            // The critical threads of the rt lever join the fg group only where it takes
-            // real-time threads: with RT group scheduling a cgroup without an RT runtime
-            // refuses them (then they stay where they are).
-            let stays = state.autogroup || (lever.rt && critical && !state.fg_takes_rt);
+            // The critical threads of the rt lever stay where they are (a cgroup move waits for
+            // RCU, which real-time threads can hold up: measured as boosts 1.7 s late), unless
+            // the app's own cgroup refuses real-time threads and the fg group takes them.
+            let stays = state.autogroup || (lever.rt && critical && !state.rt_needs_fg);
             target.group = (!stays).then_some(Group::Fg);
             // One thread carries the process's session autogroup.
             target.autogroup_nice = (state.autogroup && t.role == Role::Ui).then_some(cfg.min_nice);
@@ -191,14 +191,14 @@ mod tests {
         }
         let w = tid(&d, 102).unwrap();
         assert_eq!((w.rt, w.nice, w.group), (None, Some(-5), Some(Group::Fg)));
-        // Where the fg group takes real-time threads, the app's join it; partners stay.
-        s.fg_takes_rt = true;
+        // Where the app's cgroup refuses real-time threads, its own join the fg group.
+        s.rt_needs_fg = true;
         let d = Uxsched.desired(&s, &cfg).bounded(&cfg);
         for (t, group) in [(100, Some(Group::Fg)), (101, Some(Group::Fg)), (300, None)] {
             let x = tid(&d, t).unwrap();
             assert_eq!((x.rt, x.group), (fifo1, group), "tid {t}");
         }
-        s.fg_takes_rt = false;
+        s.rt_needs_fg = false;
         // The render thread used up its budget: the fair boost until its cool-down ends.
         let render = s.focus.as_ref().unwrap().threads[1].task;
         s.rt_demoted.insert(render);
