@@ -32,9 +32,8 @@ impl Daemon {
             return false;
         }
         let own_cgroup = self.rec.groups.as_ref().is_none_or(|g| {
-            g.hierarchy
-                .current(pid)
-                .is_ok_and(|now| now == "/" || g.which(&now).is_some())
+            self.home_cgroup(pid)
+                .is_some_and(|home| home == "/" || g.which(&home).is_some())
         });
         own_cgroup
             && match autogroup::exclusive_to(pid) {
@@ -47,5 +46,23 @@ impl Daemon {
                     false
                 }
             }
+    }
+
+    /// App `pid`'s home cgroup: where its main thread was before uxsched moved it (the
+    /// journal's original), else where it is. Decisions about placement are made on it, so
+    /// that they do not flip once uxsched has moved the app (a unit's app moved into the fg
+    /// group would otherwise look like one in uxsched's own groups).
+    pub(super) fn home_cgroup(&self, pid: i32) -> Option<String> {
+        use crate::actuators::Key;
+        use crate::journal::{Kind, Value};
+        let g = self.rec.groups.as_ref()?;
+        let main = crate::identity::task_id(pid).ok()?;
+        let moved = [Key::Thread(main), Key::Process(main)]
+            .iter()
+            .find_map(|k| self.rec.journal.get(Kind::Cgroup, k).ok().flatten());
+        match moved.map(|e| e.original) {
+            Some(Value::Cgroup(path)) => Some(path),
+            _ => g.hierarchy.current(pid).ok(),
+        }
     }
 }

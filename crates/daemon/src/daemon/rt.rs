@@ -84,28 +84,13 @@ impl Daemon {
 }
 
 impl Daemon {
-    /// Whether app `pid`'s home cgroup — where its main thread was before uxsched moved it
-    /// (the journal's original), else where it is — refuses real-time threads while uxsched's
-    /// fg group takes them (`State::rt_needs_fg`).
+    /// Whether app `pid`'s home cgroup ([`Daemon::home_cgroup`]) refuses real-time threads
+    /// while uxsched's fg group takes them (`State::rt_needs_fg`).
     pub(super) fn rt_needs_fg(&self, pid: i32) -> bool {
-        use crate::actuators::Key;
-        use crate::journal::Kind;
         let Some(g) = self.rec.groups.as_ref().filter(|g| g.takes_rt()) else {
             return false;
         };
-        let Ok(main) = crate::identity::task_id(pid) else {
-            return false;
-        };
-        let moved = [Key::Thread(main), Key::Process(main)]
-            .iter()
-            .find_map(|k| self.rec.journal.get(Kind::Cgroup, k).ok().flatten());
-        let home = match moved.map(|e| e.original) {
-            Some(Value::Cgroup(path)) => path,
-            _ => match g.hierarchy.current(pid) {
-                Ok(path) => path,
-                Err(_) => return false,
-            },
-        };
-        g.refuses_rt_at(&home)
+        self.home_cgroup(pid)
+            .is_some_and(|home| g.refuses_rt_at(&home))
     }
 }
