@@ -119,10 +119,10 @@ impl Scx {
         if fresh.is_empty() {
             return Ok(());
         }
-        if self.boosts.is_none() {
-            self.boosts = Some(Boosts::open_pinned(&self.pin.join("boosts"))?);
-        }
-        let boosts = self.boosts.as_ref().expect("opened above");
+        let boosts = match &mut self.boosts {
+            Some(b) => b,
+            slot @ None => slot.insert(Boosts::open_pinned(&self.pin.join("boosts"))?),
+        };
         for tid in fresh {
             match boosts.set(tid, Class::Interactive) {
                 Ok(()) => {

@@ -236,9 +236,12 @@ impl Groups {
     /// Whether the cgroup at `rel` (relative to the mount) refuses real-time threads; an
     /// unreadable answer counts as refusing.
     pub fn refuses_rt_at(&self, rel: &str) -> bool {
+        if rel == "/" {
+            return false;
+        }
         let file = self.hierarchy.abs(rel).join("cpu.rt_runtime_us");
         match std::fs::read_to_string(&file) {
-            Ok(text) => rel != "/" && text.trim() == "0",
+            Ok(text) => text.trim() == "0",
             Err(e) => e.kind() != io::ErrorKind::NotFound,
         }
     }

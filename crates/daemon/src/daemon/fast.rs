@@ -54,11 +54,11 @@ impl Daemon {
             .chain(state::chain(app, new, &self.cfg).iter().map(|c| c.task))
             .collect();
         let mut desired = Desired::nothing(&self.cfg);
-        let groups = self.rec.groups.clone();
+        let groups = self.rec.groups.as_deref();
         for task in members {
             // A thread still in a cgroup that refuses real-time threads (the full pass moves the
             // app into the fg group first) gets the fair boost now rather than an EPERM.
-            let refused = || groups.as_ref().is_some_and(|g| g.refuses_rt(task.tid));
+            let refused = || groups.is_some_and(|g| g.refuses_rt(task.tid));
             let rt = rt && !cooling.contains(&task) && !refused();
             desired.threads.insert(task, critical_target(&self.cfg, rt));
         }

@@ -4,8 +4,8 @@
 //! Start and stop are reconciliations with "desired = nothing": the first restores what a
 //! killed predecessor left in the journal, the last undoes everything this one did.
 
-mod autogroup;
 mod fast;
+mod placement;
 mod rt;
 mod setup;
 mod status;
@@ -67,8 +67,8 @@ struct Daemon {
     /// written; then the latency goes to `boost_latency` (the latest [`LATENCIES`]).
     boost_pending: Vec<(crate::identity::TaskId, u64)>,
     boost_latency: std::collections::VecDeque<u64>,
-    /// The last answer of [`Daemon::autogroup_applies`]: app, when, whether.
-    autogroup_seen: Option<(i32, Instant, bool)>,
+    /// The last answer of [`Daemon::placement_now`]: app, when, what.
+    placement_seen: Option<(crate::state::AppId, Instant, placement::Placement)>,
     /// The journal's write count and the lever's threads at the last `publish_rt`.
     published: Option<(u64, std::collections::BTreeSet<crate::identity::TaskId>)>,
     /// Stock levers or the sched_ext scheduler (`backend/`).
@@ -170,7 +170,7 @@ pub fn run(cfg: Config) -> anyhow::Result<()> {
         boost_pending: Vec::new(),
         boost_latency: Default::default(),
         published: None,
-        autogroup_seen: None,
+        placement_seen: None,
         backend,
         cfg,
     };
@@ -425,14 +425,13 @@ impl Daemon {
             Some(app) => state::apply_tracker(app, &self.critical, &self.cfg),
             None => Vec::new(),
         };
-        let focus_app = focus.as_ref().map(|a| a.id.pid);
         let cpus_used = focus.iter().flat_map(|a| a.threads.iter().map(|t| t.cpu));
-        // Only the uxsched mode raises a session's autogroup; the check scans every process,
-        // so it is not paid on every rescan of the other modes.
-        let autogroup = self.mode == Mode::Uxsched
-            && focus
-                .as_ref()
-                .is_some_and(|a| self.autogroup_applies_now(a.id.pid));
+        // Only the uxsched mode places the app by these (its policy reads them); the autogroup
+        // check scans every process, so it is not paid on every rescan of the other modes.
+        let placement = match &focus {
+            Some(a) if self.mode == Mode::Uxsched => self.placement_now(a.id),
+            _ => placement::Placement::default(),
+        };
         State {
             freq_ratio: cpufreq::freq_ratio(&self.cfg.facfs.sysfs_root, cpus_used),
             focus,
@@ -443,11 +442,11 @@ impl Daemon {
                 1
             }),
             cpus: state::cpus_now(),
-            autogroup,
+            autogroup: placement.autogroup,
             chain,
             rt_demoted: Default::default(),
             rt_suspended: false,
-            rt_needs_fg: focus_app.is_some_and(|pid| self.rt_needs_fg(pid)),
+            rt_needs_fg: placement.rt_needs_fg,
         }
     }
 

@@ -82,15 +82,3 @@ impl Daemon {
             .collect()
     }
 }
-
-impl Daemon {
-    /// Whether app `pid`'s home cgroup ([`Daemon::home_cgroup`]) refuses real-time threads
-    /// while uxsched's fg group takes them (`State::rt_needs_fg`).
-    pub(super) fn rt_needs_fg(&self, pid: i32) -> bool {
-        let Some(g) = self.rec.groups.as_ref().filter(|g| g.takes_rt()) else {
-            return false;
-        };
-        self.home_cgroup(pid)
-            .is_some_and(|home| g.refuses_rt_at(&home))
-    }
-}

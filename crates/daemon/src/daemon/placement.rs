@@ -1,0 +1,105 @@
+//! Where the `uxsched` mode puts the app in front: whether it may raise the app through its
+//! session's autogroup, and whether the rt lever's threads must join the fg group. Both are
+//! decided on the app's home cgroup and checked at most once per `rescan_ms` (the autogroup
+//! check walks every process).
+
+use super::Daemon;
+use crate::state::AppId;
+use std::time::{Duration, Instant};
+use tracing::warn;
+
+/// The placement decisions for one app (`State::autogroup`, `State::rt_needs_fg`).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(super) struct Placement {
+    pub autogroup: bool,
+    pub rt_needs_fg: bool,
+}
+
+impl Daemon {
+    /// [`Daemon::placement`] of `app`, worked out at most once per `rescan_ms` for the same
+    /// app: the autogroup walk reads every process, and the tracker can ask for passes far
+    /// more often. Re-checked on every rescan: a shell can start a build at any time.
+    pub(super) fn placement_now(&mut self, app: AppId) -> Placement {
+        let fresh = Duration::from_millis(self.cfg.rescan_ms);
+        match self.placement_seen {
+            Some((a, at, p)) if a == app && at.elapsed() < fresh => p,
+            _ => {
+                let p = self.placement(app);
+                self.placement_seen = Some((app, Instant::now(), p));
+                p
+            }
+        }
+    }
+
+    fn placement(&self, app: AppId) -> Placement {
+        let home = self.home_cgroup(app);
+        let rt_needs_fg = self
+            .rec
+            .groups
+            .as_ref()
+            .filter(|g| g.takes_rt())
+            .zip(home.as_deref())
+            .is_some_and(|(g, home)| g.refuses_rt_at(home));
+        Placement {
+            autogroup: self.autogroup_applies(app.pid, home.as_deref()),
+            rt_needs_fg,
+        }
+    }
+
+    /// Whether raising `pid`'s session autogroup raises the app and nothing else: autogroup is
+    /// on, the process has an autogroup of its own (not the boot session's root group), its
+    /// `home` cgroup is the root or one of ours (any other cgroup overrides the autogroup,
+    /// `task_wants_autogroup`), and the session holds only the app and what it forked — a
+    /// terminal's session also holds its shell and whatever that starts (a build), which must
+    /// not be raised with it.
+    fn autogroup_applies(&self, pid: i32, home: Option<&str>) -> bool {
+        use crate::actuators::autogroup;
+        if !autogroup::enabled() || autogroup::get(pid).is_err() {
+            return false;
+        }
+        let own_cgroup = self
+            .rec
+            .groups
+            .as_ref()
+            .is_none_or(|g| home.is_some_and(|home| home == "/" || g.which(home).is_some()));
+        own_cgroup
+            && match autogroup::exclusive_to(pid) {
+                Ok(only_the_app) => only_the_app,
+                Err(e) => {
+                    warn!(
+                        pid,
+                        "cannot list the app's session ({e}); not using its autogroup"
+                    );
+                    false
+                }
+            }
+    }
+
+    /// The app's home cgroup: where its main thread was before uxsched moved it (the
+    /// journal's original), else where it is. Decisions about placement are made on it, so
+    /// that they do not flip once uxsched has moved the app (a unit's app moved into the fg
+    /// group would otherwise look like one in uxsched's own groups).
+    fn home_cgroup(&self, app: AppId) -> Option<String> {
+        use crate::actuators::cgroup::Granularity;
+        use crate::actuators::Key;
+        use crate::journal::{Kind, Value};
+        let g = self.rec.groups.as_ref()?;
+        let main = crate::identity::TaskId {
+            tid: app.pid,
+            pid: app.pid,
+            start: app.start,
+        };
+        // The key the placement actuator journals the main thread's move under.
+        let key = match g.hierarchy.granularity() {
+            Granularity::Thread => Key::Thread(main),
+            Granularity::Process => Key::Process(main),
+        };
+        match self.rec.journal.get(Kind::Cgroup, &key) {
+            Ok(Some(e)) => match e.original {
+                Value::Cgroup(path) => Some(path),
+                _ => None,
+            },
+            _ => g.hierarchy.current(app.pid).ok(),
+        }
+    }
+}
