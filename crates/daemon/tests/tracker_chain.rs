@@ -138,6 +138,32 @@ fn the_partner_an_app_waits_on_is_raised_with_it_and_restored() {
         ),
     );
     assert_eq!(d.status().tracker, "running", "{:?}", d.status());
+    // The event path: the tracker thread and the loop (the thread that runs the daemon; a
+    // pass steps down to FIFO 1) at SCHED_FIFO 2, one above the set they boost, under the
+    // daemon's own RLIMIT_RTTIME.
+    let pid = d.pid();
+    let at_fifo2 = || {
+        (tids(pid).into_iter())
+            .filter(|&t| attr(t).policy == 1 && attr(t).priority == 2)
+            .map(comm)
+            .collect::<Vec<_>>()
+    };
+    wait_until(
+        "the loop and the tracker at FIFO 2",
+        Duration::from_secs(2),
+        || {
+            let on = at_fifo2();
+            on.len() == 2 && on.iter().any(|c| c == "uxsched-tracker")
+        },
+    );
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+    let rttime = limits
+        .lines()
+        .find(|l| l.starts_with("Max realtime timeout"));
+    assert!(
+        rttime.is_some_and(|l| l.split_whitespace().nth(3) == Some("200000")),
+        "{rttime:?}"
+    );
     let chain = Chain::start();
     let (partner, app) = (chain.worker(1, "chainpartner"), chain.pid(2));
     d.focus(Some(app));

@@ -43,6 +43,9 @@ pub struct Classifier {
     episodes: u64,
     /// Store errors are logged once, not per decision.
     store_failed: bool,
+    /// When the foreground was last set (CLOCK_MONOTONIC ns): the `since_ns` of the threads
+    /// classified then, from their names or the store, not from an input.
+    focused_ns: u64,
 }
 
 impl Classifier {
@@ -57,7 +60,13 @@ impl Classifier {
             last: None,
             episodes: 0,
             store_failed: false,
+            focused_ns: 0,
         }
+    }
+
+    /// When the foreground was last set (see [`Member::since_ns`]).
+    pub fn focused_ns(&self) -> u64 {
+        self.focused_ns
     }
 
     pub fn app(&self) -> Option<&App> {
@@ -72,6 +81,7 @@ impl Classifier {
         self.creators.clear();
         self.last = None;
         self.episodes = 0;
+        self.focused_ns = now;
         self.app = app;
         if let Some(a) = &self.app {
             if let Err(e) = self.store.load_app(&a.key) {

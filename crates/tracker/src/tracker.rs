@@ -230,6 +230,12 @@ impl Tracker {
         ))
     }
 
+    /// When the foreground was last set: the `since_ns` of the members classified then (by
+    /// name or from the store), whose boost comes with the focus, not after an input.
+    pub fn focused_ns(&self) -> u64 {
+        self.cls.focused_ns()
+    }
+
     /// The delay-critical threads now.
     pub fn critical(&self) -> impl Iterator<Item = &crate::critical::Member> {
         self.cls.critical()

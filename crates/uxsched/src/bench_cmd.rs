@@ -127,6 +127,10 @@ pub struct RunArgs {
     /// before anything runs. `socket` and `journal` are the harness's own.
     #[arg(long, value_name = "FILE")]
     daemon_config: Option<PathBuf>,
+    /// Keep the per-run logs (the daemon's, the loads') after a successful run too, and say
+    /// where; run with `RUST_LOG=uxsched_daemon=debug` to see each boost's stages.
+    #[arg(long)]
+    keep_logs: bool,
 }
 
 /// The `--daemon-config` file's text, validated as the daemon will read it.
@@ -333,7 +337,7 @@ fn bench(args: BenchArgs) -> Result<ExitCode> {
         compute_ms: args.compute_ms,
     };
     let result = measure_and_print(&[plan], &args.run, &scratch, false).map(|_| ExitCode::SUCCESS);
-    finish(result, &scratch)
+    finish(result, &scratch, args.run.keep_logs)
 }
 
 fn demo(args: DemoArgs) -> Result<ExitCode> {
@@ -379,6 +383,7 @@ fn demo(args: DemoArgs) -> Result<ExitCode> {
         }
     }
     let mut run = args.run;
+    let keep_logs = run.keep_logs;
     // The demo's default plots must not cost the user the tables (e.g. no font installed);
     // plots asked for with --plots are required.
     let plots_optional = run.plots.is_none();
@@ -401,7 +406,7 @@ fn demo(args: DemoArgs) -> Result<ExitCode> {
         }
         ExitCode::SUCCESS
     });
-    finish(result, &scratch)
+    finish(result, &scratch, keep_logs)
 }
 
 /// The demo's layouts and scenarios (see `demo`).
@@ -427,16 +432,22 @@ fn scratch_dir() -> Result<PathBuf> {
     Ok(dir)
 }
 
-/// Remove the scratch directory; after a failure (not a Ctrl-C) keep the per-run logs (load
-/// and daemon output the error points to) and say where they are.
-fn finish(result: Result<ExitCode>, scratch: &Path) -> Result<ExitCode> {
-    let keep_logs =
-        result.is_err() && !uxsched_bench::cancel::cancelled() && scratch.join("runs").is_dir();
+/// Remove the scratch directory; after a failure (not a Ctrl-C), or when asked, keep the
+/// per-run logs (load and daemon output the error points to) and say where they are.
+fn finish(result: Result<ExitCode>, scratch: &Path, asked: bool) -> Result<ExitCode> {
+    let failed = result.is_err() && !uxsched_bench::cancel::cancelled();
+    let keep_logs = (failed || asked) && scratch.join("runs").is_dir();
     uxsched_bench::cleanup_scratch(scratch, keep_logs);
     if let Err(e) = uxsched_bench::leftovers::scratch(None) {
         eprintln!("uxsched bench: warning: {e:#}");
     }
-    if keep_logs {
+    if keep_logs && result.is_ok() {
+        eprintln!(
+            "uxsched bench: the runs' logs are kept in {}",
+            scratch.display()
+        );
+        result
+    } else if keep_logs {
         result.with_context(|| {
             format!(
                 "the runs' logs are kept in {}",

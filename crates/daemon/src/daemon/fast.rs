@@ -66,7 +66,9 @@ impl Daemon {
         // too: the map is outside the journal); partners keep the stock levers, as in a pass.
         let mut desired = desired.bounded(&self.cfg);
         self.backend.shape_critical(app, &mut desired);
+        let t_shaped = now.elapsed();
         let mut desired = self.rec.untouched(desired)?;
+        let t_untouched = now.elapsed();
         // The rt lever's bound is in force before a thread is made real-time.
         if let Some(g) = &self.rt {
             let fifo = desired.threads.iter().filter(|(_, t)| t.rt.is_some());
@@ -77,10 +79,20 @@ impl Daemon {
                     .insert(task, critical_target(&self.cfg, false));
             }
         }
+        let t_followed = now.elapsed();
         let written = self.rec.add(&desired)?;
+        let t_added = now.elapsed();
         if !written.is_empty() {
             self.publish_rt();
         }
+        tracing::debug!(
+            shaped_us = t_shaped.as_micros() as u64,
+            untouched_us = t_untouched.as_micros() as u64,
+            followed_us = t_followed.as_micros() as u64,
+            added_us = t_added.as_micros() as u64,
+            published_us = now.elapsed().as_micros() as u64,
+            "fast path stages"
+        );
         Ok(written)
     }
 }

@@ -73,7 +73,12 @@ struct Daemon {
     published: Option<(u64, std::collections::BTreeSet<crate::identity::TaskId>)>,
     /// Stock levers or the sched_ext scheduler (`backend/`).
     backend: Box<dyn crate::backend::Backend>,
+    /// The loop thread's own class once it serves (`None` before): a pass steps down from it.
+    own: Option<crate::actuators::sched::OwnClass>,
 }
+
+/// The daemon's own `RLIMIT_RTTIME`, µs (see `run`).
+pub const OWN_RTTIME_US: u64 = 200_000;
 
 /// How many "critical → boosted" latencies `status` summarises.
 const LATENCIES: usize = 4096;
@@ -82,6 +87,13 @@ const LATENCIES: usize = 4096;
 pub fn run(cfg: Config) -> anyhow::Result<()> {
     let features = Features::detect(&cfg.facfs.sysfs_root);
     features.log();
+    // The daemon's own real-time threads (its event path, the guard, the watchdog) block
+    // within milliseconds: one that ran this long without blocking is a bug, and the kernel
+    // then ends the daemon (the journal lets the next start restore everything) rather than
+    // let it hold a CPU — the bound rtkit asks of its clients.
+    if let Err(e) = uxsched_client::limit_rttime(OWN_RTTIME_US) {
+        warn!("cannot bound the daemon's own real-time threads (RLIMIT_RTTIME): {e}");
+    }
     let _lock = JournalLock::acquire(&cfg.journal)?;
     let journal = Journal::open(&cfg.journal, |t| {
         crate::identity::still_same(t)
@@ -172,6 +184,7 @@ pub fn run(cfg: Config) -> anyhow::Result<()> {
         published: None,
         placement_seen: None,
         backend,
+        own: None,
         cfg,
     };
     let result = d.serve(&rx);
@@ -190,12 +203,12 @@ pub fn run(cfg: Config) -> anyhow::Result<()> {
 impl Daemon {
     fn serve(&mut self, rx: &mpsc::Receiver<Event>) -> anyhow::Result<()> {
         // The loop writes the boosts the tracker decides: it must not queue behind the load it
-        // protects (at nice 0 beside 12 hogs in one group it waited for several ms). Nice −20,
-        // the fair class's top like the tracker thread's, never real-time: a pass writes cgroup
-        // files, which can wait on kernel workers a real-time loop would starve.
-        if let Err(e) = crate::actuators::sched::raise_own_nice(-20) {
-            warn!("the daemon's loop cannot raise itself to nice -20 ({e}): boosts may wait behind the load");
-        }
+        // protects nor behind the chain it boosts (at nice 0 beside 12 hogs in one group it
+        // waited for several ms; at nice −20 still up to 4 ms). Real time while it waits and
+        // boosts, the critical set's own priority for a full pass (`apply`).
+        self.own = Some(crate::actuators::sched::OwnClass::event_path(
+            "the daemon's loop",
+        ));
         let rescan = Duration::from_millis(self.cfg.rescan_ms);
         let min_interval = Duration::from_millis(self.cfg.min_focus_interval_ms);
         let mut next_scan = Instant::now() + rescan;
@@ -271,7 +284,7 @@ impl Daemon {
                         .filter(|c| !self.critical.iter().any(|o| o.task == c.task))
                         .cloned()
                         .collect();
-                    if let Some(oldest) = new.iter().map(|c| c.since_ns).min() {
+                    if let Some(oldest) = new.iter().map(|c| c.since_ns).filter(|&t| t > 0).min() {
                         let now = uxsched_tracker::procfs::monotonic_ns();
                         let age_us = now.saturating_sub(oldest) / 1000;
                         tracing::debug!(new = new.len(), age_us, "critical set received");
@@ -481,6 +494,7 @@ impl Daemon {
     }
 
     fn apply(&mut self) -> anyhow::Result<()> {
+        let _below_the_chain = self.own.map(|o| o.for_pass());
         let start = Instant::now();
         let mut state = self.scan();
         let now = Instant::now();
