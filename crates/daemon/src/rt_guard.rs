@@ -27,7 +27,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use tracing::warn;
 
-/// The guard's priority: above every real-time thread uxsched makes (the lever's FIFO 1, grants
+/// The guard's priority: above every real-time thread uxsched makes (the lever's FIFO 2, grants
 /// up to 98), as rtkit's watchdog.
 pub const PRIORITY: u32 = 99;
 

@@ -291,7 +291,7 @@ fn a_second_daemon_on_the_same_journal_refuses_to_start_and_touches_nothing() {
 }
 
 /// The tracker's `rt` lever (issue 10) on the real kernel: the critical set (here by name: UI,
-/// render, a thread named in `critical_threads`; the tracker is off) is SCHED_FIFO 1 while the
+/// render, a thread named in `critical_threads`; the tracker is off) is SCHED_FIFO 2 while the
 /// app is in front; a busy-looping thread of the set is demoted to the fair lever within its
 /// budget (3 ms continuous) and the others stay real-time; unfocus restores every original.
 #[test]
@@ -333,10 +333,12 @@ fn the_rt_lever_runs_the_critical_set_at_fifo_and_demotes_a_busy_loop() {
     let (ui, render, spin) = (app.pid(), app.tid("RenderThread"), app.tid("spinhot"));
     let fifo1 = |t: i32| {
         let a = attr(t);
-        a.policy == SCHED_FIFO && a.priority == 1 && a.flags & SCHED_FLAG_RESET_ON_FORK != 0
+        a.policy == SCHED_FIFO
+            && a.priority == uxsched_daemon::policy::RT_PRIORITY
+            && a.flags & SCHED_FLAG_RESET_ON_FORK != 0
     };
     d.focus(Some(ui));
-    wait_until("UI and render at FIFO 1", T, || fifo1(ui) && fifo1(render));
+    wait_until("UI and render at FIFO 2", T, || fifo1(ui) && fifo1(render));
     let log = d.dir.join("daemon-1.log");
     let demotion = |log: &str| {
         log.lines()

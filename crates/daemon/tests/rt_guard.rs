@@ -24,12 +24,12 @@ fn fair(nice: i32) -> SchedAttr {
     }
 }
 
-/// SCHED_FIFO 1 with reset-on-fork: what the rt lever writes.
-fn fifo1() -> SchedAttr {
+/// SCHED_FIFO 2 with reset-on-fork: what the rt lever writes.
+fn lever_fifo() -> SchedAttr {
     SchedAttr {
         policy: SCHED_FIFO,
         flags: sched::SCHED_FLAG_RESET_ON_FORK,
-        priority: 1,
+        priority: uxsched_daemon::policy::RT_PRIORITY,
         ..fair(0)
     }
 }
@@ -86,7 +86,7 @@ fn the_guard_demotes_a_busy_loop_to_its_original_while_the_loop_is_away() {
     assert!(guard.follow([task]).is_empty(), "schedstat readable");
     guard.publish([(task, fair(5))]);
     let t0 = Instant::now();
-    sched::set(tid, &fifo1()).unwrap();
+    sched::set(tid, &lever_fifo()).unwrap();
 
     // The loop is "away": only the guard can act.
     let event = rx.recv_timeout(Duration::from_secs(2));
@@ -135,7 +135,7 @@ fn a_runaway_out_of_a_quiet_spell_is_demoted_within_the_quiet_interval() {
     let task = identity::task_id(tid).unwrap();
     assert!(guard.follow([task]).is_empty(), "schedstat readable");
     guard.publish([(task, fair(0))]);
-    sched::set(tid, &fifo1()).unwrap();
+    sched::set(tid, &lever_fifo()).unwrap();
     // Quiet: the guard slows down. 325 ms puts the start mid-way between two of its checks.
     std::thread::sleep(Duration::from_millis(325));
     let t0 = Instant::now();

@@ -138,24 +138,13 @@ fn the_partner_an_app_waits_on_is_raised_with_it_and_restored() {
         ),
     );
     assert_eq!(d.status().tracker, "running", "{:?}", d.status());
-    // The event path: the tracker thread and the loop (the thread that runs the daemon; a
-    // pass steps down to FIFO 1) at SCHED_FIFO 2, one above the set they boost, under the
+    // The tracker's thread at SCHED_FIFO 1, below the set it finds (FIFO 2), under the
     // daemon's own RLIMIT_RTTIME.
     let pid = d.pid();
-    let at_fifo2 = || {
-        (tids(pid).into_iter())
-            .filter(|&t| attr(t).policy == 1 && attr(t).priority == 2)
-            .map(comm)
-            .collect::<Vec<_>>()
-    };
-    wait_until(
-        "the loop and the tracker at FIFO 2",
-        Duration::from_secs(2),
-        || {
-            let on = at_fifo2();
-            on.len() == 2 && on.iter().any(|c| c == "uxsched-tracker")
-        },
-    );
+    let tracker = (tids(pid).into_iter())
+        .find(|&t| comm(t) == "uxsched-tracker")
+        .expect("the tracker thread");
+    assert_eq!((attr(tracker).policy, attr(tracker).priority), (1, 1));
     let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
     let rttime = limits
         .lines()
@@ -168,10 +157,14 @@ fn the_partner_an_app_waits_on_is_raised_with_it_and_restored() {
     let (partner, app) = (chain.worker(1, "chainpartner"), chain.pid(2));
     d.focus(Some(app));
     let relay = chain.worker(2, "chainapp");
-    // The default lever: the critical set at SCHED_FIFO 1 (its threads relay and sleep, far
+    // The default lever: the critical set at SCHED_FIFO 2 (its threads relay and sleep, far
     // under the run-time budget).
     use uxsched_daemon::actuators::sched::{self, SCHED_FIFO, SCHED_OTHER};
-    let fifo1 = |t: i32| sched::get(t).is_ok_and(|a| a.policy == SCHED_FIFO && a.priority == 1);
+    let fifo1 = |t: i32| {
+        sched::get(t).is_ok_and(|a| {
+            a.policy == SCHED_FIFO && a.priority == uxsched_daemon::policy::RT_PRIORITY
+        })
+    };
     wait_until(
         "the app's relaying thread raised",
         Duration::from_secs(5),

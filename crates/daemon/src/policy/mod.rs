@@ -40,9 +40,14 @@ pub struct Target {
     pub ext: bool,
 }
 
-/// The real-time priority of the tracker's `rt` lever: the lowest, below every RT thread
-/// someone else asked for (audio servers, threaded IRQs at 50, watchdogs at 99).
-pub const RT_PRIORITY: u32 = 1;
+/// The real-time priority of the tracker's `rt` lever: one above the lowest, below every RT
+/// thread someone else asked for (audio servers, threaded IRQs at 50, watchdogs at 99). The
+/// lowest, 1, is the daemon's tracker thread ([`OWN_RT_PRIORITY`]).
+pub const RT_PRIORITY: u32 = 2;
+
+/// The daemon's tracker thread: above the load, below the chain it finds
+/// (`actuators::sched::raise_tracker`).
+pub const OWN_RT_PRIORITY: u32 = 1;
 
 /// A real-time scheduling class and priority.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

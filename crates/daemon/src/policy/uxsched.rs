@@ -8,7 +8,7 @@
 //! interaction's path count as critical, and the rest of the chain (partner processes' threads,
 //! kernel workers) gets the UI thread's nice and slice too: an interaction is a chain, and only
 //! the whole chain reaches the idle machine's latency (VISION.md). `[tracker] lever = "rt"`
-//! raises that critical set to SCHED_FIFO 1 instead, each thread under its run-time budget
+//! raises that critical set to SCHED_FIFO 2 instead, each thread under its run-time budget
 //! (`rt_budget.rs`): one that used it up gets the fair boost until its cool-down ends.
 
 use super::{Desired, Policy, Rt, RtPolicy, Target, RT_PRIORITY};
@@ -57,7 +57,7 @@ impl Policy for Uxsched {
     }
 }
 
-/// What a thread of the critical set gets: SCHED_FIFO 1 when `rt` (the `rt` lever, in force
+/// What a thread of the critical set gets: SCHED_FIFO 2 when `rt` (the `rt` lever, in force
 /// and not cooling down for this thread), else the fair boost (`min_nice` and the short slice).
 /// The daemon's fast path (`daemon/fast.rs`) uses it too, so both write the same boost.
 pub fn critical_target(cfg: &Config, rt: bool) -> Target {
@@ -94,7 +94,7 @@ impl<'a> Raise<'a> {
         }
     }
 
-    /// The fair boost, or FIFO 1 on the `rt` lever unless the thread used up its budget
+    /// The fair boost, or FIFO 2 on the `rt` lever unless the thread used up its budget
     /// (`rt_budget.rs`: then the fair boost until its cool-down ends).
     fn raise(&self, task: &TaskId) -> Target {
         critical_target(self.cfg, self.rt && !self.demoted.contains(task))
@@ -182,7 +182,7 @@ mod tests {
         }];
         let fifo1 = Some(Rt {
             policy: RtPolicy::Fifo,
-            priority: 1,
+            priority: RT_PRIORITY,
         });
         let d = Uxsched.desired(&s, &cfg).bounded(&cfg);
         for t in [100, 101, 300] {

@@ -336,7 +336,7 @@ fn on_a_systemd_machine_the_apps_unit_is_raised_in_place_and_put_back() {
     assert!(rec.journal.entries().unwrap().is_empty());
 }
 
-/// The tracker's `rt` lever (`policy/uxsched.rs`): FIFO 1 while within budget; a thread that used
+/// The tracker's `rt` lever (`policy/uxsched.rs`): FIFO 2 while within budget; a thread that used
 /// it up gets the fair boost (an update of the same row, not a restore), then FIFO again after
 /// its cool-down — and unfocus still restores the fair original, not an intermediate value.
 #[test]

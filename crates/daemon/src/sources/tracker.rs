@@ -104,9 +104,8 @@ pub fn spawn(cfg: TrackerConfig, events: Sender<Event>) -> Result<TrackerHandle,
         .spawn(move || {
             // The tracker decides what to boost while an episode is still open: it must not
             // wait behind the load it protects (measured: p99 input → episode known 253–517 ms
-            // at nice 0 under load 23–31, and 2.6 ms at nice −20 — EEVDF's lag) nor behind the
-            // chain it boosts. Real time, one above the chain; it sleeps between events.
-            crate::actuators::sched::OwnClass::event_path("tracker thread");
+            // at nice 0 under load 23–31, and 2.6 ms at nice −20 — EEVDF's lag).
+            crate::actuators::sched::raise_tracker();
             let tracker = match Tracker::start(cfg) {
                 Ok(t) => {
                     let _ = ready_tx.send(Ok(()));
