@@ -56,6 +56,17 @@ struct {
 	__type(value, __u32);
 } partners SEC(".maps");
 
+/* tid → 1 for the delay-critical set's members (userspace keeps it in step). An event that
+ * only concerns members cannot change the set, so it does not wake the tracker
+ * (BPF_RB_NO_WAKEUP): it is read with the next event that can, or at the tracker's timeout. At
+ * a keystroke's rate the tracker then wakes for a thread new to the path and once at the end. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u8);
+} members SEC(".maps");
+
 /* tid → the episode it was reached in: the in-kernel filter. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -121,8 +132,25 @@ static __always_inline void fill(struct task_ref *r, struct task_struct *t)
 	bpf_probe_read_kernel_str(r->comm, sizeof(r->comm), t->comm);
 }
 
-static __always_inline void emit(__u32 kind, __u32 flags, __u64 epoch, struct task_struct *a,
-				 struct task_struct *b)
+static __always_inline int is_member(struct task_struct *t)
+{
+	__u32 tid = t->pid;
+
+	return bpf_map_lookup_elem(&members, &tid) != NULL;
+}
+
+/* Quiet events wait in the ring for the next wake-up, unless it is a quarter full. Others
+ * force one: the ring's own (adaptive) notification is sent only when the reader has consumed
+ * everything before the record, which quiet records waiting in front prevent. */
+static __always_inline __u64 submit_flags(int quiet)
+{
+	if (quiet && bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) <= 256 * 1024 / 4)
+		return BPF_RB_NO_WAKEUP;
+	return BPF_RB_FORCE_WAKEUP;
+}
+
+static __always_inline void emit_as(int quiet, __u32 kind, __u32 flags, __u64 epoch,
+				    struct task_struct *a, struct task_struct *b)
 {
 	struct event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	__u32 zero = 0;
@@ -142,7 +170,13 @@ static __always_inline void emit(__u32 kind, __u32 flags, __u64 epoch, struct ta
 		fill(&e->a, a);
 	if (b)
 		fill(&e->b, b);
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, submit_flags(quiet));
+}
+
+static __always_inline void emit(__u32 kind, __u32 flags, __u64 epoch, struct task_struct *a,
+				 struct task_struct *b)
+{
+	emit_as(0, kind, flags, epoch, a, b);
 }
 
 /* Softirqs that ksoftirqd runs are its own work; others borrow whoever was running. */
@@ -169,7 +203,7 @@ static __always_inline void start_episode(struct state *st, struct task_struct *
 	st->ui_tid = tid;
 	st->open = 1;
 	bpf_map_update_elem(&hot, &tid, &h, BPF_ANY);
-	emit(EV_START, flags, epoch, waker, ui);
+	emit_as(is_member(ui) && (!waker || is_member(waker)), EV_START, flags, epoch, waker, ui);
 }
 
 /* The episode's hot entry for `tid`, or NULL when it was not reached in `epoch`. */
@@ -189,11 +223,14 @@ static __always_inline void record_edge(struct config *cfg, struct state *st,
 
 	if (role_of(tid) & ROLE_DISPLAY && wakee->tgid != cfg->fg_tgid) {
 		st->open = 0;
+		/* Not quiet: resolving drops the provisional members, which must leave the members
+		 * map before the next input, or their next edge would be quiet and come late. It
+		 * wakes the tracker once per interaction, after the work reached the display. */
 		emit(EV_END, 0, k.epoch, waker, wakee);
 		return;
 	}
 	if (bpf_map_update_elem(&edges, &k, &one, BPF_NOEXIST) == 0) {
-		emit(EV_EDGE, 0, k.epoch, waker, wakee);
+		emit_as(is_member(wakee), EV_EDGE, 0, k.epoch, waker, wakee);
 	} else {
 		n = bpf_map_lookup_elem(&edges, &k);
 		if (n)

@@ -46,6 +46,8 @@ pub struct Tracker {
     pending: Arc<Mutex<Pending>>,
     cls: Classifier,
     cfg: TrackerConfig,
+    /// The tids written to the kernel's `members` map: the set as last synced.
+    in_kernel: std::collections::BTreeSet<u32>,
 }
 
 fn lockdown() -> Option<String> {
@@ -123,6 +125,7 @@ impl Tracker {
             pending,
             cls: Classifier::new(cfg.clone(), store),
             cfg,
+            in_kernel: Default::default(),
         };
         t.write_config(0).map_err(refused)?;
         t.mark_input_irqs();
@@ -201,7 +204,12 @@ impl Tracker {
         if let Err(e) = self.ring.poll(timeout) {
             tracing::debug!("tracker: ring buffer poll: {e}");
         }
+        // Quiet events (about members only) woke nobody: read them too.
+        if let Err(e) = self.ring.consume() {
+            tracing::debug!("tracker: ring buffer consume: {e}");
+        }
         let user_dropped = self.classify_pending();
+        self.sync_members();
         let mut s = self.cls.snapshot(user_dropped + self.kernel_dropped());
         for m in &mut s.critical {
             m.episode_cpu_ns = self.episode_cpu_ns(m.id.tid as u32);
@@ -218,6 +226,7 @@ impl Tracker {
         }
         let (before, open) = (self.cls.episodes(), self.cls.episode_deadline_ns());
         let handled = self.classify_pending_count();
+        self.sync_members();
         handled > 0 || self.cls.episodes() != before || self.cls.episode_deadline_ns() != open
     }
 
@@ -259,6 +268,38 @@ impl Tracker {
         }
         self.cls.tick(procfs::monotonic_ns());
         n
+    }
+
+    /// Bring the kernel's `members` map in step with the critical set: events about members
+    /// alone then wait in the ring instead of waking this thread. A failed write only costs
+    /// wake-ups (a member missing from the map) or delays a change until the next wake-up or
+    /// timeout (a stale entry), so it is logged, not fatal.
+    fn sync_members(&mut self) {
+        let now: std::collections::BTreeSet<u32> =
+            self.cls.critical().map(|m| m.id.tid as u32).collect();
+        if now == self.in_kernel {
+            return;
+        }
+        let map = find_map(&self.obj, "members");
+        for tid in self.in_kernel.difference(&now) {
+            let _ = map.delete(&tid.to_ne_bytes());
+        }
+        for tid in now.difference(&self.in_kernel) {
+            if let Err(e) = map.update(&tid.to_ne_bytes(), &[1u8], MapFlags::ANY) {
+                tracing::debug!("tracker: cannot mark thread {tid} as a member: {e}");
+            }
+        }
+        self.in_kernel = now;
+    }
+
+    /// The threads the kernel counts as members (its `members` map), for tests.
+    pub fn members_in_kernel(&self) -> Vec<u32> {
+        let map = find_map(&self.obj, "members");
+        let mut v: Vec<u32> = (map.keys())
+            .filter_map(|k| Some(u32::from_ne_bytes(k.try_into().ok()?)))
+            .collect();
+        v.sort_unstable();
+        v
     }
 
     /// The ring buffer's epoll descriptor, for a caller's own event loop.

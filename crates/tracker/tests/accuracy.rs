@@ -92,6 +92,14 @@ fn run_fixture(case: &str, store: &std::path::Path) -> Run {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let s = tracker.poll(Duration::from_millis(5));
+        // The kernel's `members` map (events about members alone wake nobody) follows the set.
+        let mut tids: Vec<u32> = s.critical.iter().map(|m| m.id.tid as u32).collect();
+        tids.sort_unstable();
+        assert_eq!(
+            tracker.members_in_kernel(),
+            tids,
+            "{case}: the kernel's members"
+        );
         for m in &s.critical {
             if m.status == Status::Confirmed {
                 run.confirmed.insert(m.comm.clone());

@@ -9,8 +9,7 @@ use std::io;
 
 pub use uxsched_os::sched::*;
 
-/// Raise the calling thread to `nice` (the daemon's loop: −20, the fair class's top, so it
-/// does not queue behind the load it protects as nice 0 did).
+/// Raise the calling thread to `nice` (−20, the fair class's top, where real time is refused).
 pub fn raise_own_nice(nice: i32) -> io::Result<()> {
     // SAFETY: setpriority on this thread's own tid.
     if unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, nice) } != 0 {
@@ -20,14 +19,33 @@ pub fn raise_own_nice(nice: i32) -> io::Result<()> {
 }
 
 /// Put the calling thread — the tracker's — at SCHED_FIFO [`crate::policy::OWN_RT_PRIORITY`],
-/// above the load and below the critical set it finds, never inherited by what it forks; where
-/// real time is refused (no CAP_SYS_NICE, `RestrictRealtime=`, a cgroup without RT runtime),
-/// nice −20 and a warning. In the fair class, even at nice −20, a thread that slept with
-/// negative lag wakes ineligible under EEVDF: beside 12 hogs the tracker waited 2.6 ms to run
-/// (`perf sched timehist`, 2026-11-23) while a keystroke's new members waited for it. Below the
-/// set, a chain thread that wakes where the tracker runs preempts it and stays on its warm CPU.
-pub fn raise_tracker() {
-    let fifo = SchedAttr {
+/// above the load and below the critical set it finds,
+/// never inherited by what it forks; where real time is refused (no CAP_SYS_NICE,
+/// `RestrictRealtime=`, a cgroup without RT runtime), nice −20 and a warning naming `who`.
+/// In the fair class, even at nice −20, a thread that slept with negative lag wakes ineligible
+/// under EEVDF: beside 12 hogs the tracker waited 2.6 ms to run (`perf sched timehist`,
+/// 2026-11-23) while a keystroke's new members waited for it. Below the set, a chain thread
+/// that wakes where it runs preempts it and stays on its warm CPU. True when real time was
+/// granted. (The loop stays at nice −20: at SCHED_FIFO 1 — waiting only, or passes too — it
+/// raised painting's p95 in `units` from 1.02–1.04 to 1.10–1.14× idle in interleaved A/B
+/// rounds, 2026-11-24.)
+pub fn raise_own(who: &str) -> bool {
+    let Err(e) = set(0, &own_fifo()) else {
+        return true;
+    };
+    tracing::warn!(
+        "{who}: cannot run at SCHED_FIFO {} ({e}); at nice -20 instead, where boosts may \
+         wait behind the load",
+        crate::policy::OWN_RT_PRIORITY
+    );
+    if let Err(e) = raise_own_nice(-20) {
+        tracing::warn!("{who}: cannot raise itself to nice -20 either ({e})");
+    }
+    false
+}
+
+fn own_fifo() -> SchedAttr {
+    SchedAttr {
         policy: SCHED_FIFO,
         flags: SCHED_FLAG_RESET_ON_FORK,
         nice: 0,
@@ -36,15 +54,6 @@ pub fn raise_tracker() {
         deadline: 0,
         period: 0,
         uclamp: None,
-    };
-    let Err(e) = set(0, &fifo) else { return };
-    tracing::warn!(
-        "tracker thread: cannot run at SCHED_FIFO {} ({e}); at nice -20 instead, where new \
-         critical threads may wait behind the load",
-        fifo.priority
-    );
-    if let Err(e) = raise_own_nice(-20) {
-        tracing::warn!("tracker thread: cannot raise itself to nice -20 either ({e})");
     }
 }
 

@@ -201,9 +201,8 @@ impl Daemon {
     fn serve(&mut self, rx: &mpsc::Receiver<Event>) -> anyhow::Result<()> {
         // The loop writes the boosts the tracker decides: it must not queue behind the load it
         // protects (at nice 0 beside 12 hogs in one group it waited for several ms). Nice −20,
-        // the fair class's top. Not real-time like the tracker's thread: at SCHED_FIFO (1 or 2)
-        // its passes raised painting's p95 from 1.04 to 1.14× idle in `units` (A/B, 3 rounds,
-        // 2026-11-24), though boosts still wait up to a few ms for it under load.
+        // the fair class's top, so boosts can still wait 3–5 ms for it under load; not real-time
+        // like the tracker's thread (`actuators::sched::raise_own` says what that cost).
         if let Err(e) = crate::actuators::sched::raise_own_nice(-20) {
             warn!("the daemon's loop cannot raise itself to nice -20 ({e}): boosts may wait behind the load");
         }

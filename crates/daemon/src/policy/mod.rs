@@ -46,7 +46,7 @@ pub struct Target {
 pub const RT_PRIORITY: u32 = 2;
 
 /// The daemon's tracker thread: above the load, below the chain it finds
-/// (`actuators::sched::raise_tracker`).
+/// (`actuators::sched::raise_own`).
 pub const OWN_RT_PRIORITY: u32 = 1;
 
 /// A real-time scheduling class and priority.

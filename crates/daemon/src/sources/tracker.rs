@@ -105,7 +105,7 @@ pub fn spawn(cfg: TrackerConfig, events: Sender<Event>) -> Result<TrackerHandle,
             // The tracker decides what to boost while an episode is still open: it must not
             // wait behind the load it protects (measured: p99 input → episode known 253–517 ms
             // at nice 0 under load 23–31, and 2.6 ms at nice −20 — EEVDF's lag).
-            crate::actuators::sched::raise_tracker();
+            crate::actuators::sched::raise_own("tracker thread");
             let tracker = match Tracker::start(cfg) {
                 Ok(t) => {
                     let _ = ready_tx.send(Ok(()));
