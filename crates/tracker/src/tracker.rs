@@ -281,15 +281,22 @@ impl Tracker {
             return;
         }
         let map = find_map(&self.obj, "members");
-        for tid in self.in_kernel.difference(&now) {
-            let _ = map.delete(&tid.to_ne_bytes());
-        }
-        for tid in now.difference(&self.in_kernel) {
-            if let Err(e) = map.update(&tid.to_ne_bytes(), &[1u8], MapFlags::ANY) {
-                tracing::debug!("tracker: cannot mark thread {tid} as a member: {e}");
+        let mut held = now.clone();
+        for &tid in self.in_kernel.difference(&now) {
+            if let Err(e) = map.delete(&tid.to_ne_bytes()) {
+                if e.kind() != libbpf_rs::ErrorKind::NotFound {
+                    tracing::debug!("tracker: cannot unmark thread {tid} as a member: {e}");
+                    held.insert(tid); // still there: tried again at the next change
+                }
             }
         }
-        self.in_kernel = now;
+        for &tid in now.difference(&self.in_kernel) {
+            if let Err(e) = map.update(&tid.to_ne_bytes(), &[1u8], MapFlags::ANY) {
+                tracing::debug!("tracker: cannot mark thread {tid} as a member: {e}");
+                held.remove(&tid); // absent: it only costs wake-ups; tried again later
+            }
+        }
+        self.in_kernel = held;
     }
 
     /// The threads the kernel counts as members (its `members` map), for tests.

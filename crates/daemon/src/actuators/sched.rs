@@ -19,9 +19,9 @@ pub fn raise_own_nice(nice: i32) -> io::Result<()> {
 }
 
 /// Put the calling thread — the tracker's — at SCHED_FIFO [`crate::policy::OWN_RT_PRIORITY`],
-/// above the load and below the critical set it finds,
-/// never inherited by what it forks; where real time is refused (no CAP_SYS_NICE,
-/// `RestrictRealtime=`, a cgroup without RT runtime), nice −20 and a warning naming `who`.
+/// above the load and below the critical set it finds, never inherited by what it forks; where
+/// real time is refused (no CAP_SYS_NICE, `RestrictRealtime=`, a cgroup without RT runtime),
+/// nice −20 and a warning naming `who`.
 /// In the fair class, even at nice −20, a thread that slept with negative lag wakes ineligible
 /// under EEVDF: beside 12 hogs the tracker waited 2.6 ms to run (`perf sched timehist`,
 /// 2026-11-23) while a keystroke's new members waited for it. Below the set, a chain thread
