@@ -102,10 +102,6 @@ pub fn spawn(cfg: TrackerConfig, events: Sender<Event>) -> Result<TrackerHandle,
     std::thread::Builder::new()
         .name("uxsched-tracker".into())
         .spawn(move || {
-            // The tracker decides what to boost while an episode is still open: it must not
-            // wait behind the load it protects (measured: p99 input → episode known 253–517 ms
-            // at nice 0 under load 23–31, and 2.6 ms at nice −20 — EEVDF's lag).
-            crate::actuators::sched::raise_own("tracker thread");
             let tracker = match Tracker::start(cfg) {
                 Ok(t) => {
                     let _ = ready_tx.send(Ok(()));
@@ -116,6 +112,13 @@ pub fn spawn(cfg: TrackerConfig, events: Sender<Event>) -> Result<TrackerHandle,
                     return;
                 }
             };
+            // The tracker decides what to boost while an episode is still open: it must not
+            // wait behind the load it protects (measured: p99 input → episode known 253–517 ms
+            // at nice 0 under load 23–31, and 2.6 ms at nice −20 — EEVDF's lag). Raised only
+            // now: loading the BPF programs is the verifier's CPU time in this thread, without
+            // a blocking call — seconds under emulation, where the daemon's RLIMIT_RTTIME
+            // killed it when the thread was real-time already.
+            crate::actuators::sched::raise_own("tracker thread");
             run(tracker, &focus_rx, &woken, &events);
         })
         .map_err(|e| format!("cannot start the tracker thread: {e}"))?;
