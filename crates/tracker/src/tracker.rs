@@ -209,7 +209,6 @@ impl Tracker {
             tracing::debug!("tracker: ring buffer consume: {e}");
         }
         let user_dropped = self.classify_pending();
-        self.sync_members();
         let mut s = self.cls.snapshot(user_dropped + self.kernel_dropped());
         for m in &mut s.critical {
             m.episode_cpu_ns = self.episode_cpu_ns(m.id.tid as u32);
@@ -226,7 +225,6 @@ impl Tracker {
         }
         let (before, open) = (self.cls.episodes(), self.cls.episode_deadline_ns());
         let handled = self.classify_pending_count();
-        self.sync_members();
         handled > 0 || self.cls.episodes() != before || self.cls.episode_deadline_ns() != open
     }
 
@@ -267,6 +265,7 @@ impl Tracker {
             self.cls.handle(ev);
         }
         self.cls.tick(procfs::monotonic_ns());
+        self.sync_members();
         n
     }
 
@@ -280,7 +279,7 @@ impl Tracker {
         if now == self.in_kernel {
             return;
         }
-        let map = find_map(&self.obj, "members");
+        let map = self.map("members");
         let mut held = now.clone();
         for &tid in self.in_kernel.difference(&now) {
             if let Err(e) = map.delete(&tid.to_ne_bytes()) {
@@ -301,7 +300,7 @@ impl Tracker {
 
     /// The threads the kernel counts as members (its `members` map), for tests.
     pub fn members_in_kernel(&self) -> Vec<u32> {
-        let map = find_map(&self.obj, "members");
+        let map = self.map("members");
         let mut v: Vec<u32> = (map.keys())
             .filter_map(|k| Some(u32::from_ne_bytes(k.try_into().ok()?)))
             .collect();

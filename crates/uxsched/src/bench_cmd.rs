@@ -441,21 +441,17 @@ fn finish(result: Result<ExitCode>, scratch: &Path, asked: bool) -> Result<ExitC
     if let Err(e) = uxsched_bench::leftovers::scratch(None) {
         eprintln!("uxsched bench: warning: {e:#}");
     }
-    if keep_logs && result.is_ok() {
-        eprintln!(
-            "uxsched bench: the runs' logs are kept in {}",
-            scratch.display()
-        );
-        result
-    } else if keep_logs {
-        result.with_context(|| {
-            format!(
-                "the runs' logs are kept in {}",
-                scratch.join("runs").display()
-            )
-        })
-    } else {
-        result
+    match result {
+        Ok(code) if keep_logs => {
+            let kept = scratch.display();
+            eprintln!("uxsched bench: the runs' logs are kept in {kept}");
+            Ok(code)
+        }
+        Err(e) if keep_logs => {
+            let kept = scratch.join("runs");
+            Err(e.context(format!("the runs' logs are kept in {}", kept.display())))
+        }
+        other => other,
     }
 }
 

@@ -26,15 +26,7 @@ impl Daemon {
         if new.is_empty() {
             return Ok(Vec::new());
         }
-        let now = Instant::now();
-        let written = self.boost_new_at(app.pid, new, now)?;
-        tracing::debug!(
-            new = new.len(),
-            written = written.len(),
-            fast_us = now.elapsed().as_micros() as u64,
-            "fast path"
-        );
-        Ok(written)
+        self.boost_new_at(app.pid, new, Instant::now())
     }
 
     fn boost_new_at(
@@ -86,12 +78,14 @@ impl Daemon {
             self.publish_rt();
         }
         tracing::debug!(
+            new = new.len(),
+            written = written.len(),
             shaped_us = t_shaped.as_micros() as u64,
             untouched_us = t_untouched.as_micros() as u64,
             followed_us = t_followed.as_micros() as u64,
             added_us = t_added.as_micros() as u64,
-            published_us = now.elapsed().as_micros() as u64,
-            "fast path stages"
+            fast_us = now.elapsed().as_micros() as u64,
+            "fast path"
         );
         Ok(written)
     }

@@ -76,7 +76,7 @@ struct Daemon {
 }
 
 /// The daemon's own `RLIMIT_RTTIME`, µs (see `run`).
-pub const OWN_RTTIME_US: u64 = 200_000;
+const OWN_RTTIME_US: u64 = 200_000;
 
 /// How many "critical → boosted" latencies `status` summarises.
 const LATENCIES: usize = 4096;

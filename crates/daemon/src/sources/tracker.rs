@@ -160,7 +160,8 @@ fn run(
         let started = std::time::Instant::now();
         let handled = tracker.process();
         if started.elapsed() > Duration::from_millis(1) {
-            // Classifying is µs; a long one is the store's write (a WAL checkpoint's fsync).
+            // Classifying takes µs; 2–3 ms was seen now and then (suspected: the learning
+            // store's write on episode resolution; not confirmed).
             debug!(
                 us = started.elapsed().as_micros() as u64,
                 "tracker: slow processing"
