@@ -25,9 +25,9 @@ pub fn raise_own_nice(nice: i32) -> io::Result<()> {
 /// In the fair class, even at nice −20, a thread that slept with negative lag wakes ineligible
 /// under EEVDF: beside 12 hogs the tracker waited 2.6 ms to run (`perf sched timehist`,
 /// 2026-11-23) while a keystroke's new members waited for it. Below the set, a chain thread
-/// that wakes where it runs preempts it and stays on its warm CPU. (The loop stays at nice −20: at SCHED_FIFO 1 — waiting only, or passes too — it
-/// raised painting's p95 in `units` from 1.02–1.04 to 1.10–1.14× idle in interleaved A/B
-/// rounds, 2026-11-24.)
+/// that wakes where it runs preempts it and stays on its warm CPU. (The loop stays at nice −20:
+/// at SCHED_FIFO 1 — while waiting only, or in passes too — it raised painting's p95 in `units`
+/// from 1.02–1.05 to 1.09–1.15× idle in interleaved A/B rounds, 2026-11-24.)
 pub fn raise_own(who: &str) {
     let Err(e) = set(0, &own_fifo()) else {
         return;
