@@ -114,11 +114,15 @@ impl std::fmt::Display for DaemonGone {
 impl std::error::Error for DaemonGone {}
 
 /// Sends a source's focus changes: admits each pid named, and says once per pid why one is
-/// not acted on (then it counts as nothing in front).
+/// not acted on (then it counts as nothing in front). Only a change of what is sent is sent:
+/// a refused pid after nothing in front is not a second "nothing in front".
 pub struct Reporter {
     source: SourceName,
     events: Sender<Event>,
+    /// The pid the source last named (refused or not).
     last: Option<i32>,
+    /// The app last sent; nothing in front before the first change.
+    sent: Option<AppId>,
     error: Option<String>,
 }
 
@@ -128,6 +132,7 @@ impl Reporter {
             source,
             events,
             last: None,
+            sent: None,
             error: None,
         }
     }
@@ -155,6 +160,10 @@ impl Reporter {
                 })
                 .ok()
         });
+        if app == self.sent {
+            return Ok(());
+        }
+        self.sent = app;
         let ev = Event::Focus {
             source: self.source,
             app,
@@ -230,7 +239,10 @@ mod tests {
             }),
         )
         .unwrap();
+        // Refused, then nothing: still nothing in front, not sent again.
         r.seen(Some(pid), Err("not a session".into())).unwrap();
+        r.seen(None, Err(String::new())).unwrap();
+        r.seen(Some(pid), owner.clone()).unwrap();
         r.health(Some("degraded: x".into())).unwrap();
         r.health(Some("degraded: x".into())).unwrap();
         r.health(None).unwrap();
@@ -246,7 +258,7 @@ mod tests {
         let want = [
             format!("focus Some({pid})"),
             "focus None".into(),
-            "focus None".into(),
+            format!("focus Some({pid})"),
             "health Some(\"degraded: x\")".into(),
             "health None".into(),
         ];

@@ -338,8 +338,9 @@ mod tests {
         assert_eq!(next(), Some(term.pid()));
         // Focus moves to Firefox: Mutter stamps the terminal and marks Firefox -1.
         // Event-driven: well under the 5 s rescan.
-        set_xattr(&t, "1234999");
+        // (Firefox marked first: no state between names nothing in front.)
         set_xattr(&w, "-1");
+        set_xattr(&t, "1234999");
         assert_eq!(next(), Some(web.pid()));
         // The user marks scopes naming pid 1, another user's process, and a scope it does not
         // own: none of them is acted on (each counts as "nothing in front").
@@ -348,9 +349,11 @@ mod tests {
             scope(&root, USER, USER, "app-evil-4.scope", &[other_user.pid()]),
             scope(&root, USER, 0, "app-evil-5.scope", &[term.pid()]),
         ];
+        // The hostile scope is marked first, so every state that names nothing acceptable has
+        // it in front: the None seen is its refusal, not Firefox's unmarking.
         for h in &hostile {
-            set_xattr(&w, "1235000");
             set_xattr(h, "-1");
+            set_xattr(&w, "1235000");
             assert_eq!(next(), None, "{}", h.display());
             set_xattr(h, "1235001");
             set_xattr(&w, "-1");
