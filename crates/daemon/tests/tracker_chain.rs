@@ -175,6 +175,18 @@ fn the_partner_an_app_waits_on_is_raised_with_it_and_restored() {
         Duration::from_secs(10),
         || fifo1(partner),
     );
+    // The loop wrote those boosts on the tracker's loan of real time, and paid it back: it is
+    // in the fair class at nice −20 again (`sched::Loan`).
+    // (The daemon runs in this test's child, on its `child_entry` thread.)
+    let main = (tids(pid).into_iter())
+        .find(|&t| comm(t) == "child_entry")
+        .expect("the daemon's loop thread");
+    wait_until("the loop back at nice -20", Duration::from_secs(2), || {
+        let a = attr(main);
+        (a.policy, a.nice) == (SCHED_OTHER, -20)
+    });
+    let log = std::fs::read_to_string(d.dir.join("daemon-1.log")).unwrap_or_default();
+    assert!(log.contains("loan of real time repaid"), "{log}");
     let st = d.status();
     let b = st.boosted.iter().find(|b| b.tid == partner).unwrap();
     assert_eq!(b.role, "partner");

@@ -48,6 +48,8 @@ struct Daemon {
     /// The BPF tracker, when it runs; why not otherwise (shown by `status`).
     tracker: Option<TrackerHandle>,
     tracker_state: String,
+    /// The tracker's thread's loan of real time to this loop (repaid after each event).
+    loan: crate::actuators::sched::Loan,
     /// The tracker's latest critical set for the app in front.
     critical: Vec<Critical>,
     /// How apps are placed on this machine (see [`reconciler`]).
@@ -113,7 +115,9 @@ pub fn run(cfg: Config) -> anyhow::Result<()> {
     rec.reconcile(&Desired::nothing(&cfg))?;
     let backend = crate::backend::start(&cfg.backend).context("starting the backend")?;
     let sources_alive = start_sources(&cfg, &tx);
-    let (tracker, tracker_state) = start_tracker(&cfg, &tx);
+    // `run` is the loop's thread: the tracker's thread lends it real time for new members.
+    let loan = crate::actuators::sched::Loan::to_this_thread();
+    let (tracker, tracker_state) = start_tracker(&cfg, &tx, loan.clone());
     let rt_lever = cfg.tracker.lever == crate::config::Lever::Rt;
     let canary = (cfg.rtapi.enabled || rt_lever)
         .then(|| {
@@ -170,6 +174,7 @@ pub fn run(cfg: Config) -> anyhow::Result<()> {
         sources_alive,
         tracker,
         tracker_state,
+        loan,
         critical: Vec::new(),
         placement,
         source_errors: BTreeMap::new(),
@@ -188,6 +193,7 @@ pub fn run(cfg: Config) -> anyhow::Result<()> {
     if let Err(e) = &result {
         error!("stopping after an error: {e:#}");
     }
+    d.loan.repay();
     info!("restoring everything");
     d.focus_by_source.clear();
     d.focus = None;
@@ -201,9 +207,11 @@ impl Daemon {
     fn serve(&mut self, rx: &mpsc::Receiver<Event>) -> anyhow::Result<()> {
         // The loop writes the boosts the tracker decides: it must not queue behind the load it
         // protects (at nice 0 beside 12 hogs in one group it waited for several ms). Nice −20,
-        // the fair class's top, so boosts can still wait 3–5 ms for it under load; not real-time
-        // like the tracker's thread (`actuators::sched::raise_own` says what that cost).
-        if let Err(e) = crate::actuators::sched::raise_own_nice(-20) {
+        // the fair class's top, where it still waited 3–5 ms under load; so the tracker's
+        // thread lends it real time for each hand-over of new members (`sched::Loan`), and it
+        // is not real-time otherwise (`actuators::sched::raise_own` says what that cost).
+        let fair = crate::actuators::sched::own_fair();
+        if let Err(e) = crate::actuators::sched::set(0, &fair) {
             warn!("the daemon's loop cannot raise itself to nice -20 ({e}): boosts may wait behind the load");
         }
         let rescan = Duration::from_millis(self.cfg.rescan_ms);
@@ -318,6 +326,8 @@ impl Daemon {
                 },
                 Err(RecvTimeoutError::Timeout) => {}
             }
+            // The fast path (if any) is done: the tracker's loan ends here.
+            self.loan.repay();
             let now = Instant::now();
             let due = (self.dirty && now >= self.last_apply + min_interval)
                 || now >= next_scan
@@ -491,6 +501,7 @@ impl Daemon {
     }
 
     fn apply(&mut self) -> anyhow::Result<()> {
+        self.loan.repay();
         let start = Instant::now();
         let mut state = self.scan();
         let now = Instant::now();

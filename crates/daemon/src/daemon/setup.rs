@@ -2,6 +2,7 @@
 //! cgroup hierarchy — each reports what it could not do instead of failing the daemon.
 
 use crate::actuators::cgroup::{Groups, Hierarchy};
+use crate::actuators::sched::Loan;
 use crate::config::{Config, SourceName};
 use crate::journal::Journal;
 use crate::reconcile::Reconciler;
@@ -75,6 +76,7 @@ pub(super) fn start_sources(cfg: &Config, tx: &mpsc::Sender<Event>) -> BTreeMap<
 pub(super) fn start_tracker(
     cfg: &Config,
     tx: &mpsc::Sender<Event>,
+    loan: Loan,
 ) -> (Option<TrackerHandle>, String) {
     if !cfg.tracker.enabled {
         return (None, "off (`[tracker] enabled = false`)".into());
@@ -87,7 +89,7 @@ pub(super) fn start_tracker(
         .extend(cfg.tracker.input_threads.iter().cloned());
     tcfg.display_names
         .extend(cfg.tracker.display_threads.iter().cloned());
-    match crate::sources::tracker::spawn(tcfg, tx.clone()) {
+    match crate::sources::tracker::spawn(tcfg, tx.clone(), loan) {
         Ok(h) => (Some(h), "running".into()),
         Err(why) => {
             warn!("the delay-critical thread tracker is unavailable: {why}; roles fall back to thread names");

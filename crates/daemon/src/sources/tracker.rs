@@ -5,6 +5,7 @@
 //! a client's claim; the daemon still bounds what partners may get (`state.rs`).
 
 use super::Event;
+use crate::actuators::sched::Loan;
 use crate::identity::TaskId;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
@@ -94,7 +95,12 @@ fn wait(ring: i32, wake: &OwnedFd, timeout: Duration) {
 
 /// Start the tracker on its own thread. `Err` says why it cannot run here (not root, no BTF,
 /// lockdown, the BPF object refused); the daemon then keeps name-based roles.
-pub fn spawn(cfg: TrackerConfig, events: Sender<Event>) -> Result<TrackerHandle, String> {
+/// `loan`: raise the daemon's loop while it writes new members' boosts.
+pub fn spawn(
+    cfg: TrackerConfig,
+    events: Sender<Event>,
+    loan: Loan,
+) -> Result<TrackerHandle, String> {
     let (focus_tx, focus_rx) = mpsc::channel();
     let (ready_tx, ready_rx) = mpsc::sync_channel(1);
     let wake = Arc::new(eventfd().map_err(|e| format!("cannot create an eventfd: {e}"))?);
@@ -119,7 +125,7 @@ pub fn spawn(cfg: TrackerConfig, events: Sender<Event>) -> Result<TrackerHandle,
             // a blocking call — seconds under emulation, where the daemon's RLIMIT_RTTIME
             // killed it when the thread was real-time already.
             crate::actuators::sched::raise_own("tracker thread");
-            run(tracker, &focus_rx, &woken, &events);
+            run(tracker, &focus_rx, &woken, &events, &loan);
         })
         .map_err(|e| format!("cannot start the tracker thread: {e}"))?;
     ready_rx
@@ -140,6 +146,7 @@ fn run(
     focus: &Receiver<Option<i32>>,
     wake: &OwnedFd,
     events: &Sender<Event>,
+    loan: &Loan,
 ) {
     let mut last: Vec<Critical> = Vec::new();
     loop {
@@ -179,6 +186,14 @@ fn run(
                     newest_age_us = newest.map(|t| now.saturating_sub(t) / 1000),
                     "tracker: critical set changed"
                 );
+                // A member an input brought (not one classified at the focus, which the focus
+                // pass boosts) must not wait for the loop to get a CPU.
+                let urgent = set
+                    .iter()
+                    .any(|c| c.since_ns > 0 && !last.iter().any(|o| o.task == c.task));
+                if urgent {
+                    loan.lend();
+                }
                 if events.send(Event::Critical(set.clone())).is_err() {
                     return;
                 }
