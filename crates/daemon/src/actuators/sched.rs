@@ -6,6 +6,7 @@ use super::{Actuator, Key};
 use crate::identity::TaskId;
 use crate::journal::{Kind, Value};
 use std::io;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 pub use uxsched_os::sched::*;
 
@@ -42,15 +43,25 @@ pub fn raise_own(who: &str) {
     }
 }
 
-/// The tracker's thread lends its real-time priority to the daemon's loop for one hand-over:
+/// The tracker's thread lends its real-time priority to the daemon's loop for its hand-overs:
 /// a keystroke's new critical threads wait for the loop to write their boosts, and at nice −20
 /// the loop waited 3–5 ms behind 12 hogs (EEVDF's lag, as for the tracker's thread). Lent only
-/// for the fast path: the loop pays it back before anything else (a full pass, shutdown), since
-/// a loop that stayed real-time raised painting's p95 in `units` (see [`raise_own`]).
+/// for the fast path: the loop pays it back once no hand-over is waiting, and always before a
+/// full pass or the restore at shutdown, since a loop that stayed real-time raised painting's
+/// p95 in `units` (see [`raise_own`]).
 #[derive(Debug, Clone)]
 pub struct Loan {
     loop_tid: i32,
-    lent: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    state: std::sync::Arc<LoanState>,
+}
+
+#[derive(Debug, Default)]
+struct LoanState {
+    /// The loop was raised and has not paid back yet.
+    raised: AtomicBool,
+    /// Hand-overs sent by the tracker's thread, and handled by the loop.
+    sent: AtomicU64,
+    handled: AtomicU64,
 }
 
 impl Loan {
@@ -59,23 +70,42 @@ impl Loan {
         Loan {
             // SAFETY: gettid has no preconditions.
             loop_tid: unsafe { libc::gettid() },
-            lent: Default::default(),
+            state: Default::default(),
         }
     }
 
-    /// The lender's side: raise the loop before sending it what it must act on at once. The
-    /// flag is set after the raise, so the loop's next [`Loan::repay`] after the send sees it.
-    pub fn lend(&self) {
+    /// The lender's side, before each hand-over is sent: count it and, when it is `urgent`,
+    /// raise the loop. Counted first, so a loop that looks between the two keeps the loan for
+    /// this hand-over; the flag is set after the raise, so a repayment never misses it.
+    pub fn hand_over(&self, urgent: bool) {
+        self.state.sent.fetch_add(1, Ordering::AcqRel);
+        if !urgent {
+            return;
+        }
         match set(self.loop_tid, &own_fifo()) {
-            Ok(()) => self.lent.store(true, std::sync::atomic::Ordering::Release),
+            Ok(()) => self.state.raised.store(true, Ordering::Release),
             Err(e) => tracing::debug!("cannot lend the loop real time: {e}"),
         }
     }
 
-    /// The loop's side: back to nice −20 if a loan is out. True if one was.
-    pub fn repay(&self) -> bool {
-        if !self.lent.swap(false, std::sync::atomic::Ordering::AcqRel) {
-            return false;
+    /// The loop's side: one hand-over received.
+    pub fn received(&self) {
+        self.state.handled.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// The loop's side, after each event: pay back unless another hand-over is on its way
+    /// (two keystroke sets 50 µs apart: the second was written at nice −20, 2.8 ms late).
+    pub fn repay_when_idle(&self) {
+        let s = &self.state;
+        if s.sent.load(Ordering::Acquire) == s.handled.load(Ordering::Acquire) {
+            self.repay();
+        }
+    }
+
+    /// The loop's side, before a pass or shutdown: back to nice −20 if a loan is out.
+    pub fn repay(&self) {
+        if !self.state.raised.swap(false, Ordering::AcqRel) {
+            return;
         }
         match set(0, &own_fair()) {
             Ok(()) => tracing::debug!("loop: the tracker's loan of real time repaid"),
@@ -83,7 +113,6 @@ impl Loan {
                 "the daemon's loop cannot return to nice -20 ({e}); it stays real-time"
             ),
         }
-        true
     }
 }
 
@@ -143,5 +172,73 @@ impl Actuator for Sched {
 
     fn holds(&self, now: &Value, applied: &Value) -> bool {
         matches!((now, applied), (Value::Sched(n), Value::Sched(a)) if holds(n, a))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+
+    /// What the loop's thread is told to do.
+    enum Step {
+        Received,
+        RepayWhenIdle,
+        Repay,
+    }
+
+    #[test]
+    #[ignore = "needs root (SCHED_FIFO): make test runs it"]
+    fn a_loan_lasts_until_every_hand_over_is_handled_or_a_pass_comes() {
+        let (loan_tx, loan_rx) = mpsc::channel();
+        let (step_tx, step_rx) = mpsc::channel::<Step>();
+        let (done_tx, done_rx) = mpsc::channel();
+        let borrower = std::thread::spawn(move || {
+            set(0, &own_fair()).unwrap();
+            let loan = Loan::to_this_thread();
+            // SAFETY: gettid has no preconditions.
+            loan_tx
+                .send((loan.clone(), unsafe { libc::gettid() }))
+                .unwrap();
+            for step in step_rx {
+                match step {
+                    Step::Received => loan.received(),
+                    Step::RepayWhenIdle => loan.repay_when_idle(),
+                    Step::Repay => loan.repay(),
+                }
+                done_tx.send(()).unwrap();
+            }
+        });
+        let (loan, tid) = loan_rx.recv().unwrap();
+        let run = |s: Step| {
+            step_tx.send(s).unwrap();
+            done_rx.recv().unwrap();
+        };
+        let class = || get(tid).map(|a| (a.policy, a.priority, a.nice)).unwrap();
+        let fifo = (SCHED_FIFO, crate::policy::OWN_RT_PRIORITY, 0);
+        let fair = (SCHED_OTHER, 0, -20);
+        assert_eq!(class(), fair);
+        // Two hand-overs, the first urgent: real time until the loop has handled both.
+        loan.hand_over(true);
+        loan.hand_over(false);
+        assert_eq!(class(), fifo);
+        run(Step::Received);
+        run(Step::RepayWhenIdle);
+        assert_eq!(class(), fifo, "one hand-over is still on its way");
+        run(Step::Received);
+        run(Step::RepayWhenIdle);
+        assert_eq!(class(), fair);
+        // A pass pays back at once, whatever is on its way.
+        loan.hand_over(true);
+        assert_eq!(class(), fifo);
+        run(Step::Repay);
+        assert_eq!(class(), fair);
+        // A hand-over that is not urgent lends nothing.
+        loan.hand_over(false);
+        run(Step::Received);
+        run(Step::RepayWhenIdle);
+        assert_eq!(class(), fair);
+        drop(step_tx);
+        borrower.join().unwrap();
     }
 }

@@ -15,9 +15,45 @@ use crate::identity::TaskId;
 use crate::policy::{critical_target, Desired};
 use crate::sources::tracker::Critical;
 use crate::state;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 impl Daemon {
+    /// The tracker's set for the app in front changed: its new members are boosted at once
+    /// (the tracker decides early so the boost is not too late); the full pass follows.
+    pub(super) fn critical_changed(
+        &mut self,
+        set: Vec<Critical>,
+        min_interval: Duration,
+    ) -> anyhow::Result<()> {
+        let new: Vec<_> = (set.iter())
+            .filter(|c| !self.critical.iter().any(|o| o.task == c.task))
+            .cloned()
+            .collect();
+        if let Some(oldest) = new.iter().map(|c| c.since_ns).filter(|&t| t > 0).min() {
+            let now = uxsched_tracker::procfs::monotonic_ns();
+            let age_us = now.saturating_sub(oldest) / 1000;
+            tracing::debug!(new = new.len(), age_us, "critical set received");
+        }
+        self.boost_pending
+            .extend(new.iter().map(|c| (c.task, c.since_ns)));
+        let written = self.boost_new(&new)?;
+        self.boosts_written(Some(&written));
+        let dropped = (self.critical.iter()).any(|o| !set.iter().any(|c| c.task == o.task));
+        self.critical = set;
+        self.dirty = true;
+        // When the fast path wrote boosts it counts as this change's application: the full
+        // pass (members dropped, or left out because uxsched already holds a row for them, like
+        // the app's own threads' mild bonus) waits its turn, at most `min_focus_interval_ms` —
+        // a pass right away made the next keystroke's set wait behind it (13 ms with cgroup
+        // moves on an idle machine). Otherwise (another mode, nothing new written) a pass now.
+        self.last_apply = if written.is_empty() && (dropped || !new.is_empty()) {
+            Instant::now() - min_interval
+        } else {
+            Instant::now()
+        };
+        Ok(())
+    }
+
     /// Boost the critical set's new members now; returns the threads whose boost was written.
     pub(super) fn boost_new(&mut self, new: &[Critical]) -> anyhow::Result<Vec<TaskId>> {
         let Some(app) = self.focus.filter(|_| self.mode == Mode::Uxsched) else {

@@ -282,39 +282,14 @@ impl Daemon {
                     self.dirty = true;
                     self.last_apply = Instant::now() - min_interval;
                 }
-                Ok(Event::Critical(set)) => {
-                    // The new members are boosted at once (`fast.rs`): the tracker decides
-                    // early so the boost is not too late. The full pass follows.
-                    let new: Vec<_> = (set.iter())
-                        .filter(|c| !self.critical.iter().any(|o| o.task == c.task))
-                        .cloned()
-                        .collect();
-                    if let Some(oldest) = new.iter().map(|c| c.since_ns).filter(|&t| t > 0).min() {
-                        let now = uxsched_tracker::procfs::monotonic_ns();
-                        let age_us = now.saturating_sub(oldest) / 1000;
-                        tracing::debug!(new = new.len(), age_us, "critical set received");
-                    }
-                    self.boost_pending
-                        .extend(new.iter().map(|c| (c.task, c.since_ns)));
-                    let written = self.boost_new(&new)?;
-                    self.boosts_written(Some(&written));
-                    let dropped = self
-                        .critical
-                        .iter()
-                        .any(|o| !set.iter().any(|c| c.task == o.task));
-                    self.critical = set;
-                    self.dirty = true;
-                    // When the fast path wrote boosts it counts as this change's application:
-                    // the full pass (members dropped, or left out because uxsched already
-                    // holds a row for them, like the app's own threads' mild bonus) waits its
-                    // turn, at most `min_focus_interval_ms` — a pass right away made the next
-                    // keystroke's set wait behind it (13 ms with cgroup moves on an idle
-                    // machine). Otherwise (another mode, nothing new written) a pass now.
-                    self.last_apply = if written.is_empty() && (dropped || !new.is_empty()) {
-                        Instant::now() - min_interval
+                Ok(Event::Critical { app, set }) => {
+                    self.loan.received();
+                    if app == self.focus.map(|a| a.pid) {
+                        self.critical_changed(set, min_interval)?;
                     } else {
-                        Instant::now()
-                    };
+                        // Found before the focus moved: the tracker follows the new one next.
+                        tracing::debug!(?app, "critical set for a former foreground ignored");
+                    }
                 }
                 Ok(Event::Health { source, error }) => match error {
                     Some(e) => {
@@ -326,8 +301,9 @@ impl Daemon {
                 },
                 Err(RecvTimeoutError::Timeout) => {}
             }
-            // The fast path (if any) is done: the tracker's loan ends here.
-            self.loan.repay();
+            // The fast path (if any) is done: the tracker's loan ends here, unless another
+            // hand-over is already on its way.
+            self.loan.repay_when_idle();
             let now = Instant::now();
             let due = (self.dirty && now >= self.last_apply + min_interval)
                 || now >= next_scan
@@ -413,6 +389,7 @@ impl Daemon {
             }
             self.focus = new;
             self.critical.clear();
+            self.boost_pending.clear();
             if let Some(t) = &self.tracker {
                 t.set_foreground(new.map(|a| a.pid));
             }

@@ -4,22 +4,28 @@
 use super::{Daemon, LATENCIES};
 use crate::actuators::sched;
 use crate::config::Mode;
-use crate::journal::Value;
+use crate::journal::{Kind, Value};
 use crate::policy::Desired;
 
 impl Daemon {
-    /// New critical threads' boosts are written — `only` these (the fast path) or all of them
-    /// (a full pass): record how long after the tracker's decision (in the `uxsched` mode, the
-    /// one that boosts them).
+    /// New critical threads' boosts are written — `only` these (the fast path) or, after a full
+    /// pass, those the journal now holds a scheduling row for (the rest were not boosted:
+    /// filtered out, gone): record how long after the tracker's decision (in the `uxsched`
+    /// mode, the one that boosts them).
     pub(super) fn boosts_written(&mut self, only: Option<&[crate::identity::TaskId]>) {
         let now = uxsched_tracker::procfs::monotonic_ns();
         let mut done = Vec::new();
+        let journal = &self.rec.journal;
+        let held = |task: &crate::identity::TaskId| {
+            let key = crate::actuators::Key::Thread(*task);
+            journal.get(Kind::Sched, &key).is_ok_and(|e| e.is_some())
+        };
         self.boost_pending.retain(|(task, since)| {
-            let written = only.is_none_or(|o| o.contains(task));
+            let written = only.map_or_else(|| held(task), |o| o.contains(task));
             if written && *since > 0 {
                 done.push(now.saturating_sub(*since));
             }
-            !written
+            only.is_some() && !written
         });
         if self.mode != Mode::Uxsched {
             return;

@@ -53,8 +53,12 @@ pub enum Event {
     Canary,
     /// The rt lever's guard demoted threads over their run-time budget (`rt_guard.rs`).
     RtOver,
-    /// The tracker's critical set changed.
-    Critical(Vec<tracker::Critical>),
+    /// The tracker's critical set changed; `app`: the foreground it was found for (a set for
+    /// an app that has since lost the front is stale).
+    Critical {
+        app: Option<i32>,
+        set: Vec<tracker::Critical>,
+    },
     /// SIGTERM/SIGINT: restore everything and exit.
     Shutdown,
 }

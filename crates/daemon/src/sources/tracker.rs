@@ -149,15 +149,20 @@ fn run(
     loan: &Loan,
 ) {
     let mut last: Vec<Critical> = Vec::new();
+    // The foreground the tracker follows (None as well when it could not follow the last one).
+    let mut app: Option<i32> = None;
     loop {
         let mut refocused = false;
         loop {
             match focus.try_recv() {
                 Ok(pid) => {
                     refocused = true;
+                    app = pid;
                     let r = tracker.set_foreground(pid.and_then(|p| u32::try_from(p).ok()));
                     if let Err(e) = r {
                         debug!(?pid, "tracker: cannot follow the new foreground: {e}");
+                        app = None;
+                        let _ = tracker.set_foreground(None);
                     }
                 }
                 Err(TryRecvError::Empty) => break,
@@ -191,10 +196,12 @@ fn run(
                 let urgent = set
                     .iter()
                     .any(|c| c.since_ns > 0 && !last.iter().any(|o| o.task == c.task));
-                if urgent {
-                    loan.lend();
-                }
-                if events.send(Event::Critical(set.clone())).is_err() {
+                loan.hand_over(urgent);
+                let ev = Event::Critical {
+                    app,
+                    set: set.clone(),
+                };
+                if events.send(ev).is_err() {
                     return;
                 }
                 last = set;
