@@ -95,8 +95,8 @@ impl Daemon {
         let mut desired = desired.bounded(&self.cfg);
         self.backend.shape_critical(app, &mut desired);
         let t_shaped = now.elapsed();
-        let mut desired = self.rec.untouched(desired)?;
-        let t_untouched = now.elapsed();
+        let mut desired = self.rec.fast_candidates(desired)?;
+        let t_candidates = now.elapsed();
         // The rt lever's bound is in force before a thread is made real-time.
         if let Some(g) = &self.rt {
             let fifo = desired.threads.iter().filter(|(_, t)| t.rt.is_some());
@@ -117,7 +117,7 @@ impl Daemon {
             new = new.len(),
             written = written.len(),
             shaped_us = t_shaped.as_micros() as u64,
-            untouched_us = t_untouched.as_micros() as u64,
+            candidates_us = t_candidates.as_micros() as u64,
             followed_us = t_followed.as_micros() as u64,
             added_us = t_added.as_micros() as u64,
             fast_us = now.elapsed().as_micros() as u64,

@@ -130,23 +130,62 @@ fn bounds_keep_real_time_priorities_in_the_kernels_range() {
 /// first change; a thread with a row (here an RT grant held at FIFO 10) is neither touched nor
 /// lowered by it, and the full pass afterwards restores both exactly.
 #[test]
-fn the_fast_path_starts_untouched_threads_only() {
+fn the_fast_path_starts_new_boosts_and_never_lowers_a_grant() {
     let (w, dir, app) = app();
     let fresh = w.borrow_mut().spawn(101, 100, 8, None);
     let mut rec = reconciler(&w, &dir.path().join("j"));
     rec.reconcile(&want(app, rt(RtPolicy::Fifo, 10))).unwrap();
     let mut d = want(app, rt(RtPolicy::Fifo, 1));
     d.threads.insert(fresh, rt(RtPolicy::Fifo, 1));
-    let untouched = rec.untouched(d.clone()).unwrap();
-    assert_eq!(untouched.threads.keys().collect::<Vec<_>>(), [&fresh]);
+    let candidates = rec.fast_candidates(d.clone()).unwrap();
+    assert_eq!(candidates.threads.keys().collect::<Vec<_>>(), [&fresh]);
     assert_eq!(rec.add(&d).unwrap(), [fresh]);
     let now = |tid| w.borrow().task(tid).sched;
     assert_eq!((now(100).policy, now(100).priority), (SCHED_FIFO, 10));
     assert_eq!((now(101).policy, now(101).priority), (SCHED_FIFO, 1));
     assert_eq!(rec.journal.entries().unwrap().len(), 2, "journalled first");
-    assert!(rec.add(&d).unwrap().is_empty(), "written once");
+    let writes = rec.journal.writes();
+    assert_eq!(rec.add(&d).unwrap(), [fresh], "holds it already");
+    assert_eq!(rec.journal.writes(), writes, "written once");
     rec.reconcile(&nothing()).unwrap();
     assert_eq!(now(100).policy, SCHED_OTHER);
     assert_eq!(now(101), default_attr(0));
     assert!(rec.journal.entries().unwrap().is_empty());
+}
+
+/// The fast path raises a boost uxsched wrote (an app thread's mild bonus) to the critical
+/// one at once, journalled as an update, and the pass restores the original; it never raises
+/// a setting someone else changed since, and leaves a weaker wish to the pass.
+#[test]
+fn the_fast_path_raises_its_own_mild_boost_but_not_someone_elses() {
+    let (w, dir, app) = app();
+    let other = w.borrow_mut().spawn(101, 100, 8, None);
+    let mild = Target {
+        nice: Some(-2),
+        ..Target::default()
+    };
+    let mut rec = reconciler(&w, &dir.path().join("j"));
+    rec.reconcile(&super::fake::want(&[
+        (app, mild.clone()),
+        (other, mild.clone()),
+    ]))
+    .unwrap();
+    // Someone else renices the second thread after uxsched did.
+    w.borrow_mut().tasks.get_mut(&101).unwrap().sched.nice = -7;
+    let critical =
+        super::fake::want(&[(app, rt(RtPolicy::Fifo, 2)), (other, rt(RtPolicy::Fifo, 2))]);
+    assert_eq!(rec.add(&critical).unwrap(), [app]);
+    let now = |tid| w.borrow().task(tid).sched;
+    assert_eq!((now(100).policy, now(100).priority), (SCHED_FIFO, 2));
+    assert_eq!(
+        (now(101).policy, now(101).nice),
+        (SCHED_OTHER, -7),
+        "theirs stands"
+    );
+    // A weaker wish than what is held: the pass's, not the fast path's.
+    let weaker = want(app, mild);
+    assert!(rec.fast_candidates(weaker).unwrap().threads.is_empty());
+    rec.reconcile(&nothing()).unwrap();
+    assert_eq!(now(100), default_attr(0));
+    assert_eq!(now(101).nice, -7);
 }
