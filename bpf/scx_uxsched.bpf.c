@@ -14,6 +14,10 @@
  * another CPU is rebased from the old CPU's clock to the new one's (CFS's migration rule), so
  * threads pinned to a busy CPU are not judged by an idle one's clock. The running thread keeps
  * the CPU while its vtime, charged up to now, is not ahead of its queue's head (dispatch).
+ * A CPU held by a thread of another class (fair in partial mode, real-time) runs none of ours,
+ * so a thread is queued on a CPU running one of ours where there is one (queue_cpu), and a
+ * thread left on a held CPU's queue is taken by the first CPU that finds it further behind than
+ * what it would run (take_from_held): not CFS, whose run-queues hold every fair thread.
  *
  * Charging (seed 000 eq. 1): a thread that ran `used` ns at weight w advances by
  * used × 1024 / w.
@@ -392,10 +396,40 @@ s32 BPF_STRUCT_OPS(uxs_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake
 	return cpu;
 }
 
+/*
+ * Where to queue a woken or preempted thread. A CPU running a thread that is not ours (a fair
+ * one in partial mode, where the ext class ranks below the fair class; a real-time one in
+ * either mode) runs nothing of ours until that thread stops, and its queue is taken from by
+ * others only once theirs are empty: a boosted thread queued there waited behind the daemon's
+ * and the harness's fair work while the other CPU ran hogs (partial mode in the guest, issue
+ * 13). So queue on an allowed CPU running one of ours instead, where wake-up preemption can act.
+ */
+static s32 queue_cpu(struct task_struct *p, s32 cpu)
+{
+	struct cpu_ctx *c = cctx_of(cpu);
+	s32 i, nr;
+
+	if (!c || c->busy)
+		return cpu;
+	nr = scx_bpf_nr_cpu_ids();
+	bpf_for(i, 0, nr) {
+		struct cpu_ctx *o;
+
+		if (i == cpu || i >= UXS_MAX_CPUS || !bpf_cpumask_test_cpu(i, p->cpus_ptr))
+			continue;
+		o = cctx_of(i);
+		if (o && o->busy) {
+			stat_inc(UXS_ST_AWAY);
+			return i;
+		}
+	}
+	return cpu;
+}
+
 void BPF_STRUCT_OPS(uxs_enqueue, struct task_struct *p, u64 enq_flags)
 {
 	struct task_ctx *tctx = tctx_of(p);
-	s32 cpu = scx_bpf_task_cpu(p);
+	s32 cpu = queue_cpu(p, scx_bpf_task_cpu(p));
 	bool kick = false;
 	u64 w, slice;
 
@@ -421,16 +455,52 @@ void BPF_STRUCT_OPS(uxs_enqueue, struct task_struct *p, u64 enq_flags)
 	}
 }
 
-/* The vtime of the first queued thread that may run on `cpu`, if any. */
+/* The head of `q`'s queue that may run on `cpu`, if any. */
+static bool queue_head_for(s32 q, s32 cpu, u64 *vtime)
+{
+	struct task_struct *t;
+
+	bpf_for_each(scx_dsq, t, UXS_DSQ(q), 0) {
+		if (!bpf_cpumask_test_cpu(cpu, t->cpus_ptr))
+			continue;
+		*vtime = t->scx.dsq_vtime;
+		return true;
+	}
+	return false;
+}
+
+/* The vtime of the first thread in `cpu`'s own queue that may run there, if any. */
 static bool queue_head(s32 cpu, u64 *vtime)
 {
-	struct task_struct *q;
+	return queue_head_for(cpu, cpu, vtime);
+}
 
-	bpf_for_each(scx_dsq, q, UXS_DSQ(cpu), 0) {
-		if (!bpf_cpumask_test_cpu(cpu, q->cpus_ptr))
+/*
+ * A CPU takes the head of the queue of a CPU held by a thread that is not ours (see queue_cpu:
+ * a thread preempted there by a fair or real-time one is queued back on it) when that head is
+ * further behind than `bound` (when `bounded`), on this CPU's clock: before its own queue's
+ * head, and before renewing the slice of the thread it runs.
+ */
+static bool take_from_held(s32 cpu, u64 bound, bool bounded)
+{
+	u64 head;
+	s32 i, nr = scx_bpf_nr_cpu_ids();
+
+	bpf_for(i, 0, nr) {
+		struct cpu_ctx *o;
+
+		if (i == cpu || i >= UXS_MAX_CPUS)
 			continue;
-		*vtime = q->scx.dsq_vtime;
-		return true;
+		o = cctx_of(i);
+		if (!o || o->busy || !queue_head_for(i, cpu, &head))
+			continue;
+		head = head - o->vtime_now + clock_of(cpu);
+		if (bounded && !vtime_before(head, bound))
+			continue;
+		if (scx_bpf_consume(UXS_DSQ(i))) {
+			stat_inc(UXS_ST_AWAY);
+			return true;
+		}
 	}
 	return false;
 }
@@ -445,7 +515,8 @@ void BPF_STRUCT_OPS(uxs_dispatch, s32 cpu, struct task_struct *prev)
 {
 	struct task_ctx *tctx;
 	struct cpu_ctx *c;
-	u64 head, cur, now;
+	u64 head = 0, cur, now;
+	bool bounded;
 	s32 i, nr;
 
 	if (!prev || !(prev->scx.flags & SCX_TASK_QUEUED) || !(tctx = tctx_of(prev)))
@@ -456,6 +527,8 @@ void BPF_STRUCT_OPS(uxs_dispatch, s32 cpu, struct task_struct *prev)
 		cur += charge(now - tctx->started, tctx->weight, cpu);
 	if (queue_head(cpu, &head) && vtime_before(head, cur))
 		goto consume;
+	if (take_from_held(cpu, cur, true))
+		return;
 	prev->scx.slice = slice_of(prev, tctx->weight);
 	c = cctx_of(cpu);
 	if (c) {
@@ -466,6 +539,9 @@ void BPF_STRUCT_OPS(uxs_dispatch, s32 cpu, struct task_struct *prev)
 	stat_inc(UXS_ST_KEPT);
 	return;
 consume:
+	bounded = queue_head(cpu, &head);
+	if (take_from_held(cpu, head, bounded))
+		return;
 	if (scx_bpf_consume(UXS_DSQ(cpu)))
 		return;
 	/* Nothing here: take work from another CPU's queue (rebased when it starts). */

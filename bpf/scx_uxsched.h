@@ -75,6 +75,7 @@ enum uxs_stat {
 	UXS_ST_STALE_BOOST,   /* boost entries ignored: the tid belongs to another thread now */
 	UXS_ST_KEPT,	      /* slices renewed: the thread was still the furthest behind */
 	UXS_ST_STOLEN,	      /* threads taken from another CPU's queue by an idle CPU */
+	UXS_ST_AWAY,	      /* threads queued away from, or taken from, a CPU held by another class */
 	UXS_ST_NR,
 };
 

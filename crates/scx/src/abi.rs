@@ -126,7 +126,7 @@ pub(crate) const EXIT_MSG_LEN: usize = 1024;
 pub(crate) const EXIT_SIZE: usize = 16 + EXIT_REASON_LEN + EXIT_MSG_LEN;
 
 /// The counters of `enum uxs_stat`, in order.
-pub const STAT_NAMES: [&str; 8] = [
+pub const STAT_NAMES: [&str; 9] = [
     "enqueued",
     "direct_to_idle",
     "wakeup_preemptions",
@@ -135,6 +135,7 @@ pub const STAT_NAMES: [&str; 8] = [
     "stale_boost_entries",
     "slices_renewed",
     "stolen",
+    "away_from_other_class",
 ];
 
 /// `SCX_OPS_SWITCH_PARTIAL` (6.12's `enum scx_ops_flags`).
