@@ -4,10 +4,10 @@
 //! thread it may only:
 //! - start a boost on a thread uxsched has not touched (journal first, only fair threads,
 //!   identity checked before and after: every rule of a first change);
-//! - raise a boost uxsched itself wrote and the kernel still holds (an app thread's mild
-//!   bonus becoming the critical boost) — only ever to a stronger one, never over a grant's real
-//!   time or a setting someone else changed, through the pass's own update ([`Reconciler::keep`]);
-//! - find the thread already holds that boost (the UI thread, boosted at the focus).
+//! - through the pass's own update ([`Reconciler::keep`]), on a boost uxsched itself wrote and
+//!   the kernel still holds: find it is that boost already (the UI thread, boosted at the
+//!   focus), or raise it (an app thread's mild bonus becoming the critical boost) — only ever
+//!   to a stronger one, never over a grant's real time or a setting someone else changed.
 //!
 //! Anything else (a weaker wish, a yielded setting) waits for the pass: the fast path never
 //! lowers or overrides what a pass decided. Left to the pass, an app thread on its mild bonus
@@ -19,11 +19,11 @@ use crate::identity::TaskId;
 use crate::journal::{Entry, JournalError, Kind, Value};
 use crate::policy::{Desired, Target};
 
-/// What the fast path does for one thread.
+/// What the fast path does for one thread: a first change, or the update of uxsched's own row
+/// to a wish that is the same or stronger.
 enum Step {
     Start(Key),
-    Raise(Entry, Value),
-    Holds(Entry),
+    Update(Box<(Entry, Value)>),
 }
 
 impl Reconciler {
@@ -48,17 +48,8 @@ impl Reconciler {
             let before = self.journal.writes();
             match self.step(task, target)? {
                 None => {}
-                Some(Step::Holds(entry)) => {
-                    let act = self.act(Kind::Sched);
-                    let via = act.and_then(|a| Some((a, self.reach(a, &entry)?)));
-                    let holds = via.is_some_and(|(a, via)| {
-                        a.read(via).is_ok_and(|now| a.holds(&now, &entry.applied))
-                    });
-                    if holds {
-                        done.push(*task);
-                    }
-                }
                 Some(Step::Start(key)) => match self.start(Kind::Sched, key, task, target) {
+                    // Written if it took a row (not: exited, or nothing to raise).
                     Ok(()) => {
                         self.failures.remove(&id);
                         if self.journal.writes() != before {
@@ -67,15 +58,14 @@ impl Reconciler {
                     }
                     Err(e) => self.note_error(id, "change", &e),
                 },
-                Some(Step::Raise(entry, want)) => {
-                    let Some(act) = self.act(Kind::Sched) else {
+                Some(Step::Update(update)) => {
+                    let (entry, want) = *update;
+                    let act = self.act(Kind::Sched);
+                    // Gone: the pass forgets it.
+                    let Some(via) = act.and_then(|a| self.reach(a, &entry)) else {
                         continue;
                     };
-                    let Some(via) = self.reach(act, &entry) else {
-                        continue; // gone: the pass forgets it
-                    };
-                    self.keep(&entry, via, *task, want)?;
-                    if self.journal.writes() != before && self.journal.get(id.0, &id.1)?.is_some() {
+                    if self.keep(&entry, via, *task, want)? {
                         done.push(*task);
                     }
                 }
@@ -105,10 +95,8 @@ impl Reconciler {
         let Some(want) = self.wanted(Kind::Sched, &entry.original, target) else {
             return Ok(None);
         };
-        if want == entry.applied {
-            return Ok(Some(Step::Holds(entry)));
-        }
-        Ok(stronger(&want, &entry.applied).then_some(Step::Raise(entry, want)))
+        let update = want == entry.applied || stronger(&want, &entry.applied);
+        Ok(update.then(|| Step::Update(Box::new((entry, want)))))
     }
 }
 

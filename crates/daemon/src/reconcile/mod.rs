@@ -282,7 +282,7 @@ impl Reconciler {
         });
         match wanted {
             None => self.restore(entry, via),
-            Some((task, v)) => self.keep(entry, via, task, v),
+            Some((task, v)) => self.keep(entry, via, task, v).map(|_| ()),
         }
     }
 
@@ -340,27 +340,28 @@ impl Reconciler {
 
     /// A journalled setting that is still wanted: if the kernel still holds what uxsched
     /// applied, update it to the new wish; otherwise someone else changed it — theirs stands.
+    /// True when the kernel holds the wish afterwards (held already, or written now).
     fn keep(
         &mut self,
         entry: &Entry,
         via: i32,
         task: TaskId,
         want: Value,
-    ) -> Result<(), JournalError> {
+    ) -> Result<bool, JournalError> {
         let id = (entry.kind(), entry.key);
         let Some(act) = self.act(id.0) else {
-            return Ok(());
+            return Ok(false);
         };
         let now = match act.read(via) {
             Ok(now) => now,
             Err(e) => {
                 self.note_error(id, "read", &e);
-                return Ok(());
+                return Ok(false);
             }
         };
         if entry.is_ours(&now, |a, b| act.holds(a, b)) || self.guard_wrote(entry) {
             if act.holds(&now, &entry.applied) && want == entry.applied && task == entry.via {
-                return Ok(());
+                return Ok(true);
             }
             // A new wish, the thread it was journalled under left and another asks, or a crash
             // came between journalling an update and writing it: (re)write it, remembering
@@ -372,10 +373,13 @@ impl Reconciler {
                 ..entry.clone()
             };
             self.journal.record(&updated)?;
-            if let Err(e) = act.write(via, &updated.applied) {
-                self.note_error(id, "update", &e);
-            }
-            return Ok(());
+            return match act.write(via, &updated.applied) {
+                Ok(()) => Ok(true),
+                Err(e) => {
+                    self.note_error(id, "update", &e);
+                    Ok(false)
+                }
+            };
         }
         info!(
             object = entry.key.describe(),
@@ -386,7 +390,7 @@ impl Reconciler {
         if self.yielded.len() < MAX_REMEMBERED {
             self.yielded.insert(id);
         }
-        Ok(())
+        Ok(false)
     }
 
     /// Put the original back if the kernel still holds what uxsched applied, then forget the
