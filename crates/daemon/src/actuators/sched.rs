@@ -10,19 +10,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 pub use uxsched_os::sched::*;
 
-/// Raise the calling thread to `nice` (−20, the fair class's top, where real time is refused).
-pub fn raise_own_nice(nice: i32) -> io::Result<()> {
-    // SAFETY: setpriority on this thread's own tid.
-    if unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, nice) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
-}
-
 /// Put the calling thread — the tracker's — at SCHED_FIFO [`crate::policy::OWN_RT_PRIORITY`],
 /// above the load and below the critical set it finds, never inherited by what it forks; where
 /// real time is refused (no CAP_SYS_NICE, `RestrictRealtime=`, a cgroup without RT runtime),
-/// nice −20 and a warning naming `who`.
+/// the loop's own attributes ([`own_fair`]: nice −20) and a warning naming `who`.
 /// In the fair class, even at nice −20, a thread that slept with negative lag wakes ineligible
 /// under EEVDF: beside 12 hogs the tracker waited 2.6 ms to run (`perf sched timehist`,
 /// 2026-11-23) while a keystroke's new members waited for it. Below the set, a chain thread
@@ -38,7 +29,7 @@ pub fn raise_own(who: &str) {
          wait behind the load",
         crate::policy::OWN_RT_PRIORITY
     );
-    if let Err(e) = raise_own_nice(-20) {
+    if let Err(e) = set(0, &own_fair()) {
         tracing::warn!("{who}: cannot raise itself to nice -20 either ({e})");
     }
 }
