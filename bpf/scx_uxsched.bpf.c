@@ -516,7 +516,7 @@ void BPF_STRUCT_OPS(uxs_dispatch, s32 cpu, struct task_struct *prev)
 	struct task_ctx *tctx;
 	struct cpu_ctx *c;
 	u64 head = 0, cur, now;
-	bool bounded;
+	bool has_head = queue_head(cpu, &head);
 	s32 i, nr;
 
 	if (!prev || !(prev->scx.flags & SCX_TASK_QUEUED) || !(tctx = tctx_of(prev)))
@@ -525,7 +525,7 @@ void BPF_STRUCT_OPS(uxs_dispatch, s32 cpu, struct task_struct *prev)
 	cur = prev->scx.dsq_vtime;
 	if (now > tctx->started)
 		cur += charge(now - tctx->started, tctx->weight, cpu);
-	if (queue_head(cpu, &head) && vtime_before(head, cur))
+	if (has_head && vtime_before(head, cur))
 		goto consume;
 	if (take_from_held(cpu, cur, true))
 		return;
@@ -539,8 +539,7 @@ void BPF_STRUCT_OPS(uxs_dispatch, s32 cpu, struct task_struct *prev)
 	stat_inc(UXS_ST_KEPT);
 	return;
 consume:
-	bounded = queue_head(cpu, &head);
-	if (take_from_held(cpu, head, bounded))
+	if (take_from_held(cpu, head, has_head))
 		return;
 	if (scx_bpf_consume(UXS_DSQ(cpu)))
 		return;
