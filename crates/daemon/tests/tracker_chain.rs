@@ -175,18 +175,6 @@ fn the_partner_an_app_waits_on_is_raised_with_it_and_restored() {
         Duration::from_secs(10),
         || fifo1(partner),
     );
-    // The loop wrote those boosts on the tracker's loan of real time, and paid it back: it is
-    // in the fair class at nice −20 again (`sched::Loan`).
-    // (The daemon runs in this test's child, on its `child_entry` thread.)
-    let main = (tids(pid).into_iter())
-        .find(|&t| comm(t) == "child_entry")
-        .expect("the daemon's loop thread");
-    wait_until("the loop back at nice -20", Duration::from_secs(2), || {
-        let a = attr(main);
-        (a.policy, a.nice) == (SCHED_OTHER, -20)
-    });
-    let log = std::fs::read_to_string(d.dir.join("daemon-1.log")).unwrap_or_default();
-    assert!(log.contains("loan of real time repaid"), "{log}");
     let st = d.status();
     let b = st.boosted.iter().find(|b| b.tid == partner).unwrap();
     assert_eq!(b.role, "partner");
@@ -198,9 +186,21 @@ fn the_partner_an_app_waits_on_is_raised_with_it_and_restored() {
     );
     assert!(l.max_us < 10_000_000, "{l:?}");
     eprintln!("critical → boosted: {l:?}");
+    // The loop wrote those boosts on the tracker's loan of real time, and paid it back: it is
+    // in the fair class at nice −20 again (`sched::Loan`). Checked after the status above,
+    // which must see the set as it was when the partner was raised. (The daemon runs in this
+    // test's child, on its `child_entry` thread.)
+    let main = (tids(pid).into_iter())
+        .find(|&t| comm(t) == "child_entry")
+        .expect("the daemon's loop thread");
+    wait_until("the loop back at nice -20", Duration::from_secs(2), || {
+        let a = attr(main);
+        (a.policy, a.nice) == (SCHED_OTHER, -20)
+    });
+    let log = std::fs::read_to_string(d.dir.join("daemon-1.log")).unwrap_or_default();
+    assert!(log.contains("loan of real time repaid"), "{log}");
     // Where that time went (with --nocapture): how old each set was when the daemon got it,
     // and how long each pass took (the daemon's debug log).
-    let log = std::fs::read_to_string(d.dir.join("daemon-1.log")).unwrap_or_default();
     (log.lines())
         .filter(|l| {
             [" critical set received", " pass ", " fast path "]
