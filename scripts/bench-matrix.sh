@@ -6,7 +6,7 @@
 # Each cell writes OUTDIR/CELL.txt (the report, headed by the date, commit and /proc/loadavg)
 # and OUTDIR/CELL.json (`--save`: every run's raw samples). Uses ./target/release/uxsched
 # (copied into OUTDIR first, so a rebuild during the matrix does not change the binary).
-# Takes about 90 minutes for every cell on 2 CPUs; run it on a quiet machine.
+# Takes about 3 hours for every cell on 2 CPUs; run it on a quiet machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: scripts/bench-matrix.sh OUTDIR [CELL…]}
@@ -42,6 +42,9 @@ cell_args() {
     kbuild) args+=(--load kbuild --modes idle,stock,android,schedqos,fifo,uxsched) ;;
     roles) args+=(--modes idle,stock,fifo,uxsched,uxsched-roles) ;;
     lever) args+=(--modes idle,stock,fifo,uxsched,uxsched-roles,uxsched-fair) ;;
+    # Issue 10's effect cells: the tracker against name-based roles and the limit (fifo), beside
+    # the peers, with p99 on ≥ 10 samples (4 × 10 s: about 1,200 frames per mode).
+    long) args+=(--modes "$PEERS,uxsched-roles") reps=4 duration=10s ;;
     *) echo "unknown cell tag '$tag' in $1" >&2; exit 2 ;;
   esac
   args+=(--reps "$reps" --duration "$duration")
@@ -58,7 +61,14 @@ ALL=(
   painting/same-session/kbuild
   xterm/same-session/roles xterm/no-autogroup/roles
   xterm/same-session/lever xterm/no-autogroup/lever
+  xedit/units/short xedit/other-session/short
 )
+# The model scenarios in every layout (issue 9: every scenario × every layout).
+for scenario in frames alarm player reader gallery; do
+  for layout in same-session no-autogroup units other-session; do
+    ALL+=("$scenario/$layout")
+  done
+done
 [ $# -gt 0 ] && cells=("$@") || cells=("${ALL[@]}")
 
 for cell in "${cells[@]}"; do
