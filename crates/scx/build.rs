@@ -21,6 +21,7 @@ fn main() {
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap());
     for f in [
         "scx_uxsched.bpf.c",
+        "scx_uxsched_rules.bpf.h",
         "scx_uxsched.h",
         "vmlinux/vmlinux-6.12-scx.h.gz",
     ] {
