@@ -4,8 +4,8 @@
     scripts/standing.py [--json] DIR…      (e.g. scripts/standing.py docs/results)
 
 Reads every `uxsched bench --save` report (*.json) under the DIRs, keeps for each scenario ×
-layout the newest run that has `idle`, `stock` and `uxsched` (ties: the one with more samples),
-and prints one Markdown row per cell: whether stock hurts there, the best peer, `fifo`, uxsched,
+layout the newest run that has `idle`, `stock`, `uxsched` and the most of the peers (ties: the
+one with more samples), and prints one Markdown row per cell: whether stock hurts there, the best peer, `fifo`, uxsched,
 and each part of the goal — p95 ≤ 1.10× idle, p99 ≤ 1.5× idle, background ≥ 0.95× stock,
 separably ahead (non-overlapping 95 % bootstrap intervals of the p95 ratio) of every peer but
 `fifo`. Only reads what `uxsched bench` computed; the intervals are the report's.
@@ -32,7 +32,7 @@ def load(dirs):
 
 
 def newest(reports):
-    """The newest usable report per (scenario, layout)."""
+    """The newest usable report with the most peers per (scenario, layout)."""
     best = {}
     for path, r in reports:
         rows = {m["mode"]: m for m in r["modes"]}
@@ -40,7 +40,8 @@ def newest(reports):
             continue
         n = min(m["summary"]["n"] for m in r["modes"])
         key = (r["scenario"], r["layout"])
-        rank = (r["date_utc"], n)
+        # A run with the peers beats one without them (e.g. the daemon's modes only).
+        rank = (sum(m in rows for m in PEERS), r["date_utc"], n)
         if key not in best or rank > best[key][0]:
             best[key] = (rank, path, r, rows, n)
     return best
