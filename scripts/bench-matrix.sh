@@ -6,7 +6,7 @@
 # Each cell writes OUTDIR/CELL.txt (the report, headed by the date, commit and /proc/loadavg)
 # and OUTDIR/CELL.json (`--save`: every run's raw samples). Uses ./target/release/uxsched
 # (copied into OUTDIR first, so a rebuild during the matrix does not change the binary).
-# Takes about 3 hours for every cell on 2 CPUs; run it on a quiet machine.
+# Takes about 4 hours for every cell on 2 CPUs; run it on a quiet machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: scripts/bench-matrix.sh OUTDIR [CELL…]}
@@ -34,6 +34,10 @@ cell_args() {
     xterm | xedit) args+=(--load cpu --load-workers 12) reps=4 duration=20s ;;
     # 10 wake-ups/s: 4 × 15 s per mode gives 600 samples (p99 on 6).
     alarm) reps=4 duration=15s ;;
+    # 4 flips/s: 3 × 5 s gave 63 flips per mode, so p95 was the 4th-slowest flip and jumped
+    # between a flip's two outcomes (cached read or one queued behind fio) from run to run.
+    # 4 × 30 s: 480 flips, p95 on 24.
+    gallery) reps=4 duration=30s ;;
   esac
   case $tag in
     peers) args+=(--modes "$PEERS") ;;
