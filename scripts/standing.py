@@ -86,7 +86,8 @@ def cell(path, r, rows, n):
     }
 
 
-def r2(x, ci=True):
+def ratio_text(x, ci=True):
+    """A ratio as "value [lo–hi]", or just the value."""
     return f"{x['value']:.2f} [{x['lo']:.2f}–{x['hi']:.2f}]" if ci else f"{x['value']:.2f}"
 
 
@@ -98,8 +99,8 @@ def markdown(cells):
     for c in cells:
         s95, s99 = c["stock"]
         peer = c["best_peer"]
-        peer_s = f"{peer[0]} {r2(peer[1])} / {r2(peer[2], False)}" if peer else "—"
-        fifo = f"{r2(c['fifo'][0], False)} / {r2(c['fifo'][1], False)}" if c["fifo"] else "dropped"
+        peer_s = f"{peer[0]} {ratio_text(peer[1])} / {ratio_text(peer[2], False)}" if peer else "—"
+        fifo = f"{ratio_text(c['fifo'][0], False)} / {ratio_text(c['fifo'][1], False)}" if c["fifo"] else "dropped"
         u95, u99 = c["uxsched"]
         bg = f"{c['background']:.2f}" if c["background"] is not None else "—"
         g = c["goal"]
@@ -107,8 +108,8 @@ def markdown(cells):
         ahead = mark(g["ahead_of_peers"]) + (f" (not: {', '.join(behind)})" if behind else "")
         few = " ⚠" if c["p99_samples"] < 10 else ""
         print(f"| {c['scenario']}, {c['layout']} ({c['load']}; {c['n']}{few}) "
-              f"| {r2(s95)} / {r2(s99, False)} | {'yes' if c['stock_hurts'] else 'no'} | {peer_s} "
-              f"| {fifo} | **{r2(u95)} / {r2(u99)}** | {bg} "
+              f"| {ratio_text(s95)} / {ratio_text(s99, False)} | {'yes' if c['stock_hurts'] else 'no'} | {peer_s} "
+              f"| {fifo} | **{ratio_text(u95)} / {ratio_text(u99)}** | {bg} "
               f"| {mark(g['p95'])} · {mark(g['p99'])} · {mark(g['background'])} · {ahead} "
               f"| {c['date_utc'][:16]}, {c['commit']} |")
     met = sum(all(c["goal"][k] for k in ("p95", "p99", "background")) for c in cells)
