@@ -8,7 +8,10 @@ layout the newest run that has `idle`, `stock`, `uxsched` and the most of the pe
 one with more samples), and prints one Markdown row per cell: whether stock hurts there, the best peer, `fifo`, uxsched,
 and each part of the goal — p95 ≤ 1.10× idle, p99 ≤ 1.5× idle, background ≥ 0.95× stock,
 separably ahead (non-overlapping 95 % bootstrap intervals of the p95 ratio) of every peer but
-`fifo`. Only reads what `uxsched bench` computed; the intervals are the report's.
+`fifo`. Only reads what `uxsched bench` computed; the intervals are the report's. The goal and
+the separability rule are those of `Report::headline` and `Report::verdict`
+(crates/bench/src/report.rs), which the kept reports of earlier code do not carry in their JSON,
+hence their copy here: change both together.
 """
 import json
 import pathlib
