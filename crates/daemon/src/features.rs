@@ -39,7 +39,7 @@ pub struct Features {
 }
 
 fn kernel_release() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/osrelease")
+    uxsched_os::procfs::read_to_string("/proc/sys/kernel/osrelease")
         .map(|s| s.trim().to_owned())
         .unwrap_or_default()
 }
@@ -59,7 +59,7 @@ fn io_schedulers() -> BTreeMap<String, String> {
     };
     for e in dir.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
-        if let Ok(s) = std::fs::read_to_string(e.path().join("queue/scheduler")) {
+        if let Ok(s) = uxsched_os::procfs::read_to_string(e.path().join("queue/scheduler")) {
             // The active one is in brackets: "none [mq-deadline] bfq".
             if let Some(active) = s.split_whitespace().find(|w| w.starts_with('[')) {
                 out.insert(name, active.trim_matches(['[', ']']).to_owned());
@@ -73,12 +73,12 @@ impl Features {
     pub fn detect(cpufreq_root: &Path) -> Features {
         let kernel = kernel_release();
         let v = version(&kernel);
-        let (v1, v2) = std::fs::read_to_string("/proc/self/mountinfo")
+        let (v1, v2) = uxsched_os::procfs::read_to_string("/proc/self/mountinfo")
             .map(|t| find_mounts(&t))
             .unwrap_or((None, None));
         let v2_controllers = v2
             .as_ref()
-            .and_then(|m| std::fs::read_to_string(m.join("cgroup.controllers")).ok())
+            .and_then(|m| uxsched_os::procfs::read_to_string(m.join("cgroup.controllers")).ok())
             .map(|s| s.split_whitespace().map(String::from).collect())
             .unwrap_or_default();
         let io = io_schedulers();
@@ -90,8 +90,10 @@ impl Features {
             cgroup_v2: v2.map(|p| p.display().to_string()),
             cgroup_v2_controllers: v2_controllers,
             cgroup_used: Hierarchy::detect().map(|h| h.describe()),
-            autogroup: std::fs::read_to_string("/proc/sys/kernel/sched_autogroup_enabled")
-                .is_ok_and(|s| s.trim() == "1"),
+            autogroup: uxsched_os::procfs::read_to_string(
+                "/proc/sys/kernel/sched_autogroup_enabled",
+            )
+            .is_ok_and(|s| s.trim() == "1"),
             cpufreq: cpufreq_root.join("cpu0/cpufreq").is_dir(),
             ioprio_effective: io.values().any(|s| s == "bfq" || s == "mq-deadline"),
             io_schedulers: io,

@@ -25,7 +25,8 @@ fn proc_root() -> PathBuf {
 
 /// The process (tgid) a task belongs to, from `/proc/<tid>/status`.
 pub fn tgid(tid: i32) -> io::Result<i32> {
-    let text = std::fs::read_to_string(proc_root().join(tid.to_string()).join("status"))?;
+    let text =
+        uxsched_os::procfs::read_to_string(proc_root().join(tid.to_string()).join("status"))?;
     text.lines()
         .find_map(|l| l.strip_prefix("Tgid:"))
         .and_then(|v| v.trim().parse().ok())
@@ -44,8 +45,9 @@ pub fn task_id(tid: i32) -> io::Result<TaskId> {
 
 /// True while `id` names the same task as when it was recorded (not exited, not recycled).
 pub fn still_same(id: &TaskId) -> bool {
-    matches!(stat(id.tid), Ok(s) if s.start == id.start && s.state != 'Z')
-        && matches!(tgid(id.tid), Ok(p) if p == id.pid)
+    // One read: the path resolves only while `tid` is a thread of `pid`.
+    matches!(uxsched_os::task::thread_stat(id.pid, id.tid),
+        Ok(s) if s.start == id.start && s.state != 'Z')
 }
 
 /// The threads of a process, from `/proc/<pid>/task`; empty once it has exited.
@@ -128,9 +130,9 @@ impl Process {
 pub fn observe(pid: i32) -> io::Result<(Process, Pidfd)> {
     let pidfd = Pidfd::open(pid)?;
     let dir = proc_root().join(pid.to_string());
-    let status = std::fs::read_to_string(dir.join("status"))?;
+    let status = uxsched_os::procfs::read_to_string(dir.join("status"))?;
     let start = stat(pid)?.start;
-    let cgroup = std::fs::read_to_string(dir.join("cgroup"))?;
+    let cgroup = uxsched_os::procfs::read_to_string(dir.join("cgroup"))?;
     if pidfd.exited() {
         return Err(io::Error::new(io::ErrorKind::NotFound, "exited"));
     }

@@ -26,7 +26,9 @@ pub fn with_descendants(pid: i32) -> BTreeSet<i32> {
 fn children(pid: i32) -> Vec<i32> {
     crate::identity::threads(pid)
         .into_iter()
-        .filter_map(|tid| std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/children")).ok())
+        .filter_map(|tid| {
+            uxsched_os::procfs::read_to_string(format!("/proc/{pid}/task/{tid}/children")).ok()
+        })
         .flat_map(|t| {
             t.split_whitespace()
                 .filter_map(|c| c.parse().ok())

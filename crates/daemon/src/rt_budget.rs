@@ -56,8 +56,12 @@ pub struct Sample {
 /// the cheap way).
 pub fn read(task: &TaskId) -> io::Result<Sample> {
     let dir = format!("/proc/{}/task/{}", task.pid, task.tid);
-    let (run_ns, _) = parse(&std::fs::read_to_string(format!("{dir}/schedstat"))?)?;
-    let sleeps = voluntary(&std::fs::read_to_string(format!("{dir}/status"))?)?;
+    let (run_ns, _) = parse(&uxsched_os::procfs::read_to_string(format!(
+        "{dir}/schedstat"
+    ))?)?;
+    let sleeps = voluntary(&uxsched_os::procfs::read_to_string(format!(
+        "{dir}/status"
+    ))?)?;
     Ok(Sample { run_ns, sleeps })
 }
 

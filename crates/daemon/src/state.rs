@@ -6,7 +6,7 @@ use crate::config::Config;
 use crate::identity::{self, TaskId};
 use crate::sources::tracker::{Critical, CriticalKind};
 use serde::Serialize;
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::io;
 
 /// How many previously focused apps are remembered as "background apps" (bounded memory).
@@ -169,32 +169,43 @@ pub fn chain(app_pid: i32, set: &[Critical], cfg: &Config) -> Vec<Critical> {
     if set.is_empty() {
         return Vec::new(); // every rescan without a tracker: no /proc reads
     }
-    let app_uid = identity::observe(app_pid).ok().map(|(p, _)| p.uids[0]);
-    let owned = |pid: i32, uid: u32| identity::observe(pid).is_ok_and(|(p, _)| p.owned_by(uid));
+    // Looked at once per call and process, and only when a partner asks: this runs between an
+    // input and its boost (`daemon/fast.rs`), where every /proc read is latency.
+    let app_uid = std::cell::OnceCell::new();
+    let mut owned: HashMap<i32, bool> = HashMap::new();
+    let mut owned_by_user = |pid: i32| {
+        let uid = *app_uid.get_or_init(|| identity::observe(app_pid).ok().map(|(p, _)| p.uids[0]));
+        *owned.entry(pid).or_insert_with(|| {
+            uid.is_some_and(|u| identity::observe(pid).is_ok_and(|(p, _)| p.owned_by(u)))
+        })
+    };
     let display = uxsched_tracker::TrackerConfig::default();
     // The daemon itself answers the app (a focus request, a status read) and so shows up on the
     // path: raising it would put its own rescans ahead of the app it serves (measured: xterm
     // p50 0.54 ms with it, 0.32 ms without the tracker at all, 2026-11-23).
     let me = std::process::id() as i32;
-    set.iter()
+    let mut chain = Vec::new();
+    for c in set
+        .iter()
         .filter(|c| c.task.pid != app_pid && c.task.pid != me)
-        .filter(|c| match c.kind {
+    {
+        let allowed = match c.kind {
             CriticalKind::App => false,
             CriticalKind::KernelWorker => cfg.tracker.kernel_workers,
             CriticalKind::Partner => {
-                cfg.tracker.partners
-                    && (display.is_display(&c.comm)
-                        || app_uid.is_some_and(|u| owned(c.task.pid, u)))
+                cfg.tracker.partners && (display.is_display(&c.comm) || owned_by_user(c.task.pid))
             }
-        })
-        .filter(|c| identity::still_same(&c.task))
-        .cloned()
-        .collect()
+        };
+        if allowed && identity::still_same(&c.task) {
+            chain.push(c.clone());
+        }
+    }
+    chain
 }
 
 /// Runnable tasks now, from `/proc/stat`'s `procs_running` (includes the reader itself).
 pub fn runnable_now() -> io::Result<u32> {
-    let text = std::fs::read_to_string("/proc/stat")?;
+    let text = uxsched_os::procfs::read_to_string("/proc/stat")?;
     text.lines()
         .find_map(|l| l.strip_prefix("procs_running "))
         .and_then(|v| v.trim().parse().ok())
@@ -280,7 +291,7 @@ mod tests {
         // This thread is running while it reads: at least 1, and never more than all tasks.
         let runnable = runnable_now().unwrap();
         assert!(runnable >= 1, "{runnable}");
-        let loadavg = std::fs::read_to_string("/proc/loadavg").unwrap();
+        let loadavg = uxsched_os::procfs::read_to_string("/proc/loadavg").unwrap();
         let total: u32 = loadavg
             .split_whitespace()
             .nth(3)

@@ -32,11 +32,26 @@ pub fn parse_stat(text: &str) -> Option<Stat> {
 
 /// Read a task's stat; `NotFound` once it has exited.
 pub fn stat(tid: i32) -> io::Result<Stat> {
-    let text = std::fs::read_to_string(format!("/proc/{tid}/stat"))?;
+    let text = crate::procfs::read_to_string(format!("/proc/{tid}/stat"))?;
     parse_stat(&text).ok_or_else(|| {
         io::Error::new(
             io::ErrorKind::InvalidData,
             format!("/proc/{tid}/stat: cannot parse {text:?}"),
+        )
+    })
+}
+
+/// Read thread `tid`'s stat through its process's directory, `/proc/<pid>/task/<tid>/stat`:
+/// the kernel resolves that path only while `tid` is a thread of `pid` (`proc_task_lookup`
+/// checks the thread group), so one read answers both "which process" and "which start time".
+/// `NotFound` once the thread has exited or when it is not `pid`'s.
+pub fn thread_stat(pid: i32, tid: i32) -> io::Result<Stat> {
+    let path = format!("/proc/{pid}/task/{tid}/stat");
+    let text = crate::procfs::read_to_string(&path)?;
+    parse_stat(&text).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{path}: cannot parse {text:?}"),
         )
     })
 }
@@ -62,5 +77,35 @@ mod tests {
         let me = stat(std::process::id() as i32).unwrap();
         assert!(me.start > 0 && me.state != 'Z');
         assert_eq!(stat(1 << 30).unwrap_err().kind(), io::ErrorKind::NotFound);
+    }
+
+    #[test]
+    fn a_thread_is_found_under_its_own_process_only() {
+        let me = std::process::id() as i32;
+        assert_eq!(thread_stat(me, me).unwrap().start, stat(me).unwrap().start);
+        // The test's own thread is a thread of this process but not its main thread.
+        let live = unsafe { libc::gettid() };
+        assert_eq!(
+            thread_stat(me, live).unwrap().start,
+            stat(live).unwrap().start
+        );
+        assert_eq!(
+            thread_stat(1, me).unwrap_err().kind(),
+            io::ErrorKind::NotFound,
+            "not init's"
+        );
+        // A thread that has exited: `join` returns before the kernel has released it, so
+        // wait (bounded) for it to go.
+        let gone = std::thread::spawn(|| unsafe { libc::gettid() })
+            .join()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        while thread_stat(me, gone).is_ok() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert_eq!(
+            thread_stat(me, gone).unwrap_err().kind(),
+            io::ErrorKind::NotFound
+        );
     }
 }

@@ -10,7 +10,7 @@ const PF_KTHREAD: u64 = 0x0020_0000;
 
 /// The thread `tid` of process `tgid` as the kernel's events describe it; `None` once gone.
 pub fn task(tgid: u32, tid: u32) -> Option<Task> {
-    let text = fs::read_to_string(format!("/proc/{tgid}/task/{tid}/stat")).ok()?;
+    let text = uxsched_os::procfs::read_to_string(format!("/proc/{tgid}/task/{tid}/stat")).ok()?;
     let open = text.find('(')?;
     let close = text.rfind(')')?;
     let comm = text.get(open + 1..close)?.to_owned();

@@ -152,7 +152,7 @@ impl Tracker {
 
     /// Fill `input_irqs` from /proc/interrupts (devices present at start).
     fn mark_input_irqs(&self) {
-        let text = std::fs::read_to_string("/proc/interrupts").unwrap_or_default();
+        let text = uxsched_os::procfs::read_to_string("/proc/interrupts").unwrap_or_default();
         let map = self.map("input_irqs");
         for irq in self.cfg.input_irqs(&text) {
             if let Err(e) = map.update(&irq.to_ne_bytes(), &1u32.to_ne_bytes(), MapFlags::ANY) {

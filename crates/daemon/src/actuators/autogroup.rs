@@ -35,7 +35,7 @@ pub fn parse_line(text: &str) -> Option<(u64, i32)> {
 
 /// The autogroup id and nice of `pid`'s session.
 pub fn read(pid: i32) -> io::Result<(u64, i32)> {
-    let text = std::fs::read_to_string(path(pid))?;
+    let text = uxsched_os::procfs::read_to_string(path(pid))?;
     if text.trim().is_empty() {
         return Err(io::Error::new(
             io::ErrorKind::NotFound,
@@ -66,7 +66,7 @@ pub fn set(pid: i32, nice: i32) -> io::Result<()> {
 
 /// Whether autogroup scheduling is on.
 pub fn enabled() -> bool {
-    std::fs::read_to_string("/proc/sys/kernel/sched_autogroup_enabled")
+    uxsched_os::procfs::read_to_string("/proc/sys/kernel/sched_autogroup_enabled")
         .is_ok_and(|s| s.trim() == "1")
 }
 

@@ -77,10 +77,10 @@ impl Hierarchy {
     /// The hierarchy to use on this machine: v2 if it has the cpu controller (pure v2 systems),
     /// else v1 `cpu`, else v2 without weights (placement only), else none.
     pub fn detect() -> Option<Hierarchy> {
-        let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+        let info = uxsched_os::procfs::read_to_string("/proc/self/mountinfo").ok()?;
         let (v1, v2) = find_mounts(&info);
         let v2_cpu = v2.as_ref().is_some_and(|m| {
-            std::fs::read_to_string(m.join("cgroup.controllers"))
+            uxsched_os::procfs::read_to_string(m.join("cgroup.controllers"))
                 .is_ok_and(|c| c.split_whitespace().any(|x| x == "cpu"))
         });
         match (v1, v2) {
@@ -121,7 +121,7 @@ impl Hierarchy {
     /// A task's cgroup in this hierarchy, relative to the mount ("/" = root), from
     /// `/proc/<tid>/cgroup`.
     pub fn current(&self, tid: i32) -> io::Result<String> {
-        let text = std::fs::read_to_string(format!("/proc/{tid}/cgroup"))?;
+        let text = uxsched_os::procfs::read_to_string(format!("/proc/{tid}/cgroup"))?;
         self.find_in(&text)
             .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no cpu cgroup line"))
     }
@@ -236,11 +236,13 @@ impl Groups {
     /// Whether the cgroup at `rel` (relative to the mount) refuses real-time threads; an
     /// unreadable answer counts as refusing.
     pub fn refuses_rt_at(&self, rel: &str) -> bool {
-        if rel == "/" {
+        // The root, and our fg group once it was given real-time runtime, need no read (the
+        // fast path asks for every new member of the critical set).
+        if rel == "/" || (self.takes_rt && self.which(rel) == Some(Group::Fg)) {
             return false;
         }
         let file = self.hierarchy.abs(rel).join("cpu.rt_runtime_us");
-        match std::fs::read_to_string(&file) {
+        match uxsched_os::procfs::read_to_string(&file) {
             Ok(text) => text.trim() == "0",
             Err(e) => e.kind() != io::ErrorKind::NotFound,
         }
@@ -265,7 +267,8 @@ impl Groups {
             return Ok(());
         }
         // The root's runtime is `kernel.sched_rt_runtime_us`; -1 (no limit) counts as the period.
-        let parent = std::fs::read_to_string(self.hierarchy.mount().join("cpu.rt_runtime_us"))?;
+        let parent =
+            uxsched_os::procfs::read_to_string(self.hierarchy.mount().join("cpu.rt_runtime_us"))?;
         let parent = match parent.trim().parse::<i64>() {
             Ok(r) if r >= 0 => r as u64,
             _ => read_u64(&file.with_file_name("cpu.rt_period_us")).unwrap_or(0),
@@ -316,7 +319,7 @@ impl Groups {
             return Ok(false);
         };
         let want = self.hierarchy.native_weight(shares);
-        match std::fs::read_to_string(&file) {
+        match uxsched_os::procfs::read_to_string(&file) {
             Ok(now) if now.trim().parse::<u64>().ok() == Some(want) => return Ok(false),
             // Absent: write it (a cgroupfs without the file then fails the write, saying so).
             Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
@@ -341,7 +344,8 @@ impl Groups {
             Hierarchy::V1 { .. } => "tasks",
             Hierarchy::V2 { .. } => "cgroup.procs",
         };
-        let text = std::fs::read_to_string(self.hierarchy.abs(&self.rel(group)).join(file))?;
+        let text =
+            uxsched_os::procfs::read_to_string(self.hierarchy.abs(&self.rel(group)).join(file))?;
         Ok(text.lines().filter_map(|l| l.trim().parse().ok()).collect())
     }
 
@@ -362,7 +366,11 @@ fn remove_if_present(dir: &Path) -> io::Result<()> {
 }
 
 fn read_u64(path: &Path) -> Option<u64> {
-    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+    uxsched_os::procfs::read_to_string(path)
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
 }
 
 #[cfg(test)]
@@ -386,7 +394,7 @@ mod tests {
 
     /// The weight files are plain files to these functions: a directory stands in for the mount.
     fn weight_text(dir: &Path, group: &str, file: &str) -> String {
-        std::fs::read_to_string(dir.join(format!("ux-{group}")).join(file)).unwrap()
+        uxsched_os::procfs::read_to_string(dir.join(format!("ux-{group}")).join(file)).unwrap()
     }
 
     #[test]

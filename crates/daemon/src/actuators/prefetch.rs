@@ -43,7 +43,7 @@ fn pidfd_getfd(pidfd: &Pidfd, fd: i32) -> io::Result<OwnedFd> {
 
 /// `pos:` and `flags:` (octal) of `/proc/<pid>/fdinfo/<fd>`.
 fn fdinfo(pid: i32, fd: i32) -> Option<(u64, u32)> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}")).ok()?;
+    let text = uxsched_os::procfs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}")).ok()?;
     let field = |name: &str| {
         text.lines()
             .find_map(|l| l.strip_prefix(name))
@@ -69,7 +69,7 @@ pub fn read_ahead_kb(dev: u64) -> io::Result<u64> {
     } else {
         base.join("../queue/read_ahead_kb")
     };
-    let text = std::fs::read_to_string(&path)?;
+    let text = uxsched_os::procfs::read_to_string(&path)?;
     text.trim().parse().map_err(|e| {
         let what = format!("{}: {text:?} is not a number: {e}", path.display());
         io::Error::new(io::ErrorKind::InvalidData, what)
@@ -222,7 +222,7 @@ mod tests {
         } else {
             base.join("../queue/read_ahead_kb")
         };
-        let want: u64 = std::fs::read_to_string(queue)
+        let want: u64 = uxsched_os::procfs::read_to_string(queue)
             .unwrap()
             .trim()
             .parse()

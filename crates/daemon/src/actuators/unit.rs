@@ -65,18 +65,18 @@ impl Unit {
 /// Whether systemd manages this machine (sd_booted(3)'s test, or PID 1 is systemd).
 pub fn systemd_running() -> bool {
     Path::new("/run/systemd/system").is_dir()
-        || std::fs::read_to_string("/proc/1/comm").is_ok_and(|c| c.trim() == "systemd")
+        || uxsched_os::procfs::read_to_string("/proc/1/comm").is_ok_and(|c| c.trim() == "systemd")
 }
 
 /// The unit `pid` belongs to: the last `*.scope` / `*.service` of its cgroup2 path
 /// (`/proc/<pid>/cgroup`); `None` when the path holds none (not under systemd) or there is no
 /// cgroup2 mount.
 pub fn unit_of(pid: i32) -> io::Result<Option<Unit>> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup"))?;
+    let text = uxsched_os::procfs::read_to_string(format!("/proc/{pid}/cgroup"))?;
     let Some(path) = text.lines().find_map(|l| l.strip_prefix("0::")) else {
         return Ok(None);
     };
-    let info = std::fs::read_to_string("/proc/self/mountinfo")?;
+    let info = uxsched_os::procfs::read_to_string("/proc/self/mountinfo")?;
     let Some(mount) = super::cgroup::find_mounts(&info).1 else {
         return Ok(None);
     };
@@ -123,7 +123,7 @@ pub fn set_weight(unit: &Unit, weight: u64) -> io::Result<()> {
 
 fn read_weight(dir: &Path) -> io::Result<u64> {
     let file = dir.join("cpu.weight");
-    let text = std::fs::read_to_string(&file)
+    let text = uxsched_os::procfs::read_to_string(&file)
         .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", file.display())))?;
     text.trim().parse().map_err(|e| {
         let msg = format!("{}: {:?}: {e}", file.display(), text.trim());

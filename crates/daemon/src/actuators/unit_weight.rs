@@ -60,7 +60,8 @@ fn cgroup_id(dir: &Path) -> io::Result<u64> {
 fn member_of(dir: &Path, id: u64, inside: bool) -> Option<i32> {
     let here = inside || cgroup_id(dir).ok() == Some(id);
     if here {
-        let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+        let procs =
+            uxsched_os::procfs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
         if let Some(pid) = procs.lines().find_map(|l| l.trim().parse().ok()) {
             return Some(pid);
         }

@@ -132,7 +132,7 @@ fn uclamp_caps(high: u32) -> Result<(u32, u32), String> {
     if high == 0 {
         return Err("`[rtapi] hint_uclamp_max = 0`: nice and slice only".into());
     }
-    let limit = std::fs::read_to_string(UCLAMP_SYSCTL)
+    let limit = uxsched_os::procfs::read_to_string(UCLAMP_SYSCTL)
         .map_err(|e| format!("cannot read {UCLAMP_SYSCTL}: {e}: nice and slice only"))?;
     let limit = limit
         .trim()

@@ -13,7 +13,9 @@ use std::time::Duration;
 const FIRST_APPLICATION_UID: u32 = 10_000;
 
 fn read_trim(p: &Path) -> Option<String> {
-    std::fs::read_to_string(p).ok().map(|s| s.trim().to_owned())
+    uxsched_os::procfs::read_to_string(p)
+        .ok()
+        .map(|s| s.trim().to_owned())
 }
 
 fn adj(proc_root: &Path, pid: i32) -> Option<i32> {
@@ -23,7 +25,8 @@ fn adj(proc_root: &Path, pid: i32) -> Option<i32> {
 }
 
 fn uid(proc_root: &Path, pid: i32) -> Option<u32> {
-    let status = std::fs::read_to_string(proc_root.join(pid.to_string()).join("status")).ok()?;
+    let status =
+        uxsched_os::procfs::read_to_string(proc_root.join(pid.to_string()).join("status")).ok()?;
     status
         .lines()
         .find_map(|l| l.strip_prefix("Uid:"))?

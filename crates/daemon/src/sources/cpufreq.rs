@@ -9,7 +9,11 @@ use std::path::Path;
 pub fn freq_ratio(root: &Path, cpus: impl IntoIterator<Item = u32>) -> f64 {
     let read = |cpu: u32, file: &str| -> Option<f64> {
         let p = root.join(format!("cpu{cpu}/cpufreq/{file}"));
-        std::fs::read_to_string(p).ok()?.trim().parse().ok()
+        uxsched_os::procfs::read_to_string(p)
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
     };
     cpus.into_iter()
         .filter_map(|c| {

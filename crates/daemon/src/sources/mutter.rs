@@ -81,7 +81,7 @@ pub fn focused(scopes: &[PathBuf]) -> Option<(PathBuf, i32)> {
         .filter(|s| xattr(s, XATTR).as_deref() == Some("-1"))
         .filter_map(|s| {
             let ctime = std::fs::metadata(s).ok()?;
-            let pid = std::fs::read_to_string(s.join("cgroup.procs"))
+            let pid = uxsched_os::procfs::read_to_string(s.join("cgroup.procs"))
                 .ok()?
                 .lines()
                 .filter_map(|l| l.trim().parse::<i32>().ok())
