@@ -201,6 +201,37 @@ pub fn set(tid: i32, a: &SchedAttr) -> io::Result<()> {
     syscall_set(tid, &raw)
 }
 
+/// [`set`], but a fair thread made real-time passes through the fair class at `a.nice` first.
+///
+/// The fair class keeps a thread's lag in virtual time, in units of its weight (nice), and
+/// rescales it only when the weight changes *inside* the fair class (`reweight_entity`). A nice
+/// written while the thread is real-time is stored raw (`set_load_weight`: the rt class has no
+/// `reweight_task`), so a thread raised from nice 0 or 10 straight to SCHED_FIFO and later
+/// demoted to nice −20 comes back with its old lag read at 86–800× the weight, which
+/// `place_entity` inflates further: the demoted thread waited behind nice-0 hogs. Measured on
+/// Linux 6.18 (one CPU, three nice-0 hogs, a busy nice-10 thread made FIFO for 2 ms, then nice
+/// −20 fair): it ran 0 ms of the next 100 ms in 12 of 14 trials, against 88–96 ms in every
+/// trial when its nice had been set in the fair class first; and a `perf` trace of the
+/// harness's `painting` showed the UI thread runnable at nice −20 for 156 ms after the rt
+/// lever's guard demoted it (2026-11-26, docs/mechanisms.md). With the nice set first, the
+/// demotion to `a.nice` changes no weight and the lag stays true.
+pub fn set_keeping_lag(tid: i32, a: &SchedAttr) -> io::Result<()> {
+    if a.is_rt() {
+        let now = get(tid)?;
+        if now.is_fair() && now.nice != a.nice {
+            set(
+                tid,
+                &SchedAttr {
+                    nice: a.nice,
+                    flags: now.flags & !(SCHED_FLAG_UTIL_CLAMP_MIN | SCHED_FLAG_UTIL_CLAMP_MAX),
+                    ..now
+                },
+            )?;
+        }
+    }
+    set(tid, a)
+}
+
 fn syscall_set(tid: i32, raw: &RawSchedAttr) -> io::Result<()> {
     // SAFETY: `raw` is a valid, fully initialised sched_attr that outlives the call.
     let r = unsafe {

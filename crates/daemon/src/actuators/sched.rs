@@ -156,7 +156,7 @@ impl Actuator for Sched {
 
     fn write(&self, via: i32, value: &Value) -> io::Result<()> {
         match value {
-            Value::Sched(a) => set(via, a),
+            Value::Sched(a) => set_keeping_lag(via, a),
             other => Err(super::wrong_kind(Kind::Sched, other)),
         }
     }

@@ -31,9 +31,11 @@ pub struct Target {
     /// Nice of the thread's session autogroup (see `actuators::autogroup`).
     pub autogroup_nice: Option<i32>,
     /// A real-time class instead of the fair one (an app's grant through the real-time API,
-    /// `rtapi/`). When set it decides the thread's scheduling attributes: `nice` and
-    /// `slice_ns` (and `uclamp_min`) are ignored for it. Always applied with
-    /// `SCHED_FLAG_RESET_ON_FORK`.
+    /// `rtapi/`, or the tracker's rt lever). When set it decides the thread's scheduling
+    /// attributes: `slice_ns` (and `uclamp_min`) are ignored for it, and `nice` (only ever
+    /// lower than the original) is the fair-class nice the thread holds meanwhile — set in
+    /// the fair class before the switch, so a later demotion to it keeps the thread's lag
+    /// (`uxsched_os::sched::set_keeping_lag`). Always applied with `SCHED_FLAG_RESET_ON_FORK`.
     pub rt: Option<Rt>,
     /// Move the thread to `SCHED_EXT` (the `scx` backend, `backend/scx.rs`), keeping its nice and
     /// custom slice unless `nice`/`slice_ns` say otherwise; `rt` still wins.

@@ -60,6 +60,8 @@ impl Policy for Uxsched {
 /// What a thread of the critical set gets: SCHED_FIFO 2 when `rt` (the `rt` lever, in force
 /// and not cooling down for this thread), else the fair boost (`min_nice` and the short slice).
 /// The daemon's fast path (`daemon/fast.rs`) uses it too, so both write the same boost.
+/// On the rt lever the thread holds `min_nice` in the fair class too — what the guard demotes
+/// it to — so its lag survives the demotion (`uxsched_os::sched::set_keeping_lag`).
 pub fn critical_target(cfg: &Config, rt: bool) -> Target {
     if rt {
         Target {
@@ -67,6 +69,7 @@ pub fn critical_target(cfg: &Config, rt: bool) -> Target {
                 policy: RtPolicy::Fifo,
                 priority: RT_PRIORITY,
             }),
+            nice: Some(cfg.min_nice),
             ..Target::default()
         }
     } else {

@@ -57,9 +57,13 @@ impl Reconciler {
                     return None;
                 }
                 if let Some(rt) = target.rt {
+                    // The nice the thread holds in the fair class while it is real-time (the
+                    // kernel ignores it for the RT class): the one it is demoted to, so that
+                    // `set_keeping_lag` sets it first and the demotion changes no weight.
                     return Some(Value::Sched(sched::SchedAttr {
                         policy: rt.policy.number(),
                         flags: orig.flags | sched::SCHED_FLAG_RESET_ON_FORK,
+                        nice: target.nice.map_or(orig.nice, |n| n.min(orig.nice)),
                         priority: rt.priority,
                         runtime: 0,
                         deadline: 0,
