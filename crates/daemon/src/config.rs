@@ -203,8 +203,10 @@ pub struct Tracker {
     pub display_threads: Vec<String>,
     /// How the critical set (UI/render/critical threads and the chain) is raised.
     pub lever: Lever,
-    /// The `rt` lever's bound: a thread seen on CPU this long without a break is demoted
-    /// (WALT's MVP rule: 3 ms continuous).
+    /// The `rt` lever's bound: a thread seen on CPU this long without a break is demoted —
+    /// WALT's MVP limit, `WALT_MVP_LIMIT` = 12 ms of run time since the task last slept (its 3 ms
+    /// `WALT_MVP_SLICE` is a round-robin slice among MVP tasks, which one FIFO priority has no
+    /// counterpart of; docs/mechanisms.md, "The `rt` lever").
     #[serde(deserialize_with = "rt_continuous_ms")]
     pub rt_continuous_ms: u64,
     /// The `rt` lever's bound: CPU time a thread may use at real-time priority in one busy
@@ -239,7 +241,7 @@ impl Default for Tracker {
             input_threads: Vec::new(),
             display_threads: Vec::new(),
             lever: Lever::Rt,
-            rt_continuous_ms: 3,
+            rt_continuous_ms: 12,
             rt_episode_ms: 12,
             rt_cooldown_ms: 1000,
         }
@@ -518,7 +520,7 @@ mod tests {
             (c.tracker.lever, c.tracker.rt_cooldown_ms),
             (Lever::Rt, 500)
         );
-        assert_eq!(c.tracker.rt_continuous_ms, 3);
+        assert_eq!(c.tracker.rt_continuous_ms, 12);
         let e = parse("[tracker]\nenabled = true\nlever = \"deadline\"\n").unwrap_err();
         assert!(
             e.contains("line 3") && e.contains("lever") && e.contains("rt"),
