@@ -209,9 +209,9 @@ pub fn set(tid: i32, a: &SchedAttr) -> io::Result<()> {
 /// `reweight_task`), so a thread raised from nice 0 or 10 straight to SCHED_FIFO and later
 /// demoted to nice −20 comes back with its old lag read at 86–800× the weight, which
 /// `place_entity` inflates further: the demoted thread waited behind nice-0 hogs. Measured on
-/// Linux 6.18 (one CPU, three nice-0 hogs, a busy nice-10 thread made FIFO for 2 ms, then nice
-/// −20 fair): it ran 0 ms of the next 100 ms in 12 of 14 trials, against 88–96 ms in every
-/// trial when its nice had been set in the fair class first; and a `perf` trace of the
+/// Linux 6.18 by `tests/lag.rs` (one CPU, three nice-0 hogs, a busy nice-10 thread made FIFO
+/// for 2 ms, then nice −20 fair): with the direct write it ran 0 ms of the next 100 ms in 4 of
+/// 8 trials, through the fair class 88–96 ms in every trial; and a `perf` trace of the
 /// harness's `painting` showed the UI thread runnable at nice −20 for 156 ms after the rt
 /// lever's guard demoted it (2026-11-26, docs/mechanisms.md). With the nice set first, the
 /// demotion to `a.nice` changes no weight and the lag stays true.

@@ -32,13 +32,7 @@ pub fn parse_stat(text: &str) -> Option<Stat> {
 
 /// Read a task's stat; `NotFound` once it has exited.
 pub fn stat(tid: i32) -> io::Result<Stat> {
-    let text = crate::procfs::read_to_string(format!("/proc/{tid}/stat"))?;
-    parse_stat(&text).ok_or_else(|| {
-        io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("/proc/{tid}/stat: cannot parse {text:?}"),
-        )
-    })
+    read_stat(format!("/proc/{tid}/stat"))
 }
 
 /// Read thread `tid`'s stat through its process's directory, `/proc/<pid>/task/<tid>/stat`:
@@ -46,7 +40,10 @@ pub fn stat(tid: i32) -> io::Result<Stat> {
 /// checks the thread group), so one read answers both "which process" and "which start time".
 /// `NotFound` once the thread has exited or when it is not `pid`'s.
 pub fn thread_stat(pid: i32, tid: i32) -> io::Result<Stat> {
-    let path = format!("/proc/{pid}/task/{tid}/stat");
+    read_stat(format!("/proc/{pid}/task/{tid}/stat"))
+}
+
+fn read_stat(path: String) -> io::Result<Stat> {
     let text = crate::procfs::read_to_string(&path)?;
     parse_stat(&text).ok_or_else(|| {
         io::Error::new(

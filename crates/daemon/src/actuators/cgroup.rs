@@ -394,7 +394,7 @@ mod tests {
 
     /// The weight files are plain files to these functions: a directory stands in for the mount.
     fn weight_text(dir: &Path, group: &str, file: &str) -> String {
-        uxsched_os::procfs::read_to_string(dir.join(format!("ux-{group}")).join(file)).unwrap()
+        std::fs::read_to_string(dir.join(format!("ux-{group}")).join(file)).unwrap()
     }
 
     #[test]
