@@ -293,7 +293,7 @@ fn a_second_daemon_on_the_same_journal_refuses_to_start_and_touches_nothing() {
 /// The tracker's `rt` lever (issue 10) on the real kernel: the critical set (here by name: UI,
 /// render, a thread named in `critical_threads`; the tracker is off) is SCHED_FIFO 2 while the
 /// app is in front; a busy-looping thread of the set is demoted to the fair lever within its
-/// budget (3 ms continuous) and the others stay real-time; unfocus restores every original.
+/// budget (`rt_continuous_ms`, 12 ms since it last slept by default) and the others stay real-time; unfocus restores every original.
 #[test]
 #[ignore = "needs root: make test runs it as root"]
 fn the_rt_lever_runs_the_critical_set_at_fifo_and_demotes_a_busy_loop() {
