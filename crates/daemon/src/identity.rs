@@ -43,6 +43,33 @@ pub fn task_id(tid: i32) -> io::Result<TaskId> {
     })
 }
 
+/// The uids (real, effective, saved, filesystem) of the process `task` belongs to, in two
+/// reads — `/proc/<pid>/status`, then [`still_same`] — where [`observe`] takes six syscalls
+/// more: the latency path (`state::chain`) asks this for each partner. The second read proves
+/// the first was of `task`'s process (a recycled pid has another start time).
+pub fn uids_of(task: &TaskId) -> io::Result<[u32; 4]> {
+    let path = proc_root().join(task.pid.to_string()).join("status");
+    let status = uxsched_os::procfs::read_to_string(&path)?;
+    let uids: Vec<u32> = (status.lines())
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .map(|v| {
+            v.split_whitespace()
+                .filter_map(|u| u.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    let uids: [u32; 4] = uids.try_into().map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{}: no Uid", path.display()),
+        )
+    })?;
+    if !still_same(task) {
+        return Err(io::Error::new(io::ErrorKind::NotFound, "exited"));
+    }
+    Ok(uids)
+}
+
 /// True while `id` names the same task as when it was recorded (not exited, not recycled).
 pub fn still_same(id: &TaskId) -> bool {
     // One read: the path resolves only while `tid` is a thread of `pid`.

@@ -158,25 +158,32 @@ pub fn apply_tracker(app: &mut App, set: &[Critical], cfg: &Config) -> Vec<Criti
             t.role = Role::Critical;
         }
     }
-    chain(app.id.pid, set, cfg)
+    chain(app.id, set, cfg)
 }
 
 /// The members of the critical set outside the app (pid `app_pid`) that may be raised with it:
 /// see [`apply_tracker`].
-pub fn chain(app_pid: i32, set: &[Critical], cfg: &Config) -> Vec<Critical> {
-    // Uids from one consistent look at each process (`identity::observe`); a partner must have
-    // every uid of the app's user (a set-uid program is not the user's).
+pub fn chain(app: AppId, set: &[Critical], cfg: &Config) -> Vec<Critical> {
     if set.is_empty() {
         return Vec::new(); // every rescan without a tracker: no /proc reads
     }
-    // Looked at once per call and process, and only when a partner asks: this runs between an
-    // input and its boost (`daemon/fast.rs`), where every /proc read is latency.
+    // A partner must have every uid of the app's user (a set-uid program is not the user's).
+    // Looked at once per call and process, two reads each (`identity::uids_of`), and only when
+    // a partner asks: this runs between an input and its boost (`daemon/fast.rs`), where every
+    // /proc read is latency.
+    let app_task = TaskId {
+        tid: app.pid,
+        pid: app.pid,
+        start: app.start,
+    };
     let app_uid = std::cell::OnceCell::new();
     let mut owned: HashMap<i32, bool> = HashMap::new();
-    let mut owned_by_user = |pid: i32| {
-        let uid = *app_uid.get_or_init(|| identity::observe(app_pid).ok().map(|(p, _)| p.uids[0]));
-        *owned.entry(pid).or_insert_with(|| {
-            uid.is_some_and(|u| identity::observe(pid).is_ok_and(|(p, _)| p.owned_by(u)))
+    let mut owned_by_user = |task: &TaskId| {
+        let uid = *app_uid.get_or_init(|| identity::uids_of(&app_task).ok().map(|u| u[0]));
+        *owned.entry(task.pid).or_insert_with(|| {
+            uid.is_some_and(|u| {
+                identity::uids_of(task).is_ok_and(|uids| uids.iter().all(|&x| x == u))
+            })
         })
     };
     let display = uxsched_tracker::TrackerConfig::default();
@@ -187,13 +194,13 @@ pub fn chain(app_pid: i32, set: &[Critical], cfg: &Config) -> Vec<Critical> {
     let mut chain = Vec::new();
     for c in set
         .iter()
-        .filter(|c| c.task.pid != app_pid && c.task.pid != me)
+        .filter(|c| c.task.pid != app.pid && c.task.pid != me)
     {
         let allowed = match c.kind {
             CriticalKind::App => false,
             CriticalKind::KernelWorker => cfg.tracker.kernel_workers,
             CriticalKind::Partner => {
-                cfg.tracker.partners && (display.is_display(&c.comm) || owned_by_user(c.task.pid))
+                cfg.tracker.partners && (display.is_display(&c.comm) || owned_by_user(&c.task))
             }
         };
         if allowed && identity::still_same(&c.task) {

@@ -54,33 +54,36 @@ impl Daemon {
         Ok(())
     }
 
-    /// Boost the critical set's new members now; returns the threads whose boost was written.
-    pub(super) fn boost_new(&mut self, new: &[Critical]) -> anyhow::Result<Vec<TaskId>> {
+    /// Boost the critical set's new members now; returns the threads whose boost was written,
+    /// each with when (`CLOCK_MONOTONIC`, ns).
+    pub(super) fn boost_new(&mut self, new: &[Critical]) -> anyhow::Result<Vec<(TaskId, u64)>> {
         let Some(app) = self.focus.filter(|_| self.mode == Mode::Uxsched) else {
             return Ok(Vec::new());
         };
         if new.is_empty() {
             return Ok(Vec::new());
         }
-        self.boost_new_at(app.pid, new, Instant::now())
+        self.boost_new_at(app, new, Instant::now())
     }
 
     fn boost_new_at(
         &mut self,
-        app: i32,
+        app: state::AppId,
         new: &[Critical],
         now: Instant,
-    ) -> anyhow::Result<Vec<TaskId>> {
+    ) -> anyhow::Result<Vec<(TaskId, u64)>> {
         let rt = self.cfg.tracker.lever == Lever::Rt
             && self.rt.is_some()
             && self.rt_suspended_until.is_none_or(|until| until <= now);
         let cooling = self.rt.as_ref().map(|g| g.cooling(now)).unwrap_or_default();
+        let t_cool = now.elapsed();
         // The app's own threads on the path, and the partners and kernel workers the config and
         // ownership allow (the same filter as a full pass).
-        let own = new.iter().filter(|c| c.task.pid == app).map(|c| c.task);
+        let own = new.iter().filter(|c| c.task.pid == app.pid).map(|c| c.task);
         let members: Vec<TaskId> = own
             .chain(state::chain(app, new, &self.cfg).iter().map(|c| c.task))
             .collect();
+        let t_chain = now.elapsed();
         let mut desired = Desired::nothing(&self.cfg);
         let groups = self.rec.groups.as_deref();
         for task in members {
@@ -90,10 +93,11 @@ impl Daemon {
             let rt = rt && !cooling.contains(&task) && !refused();
             desired.threads.insert(task, critical_target(&self.cfg, rt));
         }
+        let t_targets = now.elapsed();
         // Under sched_ext the app's members get the critical class now (those already switched
         // too: the map is outside the journal); partners keep the stock levers, as in a pass.
         let mut desired = desired.bounded(&self.cfg);
-        self.backend.shape_critical(app, &mut desired);
+        self.backend.shape_critical(app.pid, &mut desired);
         let t_shaped = now.elapsed();
         let mut desired = self.rec.fast_candidates(desired)?;
         let t_candidates = now.elapsed();
@@ -108,7 +112,7 @@ impl Daemon {
             }
         }
         let t_followed = now.elapsed();
-        let written = self.rec.add(&desired)?;
+        let written = self.rec.add_timed(&desired)?;
         let t_added = now.elapsed();
         if !written.is_empty() {
             self.publish_rt();
@@ -116,6 +120,9 @@ impl Daemon {
         tracing::debug!(
             new = new.len(),
             written = written.len(),
+            cool_us = t_cool.as_micros() as u64,
+            chain_us = t_chain.as_micros() as u64,
+            targets_us = t_targets.as_micros() as u64,
             shaped_us = t_shaped.as_micros() as u64,
             candidates_us = t_candidates.as_micros() as u64,
             followed_us = t_followed.as_micros() as u64,

@@ -8,11 +8,11 @@ use crate::journal::{Kind, Value};
 use crate::policy::Desired;
 
 impl Daemon {
-    /// New critical threads' boosts are written — `only` these (the fast path) or, after a full
-    /// pass, those the journal now holds a scheduling row for (the rest were not boosted:
-    /// filtered out, gone): record how long after the tracker's decision (in the `uxsched`
-    /// mode, the one that boosts them).
-    pub(super) fn boosts_written(&mut self, only: Option<&[crate::identity::TaskId]>) {
+    /// New critical threads' boosts are written — `only` these, each at its time (the fast
+    /// path), or, after a full pass, those the journal now holds a scheduling row for (the rest
+    /// were not boosted: filtered out, gone): record how long after the tracker's decision (in
+    /// the `uxsched` mode, the one that boosts them).
+    pub(super) fn boosts_written(&mut self, only: Option<&[(crate::identity::TaskId, u64)]>) {
         let now = uxsched_tracker::procfs::monotonic_ns();
         let mut done = Vec::new();
         let journal = &self.rec.journal;
@@ -21,11 +21,14 @@ impl Daemon {
             journal.get(Kind::Sched, &key).is_ok_and(|e| e.is_some())
         };
         self.boost_pending.retain(|(task, since)| {
-            let written = only.map_or_else(|| held(task), |o| o.contains(task));
-            if written && *since > 0 {
-                done.push(now.saturating_sub(*since));
+            let at = match only {
+                Some(o) => o.iter().find(|(t, _)| t == task).map(|&(_, at)| at),
+                None => held(task).then_some(now),
+            };
+            if let Some(at) = at.filter(|_| *since > 0) {
+                done.push(at.saturating_sub(*since));
             }
-            only.is_some() && !written
+            only.is_some() && at.is_none()
         });
         if self.mode != Mode::Uxsched {
             return;

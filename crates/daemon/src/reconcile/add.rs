@@ -42,7 +42,18 @@ impl Reconciler {
     /// Boost the threads of `desired` as far as the fast path may. Returns the threads that
     /// hold their boost now (written, or held already). An error only when the journal fails.
     pub fn add(&mut self, desired: &Desired) -> Result<Vec<TaskId>, JournalError> {
+        Ok(self
+            .add_timed(desired)?
+            .into_iter()
+            .map(|(t, _)| t)
+            .collect())
+    }
+
+    /// [`Reconciler::add`], with when (`CLOCK_MONOTONIC`, ns) each thread's boost was in force:
+    /// the tracker's "critical → boosted" ends there, not after the batch's last thread.
+    pub fn add_timed(&mut self, desired: &Desired) -> Result<Vec<(TaskId, u64)>, JournalError> {
         let mut done = Vec::new();
+        let now = uxsched_tracker::procfs::monotonic_ns;
         for (task, target) in &desired.threads {
             let id = (Kind::Sched, Key::Thread(*task));
             let before = self.journal.writes();
@@ -53,7 +64,7 @@ impl Reconciler {
                     Ok(()) => {
                         self.failures.remove(&id);
                         if self.journal.writes() != before {
-                            done.push(*task);
+                            done.push((*task, now()));
                         }
                     }
                     Err(e) => self.note_error(id, "change", &e),
@@ -66,7 +77,7 @@ impl Reconciler {
                         continue;
                     };
                     if self.keep(&entry, via, *task, want)? {
-                        done.push(*task);
+                        done.push((*task, now()));
                     }
                 }
             }
