@@ -112,6 +112,31 @@ impl Initramfs {
         Ok(self)
     }
 
+    /// Add the host directory `host` at `guest`, recursively: regular files keep their mode, a
+    /// link to a file is added as that file's contents, a link to a directory is skipped
+    /// (fontconfig's `conf.d` links its files; no tree it is used for links directories).
+    pub fn tree(&mut self, host: &Path, guest: &str) -> io::Result<&mut Self> {
+        self.dir(guest);
+        let entries = std::fs::read_dir(host)
+            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", host.display())))?;
+        for entry in entries {
+            let entry = entry?;
+            let path = entry.path();
+            let name = entry.file_name();
+            let at = format!("{}/{}", guest.trim_end_matches('/'), name.to_string_lossy());
+            // `metadata` follows links: a dangling one is skipped like a directory link.
+            let Ok(meta) = std::fs::metadata(&path) else {
+                continue;
+            };
+            if meta.is_file() {
+                self.file(&path, &at)?;
+            } else if meta.is_dir() && !entry.file_type()?.is_symlink() {
+                self.tree(&path, &at)?;
+            }
+        }
+        Ok(self)
+    }
+
     /// Whether `guest` is in the tree.
     pub fn contains(&self, guest: &str) -> bool {
         self.entries.contains_key(&key(guest))
@@ -269,6 +294,31 @@ mod tests {
             libs.iter().any(|l| l.to_string_lossy().contains("libc.so")),
             "{libs:?}"
         );
+    }
+
+    #[test]
+    fn a_tree_keeps_files_follows_file_links_and_skips_directory_links() {
+        let dir = std::env::temp_dir().join(format!("uxsched-tree-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("sub")).unwrap();
+        std::fs::write(dir.join("sub/a.conf"), "a").unwrap();
+        std::os::unix::fs::symlink("sub/a.conf", dir.join("link.conf")).unwrap();
+        std::os::unix::fs::symlink("sub", dir.join("loop")).unwrap();
+        std::os::unix::fs::symlink("missing", dir.join("dangling")).unwrap();
+        let mut fs = Initramfs::new();
+        fs.tree(&dir, "/etc/t").unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(fs.contains("/etc/t/sub/a.conf"));
+        assert!(
+            fs.contains("/etc/t/link.conf"),
+            "a link to a file is that file"
+        );
+        assert!(
+            !fs.contains("/etc/t/loop"),
+            "a link to a directory is skipped"
+        );
+        assert!(!fs.contains("/etc/t/dangling"));
+        assert!(fs.tree(Path::new("/nonexistent-uxsched"), "/x").is_err());
     }
 
     #[test]

@@ -16,8 +16,10 @@
 //! assert_eq!(out.status, 0, "{}", out.console);
 //! ```
 
+mod desktop;
 mod initramfs;
 mod qemu;
 
+pub use desktop::add_x_desktop;
 pub use initramfs::{shared_libraries, Initramfs};
 pub use qemu::{Error, Guest, Outcome, KERNEL_ENV};

@@ -9,6 +9,8 @@
 //! `SCX_BENCH_SCENARIOS`, `SCX_BENCH_LAYOUTS`, `SCX_BENCH_REPS`, `SCX_BENCH_DURATION`,
 //! `SCX_BENCH_EXTRA`: more `uxsched bench` arguments, e.g. `--load-workers 2`;
 //! `SCX_BENCH_SCX_ARGS`: more `uxsched scx run` arguments for the scx-* modes, e.g. `--full`).
+//! `xterm` among the scenarios adds the host's Xvfb, openbox and xterm to the guest
+//! (`uxsched_guest::add_x_desktop`).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -32,6 +34,7 @@ fn script(
 ) -> String {
     let mut s = String::from(
         "mount -t bpf bpf /sys/fs/bpf || echo 'mounting bpffs failed'\n\
+         mkdir -p /dev/pts && mount -t devpts devpts /dev/pts || echo 'mounting devpts failed'\n\
          mkdir -p /var/tmp /run/lock\n\
          echo \"guest: $(nproc) CPUs, kernel $(uname -r), sched_ext $(cat /sys/kernel/sched_ext/state)\"\n\
          emit() { echo \"=== BEGIN $1\"; cat \"/tmp/$1\"; echo; echo \"=== END $1\"; }\n",
@@ -45,7 +48,9 @@ fn script(
             s.push_str(&format!(
                 "uxsched bench {sc} --modes {MODES} --layout {layout} --reps {reps} \
                  --duration {duration} {extra} --save /tmp/{name}.json >/tmp/{name}.txt 2>/tmp/{name}.err\n\
-                 echo \"=== STATUS {name} $?\"\n\
+                 st=$?; echo \"=== STATUS {name} $st\"\n\
+                 [ $st -eq 0 ] || for f in /var/tmp/uxsched-bench-*/runs/*/desktop/*.log; do \
+                 [ -f \"$f\" ] && echo \"--- $f\" && tail -n 30 \"$f\"; done\n\
                  emit {name}.txt; emit {name}.err; [ -f /tmp/{name}.json ] && emit {name}.json\n"
             ));
         }
@@ -105,6 +110,10 @@ fn main() {
     fs.binary(simple, "/bin/scx_simple").expect("scx_simple");
     let stress = which("stress-ng").expect("stress-ng is not in PATH: bash scripts/setup.sh");
     fs.binary(&stress, "/bin/stress-ng").expect("stress-ng");
+    // The real-application scenario that runs headless: its X desktop from the host's packages.
+    if scenarios.iter().any(|s| s == "xterm") {
+        uxsched_guest::add_x_desktop(&mut fs).unwrap_or_else(|e| panic!("{e}"));
+    }
     let extra = setting("SCX_BENCH_EXTRA", "");
     let scx_args = setting("SCX_BENCH_SCX_ARGS", "");
     let text = script(&scenarios, &layouts, &reps, &duration, &extra, &scx_args);
