@@ -213,6 +213,24 @@ mod tests {
     }
 
     #[test]
+    fn uids_of_answers_for_the_task_it_names_and_not_for_a_recycled_pid() {
+        let me = task_id(std::process::id() as i32).unwrap();
+        // SAFETY: getuid/geteuid have no preconditions.
+        let (uid, euid) = unsafe { (libc::getuid(), libc::geteuid()) };
+        let uids = uids_of(&me).unwrap();
+        assert_eq!((uids[0], uids[1]), (uid, euid));
+        assert_eq!(uids[0..2], observe(me.pid).unwrap().0.uids[0..2]);
+        let recycled = TaskId {
+            start: me.start + 1,
+            ..me
+        };
+        assert!(
+            uids_of(&recycled).is_err(),
+            "the pid's process has another start time"
+        );
+    }
+
+    #[test]
     fn own_identity_is_stable_and_a_changed_start_time_is_not_the_same_task() {
         let me = std::process::id() as i32;
         let id = task_id(me).unwrap();
