@@ -75,7 +75,8 @@ pub fn add_x_desktop(fs: &mut Initramfs) -> io::Result<()> {
     Ok(())
 }
 
-fn which(prog: &str) -> Option<PathBuf> {
+/// The program `prog` on `PATH`, as the shell would find it.
+pub fn which(prog: &str) -> Option<PathBuf> {
     std::env::split_paths(&std::env::var_os("PATH")?)
         .map(|d| d.join(prog))
         .find(|p| p.is_file())

@@ -20,6 +20,6 @@ mod desktop;
 mod initramfs;
 mod qemu;
 
-pub use desktop::add_x_desktop;
+pub use desktop::{add_x_desktop, which};
 pub use initramfs::{shared_libraries, Initramfs};
 pub use qemu::{Error, Guest, Outcome, KERNEL_ENV};

@@ -108,7 +108,8 @@ fn main() {
     let mut fs = Initramfs::new();
     fs.binary(uxsched, "/bin/uxsched").expect("uxsched");
     fs.binary(simple, "/bin/scx_simple").expect("scx_simple");
-    let stress = which("stress-ng").expect("stress-ng is not in PATH: bash scripts/setup.sh");
+    let stress =
+        uxsched_guest::which("stress-ng").expect("stress-ng is not in PATH: bash scripts/setup.sh");
     fs.binary(&stress, "/bin/stress-ng").expect("stress-ng");
     // The real-application scenario that runs headless: its X desktop from the host's packages.
     if scenarios.iter().any(|s| s == "xterm") {
@@ -137,10 +138,4 @@ fn main() {
     if outcome.status != 0 {
         std::process::exit(1);
     }
-}
-
-fn which(prog: &str) -> Option<PathBuf> {
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|d| d.join(prog))
-        .find(|p| p.is_file())
 }

@@ -23,7 +23,8 @@ exit 0
 fn xterm_runs_in_the_guest_under_the_kernels_scheduler_and_uxsched_scx() {
     let (mut guest, mut fs) = rig::guest().unwrap_or_else(|e| panic!("{e}"));
     uxsched_guest::add_x_desktop(&mut fs).unwrap_or_else(|e| panic!("{e}"));
-    let stress = which("stress-ng").expect("stress-ng is not on PATH: bash scripts/setup.sh");
+    let stress =
+        uxsched_guest::which("stress-ng").expect("stress-ng is not on PATH: bash scripts/setup.sh");
     fs.binary(&stress, "/bin/stress-ng").unwrap();
     guest.timeout = std::time::Duration::from_secs(400);
     let out = guest.run(&fs, SCRIPT).unwrap_or_else(|e| panic!("{e}"));
@@ -42,10 +43,4 @@ fn xterm_runs_in_the_guest_under_the_kernels_scheduler_and_uxsched_scx() {
         assert!(n >= 10, "{mode}: {n} keystrokes timed:\n{console}");
         assert!(row.contains("lost=0.0"), "{mode}: keystrokes lost: {row}");
     }
-}
-
-fn which(prog: &str) -> Option<std::path::PathBuf> {
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|d| d.join(prog))
-        .find(|p| p.is_file())
 }
