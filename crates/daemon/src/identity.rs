@@ -50,15 +50,7 @@ pub fn task_id(tid: i32) -> io::Result<TaskId> {
 pub fn uids_of(task: &TaskId) -> io::Result<[u32; 4]> {
     let path = proc_root().join(task.pid.to_string()).join("status");
     let status = uxsched_os::procfs::read_to_string(&path)?;
-    let uids: Vec<u32> = (status.lines())
-        .find_map(|l| l.strip_prefix("Uid:"))
-        .map(|v| {
-            v.split_whitespace()
-                .filter_map(|u| u.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default();
-    let uids: [u32; 4] = uids.try_into().map_err(|_| {
+    let uids = parse_uids(&status).ok_or_else(|| {
         io::Error::new(
             io::ErrorKind::InvalidData,
             format!("{}: no Uid", path.display()),
@@ -68,6 +60,21 @@ pub fn uids_of(task: &TaskId) -> io::Result<[u32; 4]> {
         return Err(io::Error::new(io::ErrorKind::NotFound, "exited"));
     }
     Ok(uids)
+}
+
+/// The four uids of a `/proc/<pid>/status` text's `Uid:` line.
+fn parse_uids(status: &str) -> Option<[u32; 4]> {
+    let line = status.lines().find_map(|l| l.strip_prefix("Uid:"))?;
+    let uids: Vec<u32> = line
+        .split_whitespace()
+        .filter_map(|u| u.parse().ok())
+        .collect();
+    uids.try_into().ok()
+}
+
+/// Whether every uid in `uids` is `uid` (a set-uid program run by `uid` is not its).
+pub fn all_uids_are(uids: &[u32; 4], uid: u32) -> bool {
+    uids.iter().all(|&u| u == uid)
 }
 
 /// True while `id` names the same task as when it was recorded (not exited, not recycled).
@@ -148,7 +155,7 @@ pub struct Process {
 impl Process {
     /// Whether every uid of the process is `uid` (a set-uid program run by `uid` is not).
     pub fn owned_by(&self, uid: u32) -> bool {
-        self.uids.iter().all(|&u| u == uid)
+        all_uids_are(&self.uids, uid)
     }
 }
 
@@ -174,14 +181,7 @@ pub fn observe(pid: i32) -> io::Result<(Process, Pidfd)> {
             format!("{pid} is a thread of process {tgid}, not a process"),
         ));
     }
-    let uids: Vec<u32> = field("Uid:")
-        .map(|v| {
-            v.split_whitespace()
-                .filter_map(|u| u.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default();
-    let uids: [u32; 4] = uids.try_into().map_err(|_| bad("Uid"))?;
+    let uids = parse_uids(&status).ok_or_else(|| bad("Uid"))?;
     let cgroup = cgroup
         .lines()
         .find_map(|l| l.strip_prefix("0::"))

@@ -182,7 +182,7 @@ pub fn chain(app: AppId, set: &[Critical], cfg: &Config) -> Vec<Critical> {
         let uid = *app_uid.get_or_init(|| identity::uids_of(&app_task).ok().map(|u| u[0]));
         *owned.entry(task.pid).or_insert_with(|| {
             uid.is_some_and(|u| {
-                identity::uids_of(task).is_ok_and(|uids| uids.iter().all(|&x| x == u))
+                identity::uids_of(task).is_ok_and(|uids| identity::all_uids_are(&uids, u))
             })
         })
     };
