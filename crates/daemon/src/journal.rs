@@ -198,7 +198,7 @@ impl Journal {
             writes: Default::default(),
         };
         j.migrate(&session_of)?;
-        // Compiled now, not at the first keystroke: preparing them was ~80 µs of the first
+        // Compiled now, not at the first keystroke: preparing them was ~60 µs of the first
         // "critical → boosted" after a start (the statement cache keeps them).
         for sql in [INSERT, DELETE, &select_one()] {
             j.conn.prepare_cached(sql)?;

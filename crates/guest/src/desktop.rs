@@ -6,8 +6,7 @@
 //! configuration, theme and one font for fontconfig, xterm's resources, terminfo and Xlib's
 //! locale tables. Nothing else of the host is copied. Fontconfig gets a configuration of its own
 //! that names only that font: with the host's (every font directory, the core fonts' 8 MB of
-//! `pcf.gz` among them) openbox spent ~20 s of the guest's time scanning before it managed a
-//! window, past the harness's 15 s.
+//! `pcf.gz` among them) openbox had not managed a window within the harness's 15 s.
 
 use crate::Initramfs;
 use std::io;
