@@ -78,10 +78,56 @@ pub fn all_uids_are(uids: &[u32; 4], uid: u32) -> bool {
 }
 
 /// True while `id` names the same task as when it was recorded (not exited, not recycled).
+///
+/// The first check of a task opens its `/proc/<pid>/task/<tid>/stat` (the path resolves only
+/// while `tid` is a thread of `pid`) and keeps it open ([`HANDLES`]); later checks re-read that
+/// descriptor, which fails once the task has exited, whoever takes the tid — one syscall where a
+/// read by path takes three. A boost checks its thread three to five times between an input and
+/// its write (`daemon/fast.rs`), so this is latency.
 pub fn still_same(id: &TaskId) -> bool {
-    // One read: the path resolves only while `tid` is a thread of `pid`.
-    matches!(uxsched_os::task::thread_stat(id.pid, id.tid),
-        Ok(s) if s.start == id.start && s.state != 'Z')
+    let same = |s: &Stat| s.start == id.start && s.state != 'Z';
+    let held = handles().open.remove(id);
+    let handle = match held {
+        Some((handle, _)) => handle,
+        None => match uxsched_os::task::StatHandle::open(id.pid, id.tid) {
+            Ok(handle) => handle,
+            Err(_) => return false,
+        },
+    };
+    let alive = handle.read().is_ok_and(|s| same(&s));
+    if alive {
+        handles().keep(*id, handle);
+    }
+    alive
+}
+
+/// How many tasks' stat descriptors [`still_same`] keeps open: the critical sets and the
+/// focused app's boosted threads fit; the least recently checked is closed first.
+pub const HANDLES: usize = 256;
+
+#[derive(Default)]
+struct Handles {
+    open: std::collections::HashMap<TaskId, (uxsched_os::task::StatHandle, u64)>,
+    uses: u64,
+}
+
+impl Handles {
+    fn keep(&mut self, id: TaskId, handle: uxsched_os::task::StatHandle) {
+        if self.open.len() >= HANDLES {
+            let oldest = self.open.iter().min_by_key(|(_, (_, used))| *used);
+            if let Some(oldest) = oldest.map(|(id, _)| *id) {
+                self.open.remove(&oldest);
+            }
+        }
+        self.uses += 1;
+        self.open.insert(id, (handle, self.uses));
+    }
+}
+
+fn handles() -> std::sync::MutexGuard<'static, Handles> {
+    static OPEN: std::sync::OnceLock<std::sync::Mutex<Handles>> = std::sync::OnceLock::new();
+    let m = OPEN.get_or_init(Default::default);
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The threads of a process, from `/proc/<pid>/task`; empty once it has exited.
@@ -243,6 +289,37 @@ mod tests {
         };
         assert!(!still_same(&recycled));
         assert!(threads(me).contains(&me));
+    }
+
+    #[test]
+    fn a_kept_descriptor_answers_for_its_thread_only_while_it_lives() {
+        let me = std::process::id() as i32;
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
+        let t = std::thread::spawn(move || {
+            // SAFETY: gettid has no preconditions.
+            tx.send(unsafe { libc::gettid() }).unwrap();
+            stop_rx.recv().ok();
+        });
+        let tid = rx.recv().unwrap();
+        let id = TaskId {
+            tid,
+            pid: me,
+            start: stat(tid).unwrap().start,
+        };
+        assert!(still_same(&id));
+        assert!(
+            handles().open.contains_key(&id),
+            "the first check keeps it open"
+        );
+        assert!(still_same(&id), "and the kept descriptor answers");
+        stop_tx.send(()).unwrap();
+        t.join().unwrap();
+        assert!(!still_same(&id), "an exited thread is not the same task");
+        assert!(
+            !handles().open.contains_key(&id),
+            "its descriptor is closed"
+        );
     }
 
     #[test]

@@ -270,6 +270,25 @@ impl Journal {
         insert(&self.conn, e)
     }
 
+    /// Record several changes in one transaction: every row is committed when this returns,
+    /// or none (one commit where [`Journal::record`] takes one per row).
+    pub fn record_all<'a>(
+        &self,
+        entries: impl IntoIterator<Item = &'a Entry>,
+    ) -> Result<(), JournalError> {
+        let tx = self.conn.unchecked_transaction()?;
+        let mut n = 0;
+        for e in entries {
+            insert(&tx, e)?;
+            n += 1;
+        }
+        if n > 0 {
+            tx.commit()?;
+            self.writes.set(self.writes.get() + n);
+        }
+        Ok(())
+    }
+
     /// How many records and forgets this journal has taken so far (not persisted).
     pub fn writes(&self) -> u64 {
         self.writes.get()
@@ -411,6 +430,34 @@ mod tests {
         assert_eq!(j.get(Kind::Sched, &e.key).unwrap(), None);
         j.forget(Kind::Cgroup, &e.key).unwrap();
         assert!(j.entries().unwrap().is_empty());
+    }
+
+    #[test]
+    fn several_rows_are_recorded_in_one_commit_and_survive_reopening() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.sqlite");
+        let row = |tid| {
+            let via = TaskId {
+                tid,
+                pid: 9,
+                start: 1234,
+            };
+            Entry {
+                key: Key::Thread(via),
+                via,
+                original: Value::Ioprio(16384),
+                applied: Value::Ioprio(8196),
+                previous: None,
+            }
+        };
+        let rows = [row(10), row(11), row(12)];
+        let j = Journal::open(&path, no_sessions).unwrap();
+        j.record_all(&rows).unwrap();
+        j.record_all([]).unwrap();
+        assert_eq!(j.writes(), 3);
+        drop(j);
+        let j = Journal::open(&path, no_sessions).unwrap();
+        assert_eq!(j.entries().unwrap(), rows.to_vec());
     }
 
     #[test]

@@ -43,6 +43,35 @@ pub fn thread_stat(pid: i32, tid: i32) -> io::Result<Stat> {
     read_stat(format!("/proc/{pid}/task/{tid}/stat"))
 }
 
+/// An open `/proc/<pid>/task/<tid>/stat`. The descriptor names the task it was opened for: once
+/// that task has exited, reads fail (ESRCH) whoever takes its tid later, so re-reading it proves
+/// the task is still there in one syscall, where a read by path takes three (open, read, close).
+#[derive(Debug)]
+pub struct StatHandle {
+    file: std::fs::File,
+}
+
+impl StatHandle {
+    /// Open thread `tid` of process `pid` (`NotFound` once it has exited or when it is not `pid`'s).
+    pub fn open(pid: i32, tid: i32) -> io::Result<StatHandle> {
+        let file = std::fs::File::open(format!("/proc/{pid}/task/{tid}/stat"))?;
+        Ok(StatHandle { file })
+    }
+
+    /// The task's stat now; an error once it has exited.
+    pub fn read(&self) -> io::Result<Stat> {
+        use std::os::unix::fs::FileExt;
+        // A stat line is under 400 bytes for any comm (16 bytes at most).
+        let mut buf = [0u8; 1024];
+        let n = self.file.read_at(&mut buf, 0)?;
+        let text = std::str::from_utf8(&buf[..n])
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+        parse_stat(text).ok_or_else(|| {
+            io::Error::new(io::ErrorKind::InvalidData, format!("cannot parse {text:?}"))
+        })
+    }
+}
+
 fn read_stat(path: String) -> io::Result<Stat> {
     let text = crate::procfs::read_to_string(&path)?;
     parse_stat(&text).ok_or_else(|| {
@@ -104,5 +133,29 @@ mod tests {
             thread_stat(me, gone).unwrap_err().kind(),
             io::ErrorKind::NotFound
         );
+    }
+
+    #[test]
+    fn a_stat_handle_reads_its_thread_until_it_exits() {
+        let me = std::process::id() as i32;
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
+        let t = std::thread::spawn(move || {
+            // SAFETY: gettid has no preconditions.
+            tx.send(unsafe { libc::gettid() }).unwrap();
+            stop_rx.recv().ok();
+        });
+        let tid = rx.recv().unwrap();
+        let handle = StatHandle::open(me, tid).unwrap();
+        let first = handle.read().unwrap();
+        assert_eq!(first.start, thread_stat(me, tid).unwrap().start);
+        assert_eq!(handle.read().unwrap().start, first.start, "it reads again");
+        stop_tx.send(()).unwrap();
+        t.join().unwrap();
+        assert!(
+            handle.read().is_err(),
+            "an exited thread's descriptor fails"
+        );
+        assert!(StatHandle::open(me, me + 1_000_000).is_err());
     }
 }

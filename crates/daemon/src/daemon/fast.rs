@@ -75,6 +75,7 @@ impl Daemon {
         let rt = self.cfg.tracker.lever == Lever::Rt
             && self.rt.is_some()
             && self.rt_suspended_until.is_none_or(|until| until <= now);
+        let cpu0 = thread_cpu_ns();
         let cooling = self.rt.as_ref().map(|g| g.cooling(now)).unwrap_or_default();
         let t_cool = now.elapsed();
         // The app's own threads on the path, and the partners and kernel workers the config and
@@ -128,8 +129,21 @@ impl Daemon {
             followed_us = t_followed.as_micros() as u64,
             added_us = t_added.as_micros() as u64,
             fast_us = now.elapsed().as_micros() as u64,
+            cpu_us = (thread_cpu_ns() - cpu0) / 1000,
             "fast path"
         );
         Ok(written)
     }
+}
+
+/// This thread's CPU time (ns): set beside the fast path's wall time, the difference is time
+/// spent waiting for a CPU.
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid timespec to fill.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }

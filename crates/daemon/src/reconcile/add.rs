@@ -13,7 +13,7 @@
 //! lowers or overrides what a pass decided. Left to the pass, an app thread on its mild bonus
 //! got its critical boost up to `min_focus_interval_ms` (100 ms) late.
 
-use super::{names, Reconciler};
+use super::{names, Keep, Reconciler};
 use crate::actuators::{sched, Key};
 use crate::identity::TaskId;
 use crate::journal::{Entry, JournalError, Kind, Value};
@@ -24,6 +24,21 @@ use crate::policy::{Desired, Target};
 enum Step {
     Start(Key),
     Update(Box<(Entry, Value)>),
+}
+
+/// A change decided and waiting for its row: a first change, or an update written through a
+/// live thread of its object.
+enum Planned {
+    First(Entry),
+    Update(i32, Entry),
+}
+
+impl Planned {
+    fn entry(&self) -> &Entry {
+        match self {
+            Planned::First(e) | Planned::Update(_, e) => e,
+        }
+    }
 }
 
 impl Reconciler {
@@ -51,22 +66,19 @@ impl Reconciler {
 
     /// [`Reconciler::add`], with when (`CLOCK_MONOTONIC`, ns) each thread's boost was in force:
     /// the tracker's "critical → boosted" ends there, not after the batch's last thread.
+    /// Every row is journalled first, in one transaction (a commit is the costliest step of a
+    /// first change here), then the boosts are written, each checked after as a pass does.
     pub fn add_timed(&mut self, desired: &Desired) -> Result<Vec<(TaskId, u64)>, JournalError> {
         let mut done = Vec::new();
         let now = uxsched_tracker::procfs::monotonic_ns;
+        let mut planned: Vec<(TaskId, Planned)> = Vec::new();
         for (task, target) in &desired.threads {
             let id = (Kind::Sched, Key::Thread(*task));
-            let before = self.journal.writes();
             match self.step(task, target)? {
                 None => {}
-                Some(Step::Start(key)) => match self.start(Kind::Sched, key, task, target) {
-                    // Written if it took a row (not: exited, or nothing to raise).
-                    Ok(()) => {
-                        self.failures.remove(&id);
-                        if self.journal.writes() != before {
-                            done.push((*task, now()));
-                        }
-                    }
+                Some(Step::Start(key)) => match self.plan_start(Kind::Sched, key, task, target) {
+                    Ok(Some(entry)) => planned.push((*task, Planned::First(entry))),
+                    Ok(None) => {} // exited, or nothing to raise
                     Err(e) => self.note_error(id, "change", &e),
                 },
                 Some(Step::Update(update)) => {
@@ -76,10 +88,34 @@ impl Reconciler {
                     let Some(via) = act.and_then(|a| self.reach(a, &entry)) else {
                         continue;
                     };
-                    if self.keep(&entry, via, *task, want)? {
-                        done.push((*task, now()));
+                    match self.plan_keep(&entry, via, *task, want)? {
+                        Keep::Held => done.push((*task, now())),
+                        Keep::Update(updated) => {
+                            planned.push((*task, Planned::Update(via, *updated)))
+                        }
+                        Keep::Not => {}
                     }
                 }
+            }
+        }
+        self.journal
+            .record_all(planned.iter().map(|(_, p)| p.entry()))?;
+        for (task, plan) in planned {
+            let written = match plan {
+                Planned::First(entry) => match self.apply_start(&entry) {
+                    Ok(holds) => {
+                        self.failures.remove(&(Kind::Sched, entry.key));
+                        holds
+                    }
+                    Err(e) => {
+                        self.note_error((Kind::Sched, entry.key), "change", &e);
+                        false
+                    }
+                },
+                Planned::Update(via, updated) => self.apply_update(via, &updated),
+            };
+            if written {
+                done.push((task, now()));
             }
         }
         Ok(done)

@@ -83,6 +83,14 @@ type Setting = (Kind, Key);
 /// What the desired set wants of one object: the thread that asks and its target.
 type Wants = BTreeMap<Setting, (TaskId, Target)>;
 
+/// What keeping a journalled setting takes: nothing (the kernel holds the wish), an update to
+/// journal and write, or nothing more (unreadable now, or yielded to whoever changed it).
+enum Keep {
+    Held,
+    Update(Box<Entry>),
+    Not,
+}
+
 pub struct Reconciler {
     pub journal: Journal,
     pub groups: Option<Rc<Groups>>,
@@ -288,36 +296,59 @@ impl Reconciler {
 
     /// First change of one setting of one object: read the original, journal, apply.
     fn start(&mut self, kind: Kind, key: Key, task: &TaskId, target: &Target) -> io::Result<()> {
-        let Some(original) = self.read_original(kind, task)? else {
+        let Some(entry) = self.plan_start(kind, key, task, target)? else {
             return Ok(());
+        };
+        self.journal.record(&entry).map_err(io::Error::other)?;
+        self.apply_start(&entry).map(|_| ())
+    }
+
+    /// The row a first change would journal: the original read now and what to apply, or
+    /// `None` (nothing to raise, or the task exited or was recycled since the scan).
+    fn plan_start(
+        &self,
+        kind: Kind,
+        key: Key,
+        task: &TaskId,
+        target: &Target,
+    ) -> io::Result<Option<Entry>> {
+        let Some(original) = self.read_original(kind, task)? else {
+            return Ok(None);
         };
         let Some(applied) = self.wanted(kind, &original, target) else {
-            return Ok(());
+            return Ok(None);
         };
         if !self.tasks.still_same(task) {
-            return Ok(()); // exited (or recycled) since the scan
+            return Ok(None); // exited (or recycled) since the scan
         }
-        let entry = Entry {
+        Ok(Some(Entry {
             key,
             via: *task,
             original,
             applied,
             previous: None,
-        };
-        self.journal.record(&entry).map_err(io::Error::other)?;
+        }))
+    }
+
+    /// Write a journalled first change, then check the identity after it. True when the
+    /// change holds on the task it was meant for.
+    fn apply_start(&mut self, entry: &Entry) -> io::Result<bool> {
+        let kind = entry.kind();
         let act = self.act(kind).ok_or(io::ErrorKind::Unsupported)?;
-        match act.write(task.tid, &entry.applied) {
+        match act.write(entry.via.tid, &entry.applied) {
             Ok(()) => {
                 debug!(
-                    object = key.describe(),
+                    object = entry.key.describe(),
                     kind = kind.name(),
                     "applied {:?}",
                     entry.applied
                 );
-                self.check_after(&entry).map_err(io::Error::other)
+                self.check_after(entry).map_err(io::Error::other)
             }
             Err(e) => {
-                self.journal.forget(kind, &key).map_err(io::Error::other)?;
+                self.journal
+                    .forget(kind, &entry.key)
+                    .map_err(io::Error::other)?;
                 Err(e)
             }
         }
@@ -348,38 +379,49 @@ impl Reconciler {
         task: TaskId,
         want: Value,
     ) -> Result<bool, JournalError> {
+        match self.plan_keep(entry, via, task, want)? {
+            Keep::Held => Ok(true),
+            Keep::Not => Ok(false),
+            Keep::Update(updated) => {
+                self.journal.record(&updated)?;
+                Ok(self.apply_update(via, &updated))
+            }
+        }
+    }
+
+    /// What keeping `entry` takes ([`Reconciler::keep`]); a setting someone else changed is
+    /// yielded here (its row forgotten).
+    fn plan_keep(
+        &mut self,
+        entry: &Entry,
+        via: i32,
+        task: TaskId,
+        want: Value,
+    ) -> Result<Keep, JournalError> {
         let id = (entry.kind(), entry.key);
         let Some(act) = self.act(id.0) else {
-            return Ok(false);
+            return Ok(Keep::Not);
         };
         let now = match act.read(via) {
             Ok(now) => now,
             Err(e) => {
                 self.note_error(id, "read", &e);
-                return Ok(false);
+                return Ok(Keep::Not);
             }
         };
         if entry.is_ours(&now, |a, b| act.holds(a, b)) || self.guard_wrote(entry) {
             if act.holds(&now, &entry.applied) && want == entry.applied && task == entry.via {
-                return Ok(true);
+                return Ok(Keep::Held);
             }
             // A new wish, the thread it was journalled under left and another asks, or a crash
             // came between journalling an update and writing it: (re)write it, remembering
             // what the kernel holds until then as uxsched's too.
-            let updated = Entry {
+            return Ok(Keep::Update(Box::new(Entry {
                 via: task,
                 previous: Some(now),
                 applied: want,
                 ..entry.clone()
-            };
-            self.journal.record(&updated)?;
-            return match act.write(via, &updated.applied) {
-                Ok(()) => Ok(true),
-                Err(e) => {
-                    self.note_error(id, "update", &e);
-                    Ok(false)
-                }
-            };
+            })));
         }
         info!(
             object = entry.key.describe(),
@@ -390,7 +432,23 @@ impl Reconciler {
         if self.yielded.len() < MAX_REMEMBERED {
             self.yielded.insert(id);
         }
-        Ok(false)
+        Ok(Keep::Not)
+    }
+
+    /// Write a journalled update through `via`; true when written.
+    fn apply_update(&mut self, via: i32, updated: &Entry) -> bool {
+        let id = (updated.kind(), updated.key);
+        let written = self
+            .act(id.0)
+            .ok_or_else(|| io::Error::from(io::ErrorKind::Unsupported))
+            .and_then(|act| act.write(via, &updated.applied));
+        match written {
+            Ok(()) => true,
+            Err(e) => {
+                self.note_error(id, "update", &e);
+                false
+            }
+        }
     }
 
     /// Put the original back if the kernel still holds what uxsched applied, then forget the
@@ -453,9 +511,9 @@ impl Reconciler {
 
     /// rtkit's "after" check: if the tid no longer names the task we meant, the change may
     /// have landed on a new task that took the number — undo it there at once.
-    fn check_after(&mut self, entry: &Entry) -> Result<(), JournalError> {
+    fn check_after(&mut self, entry: &Entry) -> Result<bool, JournalError> {
         if self.tasks.still_same(&entry.via) {
-            return Ok(());
+            return Ok(true);
         }
         let tid = entry.via.tid;
         if let (Ok(now), Some(act)) = (self.tasks.task_id(tid), self.act(entry.kind())) {
@@ -478,7 +536,8 @@ impl Reconciler {
                 }
             }
         }
-        self.journal.forget(entry.kind(), &entry.key)
+        self.journal.forget(entry.kind(), &entry.key)?;
+        Ok(false)
     }
 
     /// Log an error once per setting (a thread exiting mid-change is normal and only debug)
