@@ -152,34 +152,52 @@ pub fn scan_app(id: AppId, foreground: bool, cfg: &Config) -> Option<App> {
 /// as the chain — bounded by the config (`[tracker] partners`, `kernel_workers`) and by
 /// ownership: a partner must belong to the app's user or be the display server (a thread of
 /// another user is never raised because an app woke it).
-pub fn apply_tracker(app: &mut App, set: &[Critical], cfg: &Config) -> Vec<Critical> {
+pub fn apply_tracker(
+    app: &mut App,
+    owner: impl FnOnce() -> Option<u32>,
+    set: &[Critical],
+    cfg: &Config,
+) -> Vec<Critical> {
     for t in &mut app.threads {
         if t.role == Role::Other && set.iter().any(|c| c.task == t.task) {
             t.role = Role::Critical;
         }
     }
-    chain(app.id, set, cfg)
+    chain(app.id, owner, set, cfg)
 }
 
-/// The members of the critical set outside the app (pid `app_pid`) that may be raised with it:
-/// see [`apply_tracker`].
-pub fn chain(app: AppId, set: &[Critical], cfg: &Config) -> Vec<Critical> {
-    if set.is_empty() {
-        return Vec::new(); // every rescan without a tracker: no /proc reads
-    }
-    // A partner must have every uid of the app's user (a set-uid program is not the user's).
-    // Looked at once per call and process, two reads each (`identity::uids_of`), and only when
-    // a partner asks: this runs between an input and its boost (`daemon/fast.rs`), where every
-    // /proc read is latency.
-    let app_task = TaskId {
+/// The user an app runs as (its real uid), whose other processes may be raised with it; `None`
+/// once it has exited.
+pub fn owner(app: AppId) -> Option<u32> {
+    let leader = TaskId {
         tid: app.pid,
         pid: app.pid,
         start: app.start,
     };
+    identity::uids_of(&leader).ok().map(|u| u[0])
+}
+
+/// The members of the critical set outside `app` that may be raised with it (`owner`: the user
+/// it runs as, asked at most once and only when a partner is in the set):
+/// see [`apply_tracker`].
+pub fn chain(
+    app: AppId,
+    owner: impl FnOnce() -> Option<u32>,
+    set: &[Critical],
+    cfg: &Config,
+) -> Vec<Critical> {
+    if set.is_empty() {
+        return Vec::new(); // every rescan without a tracker: no /proc reads
+    }
+    // A partner must have every uid of the app's user (`owner`, asked only when a partner
+    // asks; a set-uid program is not the user's). Each partner process is looked at once per
+    // call, two reads (`identity::uids_of`): this runs between an input and its boost
+    // (`daemon/fast.rs`), where every /proc read is latency.
     let app_uid = std::cell::OnceCell::new();
+    let mut owner = Some(owner);
     let mut owned: HashMap<i32, bool> = HashMap::new();
     let mut owned_by_user = |task: &TaskId| {
-        let uid = *app_uid.get_or_init(|| identity::uids_of(&app_task).ok().map(|u| u[0]));
+        let uid = *app_uid.get_or_init(|| owner.take().and_then(|f| f()));
         *owned.entry(task.pid).or_insert_with(|| {
             uid.is_some_and(|u| {
                 identity::uids_of(task).is_ok_and(|uids| identity::all_uids_are(&uids, u))
@@ -255,6 +273,62 @@ impl History {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_partner_is_raised_only_for_its_own_user_and_the_owner_is_asked_once_if_at_all() {
+        let cfg = Config::default();
+        let mut children: Vec<_> = (0..2)
+            .map(|_| {
+                std::process::Command::new("sleep")
+                    .arg("30")
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        let app = AppId::of(children[0].id() as i32).unwrap();
+        let partner_pid = children[1].id() as i32;
+        let critical = |pid: i32, kind| Critical {
+            task: identity::task_id(pid).unwrap(),
+            comm: "sleep".into(),
+            kind,
+            provisional: false,
+            since_ns: 1,
+        };
+        // SAFETY: getuid has no preconditions.
+        let me = unsafe { libc::getuid() };
+        let set = [
+            critical(app.pid, CriticalKind::App),
+            critical(partner_pid, CriticalKind::Partner),
+        ];
+        let asked = std::cell::Cell::new(0);
+        let asked = &asked;
+        let ask = |uid| {
+            move || {
+                asked.set(asked.get() + 1);
+                Some(uid)
+            }
+        };
+        assert_eq!(
+            chain(app, ask(me), &set, &cfg).len(),
+            1,
+            "the user's own partner"
+        );
+        assert_eq!(asked.get(), 1);
+        assert!(
+            chain(app, ask(me + 1), &set, &cfg).is_empty(),
+            "another user's"
+        );
+        assert!(
+            chain(app, || None, &set, &cfg).is_empty(),
+            "no owner: no partner"
+        );
+        assert_eq!(chain(app, ask(me), &set[..1], &cfg).len(), 0);
+        assert_eq!(asked.get(), 2, "not asked without a partner in the set");
+        for c in &mut children {
+            c.kill().unwrap();
+            c.wait().unwrap();
+        }
+    }
 
     #[test]
     fn roles_follow_tid_and_names() {

@@ -82,7 +82,11 @@ impl Daemon {
         // ownership allow (the same filter as a full pass).
         let own = new.iter().filter(|c| c.task.pid == app.pid).map(|c| c.task);
         let members: Vec<TaskId> = own
-            .chain(state::chain(app, new, &self.cfg).iter().map(|c| c.task))
+            .chain(
+                state::chain(app, || self.owner_of(app), new, &self.cfg)
+                    .iter()
+                    .map(|c| c.task),
+            )
             .collect();
         let t_chain = now.elapsed();
         let mut desired = Desired::nothing(&self.cfg);

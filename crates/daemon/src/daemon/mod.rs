@@ -71,6 +71,9 @@ struct Daemon {
     boost_latency: std::collections::VecDeque<u64>,
     /// The last answer of [`Daemon::placement_now`]: app, when, what.
     placement_seen: Option<(crate::state::AppId, Instant, placement::Placement)>,
+    /// The focused app's user as the last pass read it (`state::owner`): the fast path asks it
+    /// for every partner batch, and a pass reads it afresh.
+    owner_seen: std::cell::Cell<Option<(crate::state::AppId, Option<u32>)>>,
     /// The journal's write count and the lever's threads at the last `publish_rt`.
     published: Option<(u64, std::collections::BTreeSet<crate::identity::TaskId>)>,
     /// Stock levers or the sched_ext scheduler (`backend/`).
@@ -186,6 +189,7 @@ pub fn run(cfg: Config) -> anyhow::Result<()> {
         boost_latency: Default::default(),
         published: None,
         placement_seen: None,
+        owner_seen: Default::default(),
         backend,
         cfg,
     };
@@ -434,6 +438,18 @@ impl Daemon {
         }
     }
 
+    /// The user `app` runs as: as the last pass (or fast path) read it for that app, else now.
+    fn owner_of(&self, app: state::AppId) -> Option<u32> {
+        match self.owner_seen.get() {
+            Some((seen, uid)) if seen == app => uid,
+            _ => {
+                let uid = state::owner(app);
+                self.owner_seen.set(Some((app, uid)));
+                uid
+            }
+        }
+    }
+
     fn scan(&mut self) -> State {
         let mut focus = self
             .focus
@@ -453,7 +469,11 @@ impl Daemon {
             .filter_map(|id| state::scan_app(*id, false, &self.cfg))
             .collect();
         let chain = match focus.as_mut() {
-            Some(app) => state::apply_tracker(app, &self.critical, &self.cfg),
+            Some(app) => {
+                self.owner_seen.set(None);
+                let id = app.id;
+                state::apply_tracker(app, || self.owner_of(id), &self.critical, &self.cfg)
+            }
             None => Vec::new(),
         };
         let cpus_used = focus.iter().flat_map(|a| a.threads.iter().map(|t| t.cpu));
