@@ -470,8 +470,13 @@ impl Daemon {
             .collect();
         let chain = match focus.as_mut() {
             Some(app) => {
+                // Read afresh each pass, and before the first keystroke's partners ask (the
+                // fast path then finds it: one /proc read less between an input and its boost).
                 self.owner_seen.set(None);
                 let id = app.id;
+                if self.cfg.tracker.partners && self.mode == Mode::Uxsched {
+                    self.owner_of(id);
+                }
                 state::apply_tracker(app, || self.owner_of(id), &self.critical, &self.cfg)
             }
             None => Vec::new(),
