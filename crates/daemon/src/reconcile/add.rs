@@ -66,8 +66,8 @@ impl Reconciler {
 
     /// [`Reconciler::add`], with when (`CLOCK_MONOTONIC`, ns) each thread's boost was in force:
     /// the tracker's "critical → boosted" ends there, not after the batch's last thread.
-    /// Every row is journalled first, in one transaction (a commit is the costliest step of a
-    /// first change here), then the boosts are written, each checked after as a pass does.
+    /// Every row is journalled first, in one transaction (one commit per batch, not per row),
+    /// then the boosts are written, each checked after as a pass does.
     pub fn add_timed(&mut self, desired: &Desired) -> Result<Vec<(TaskId, u64)>, JournalError> {
         let mut done = Vec::new();
         let now = uxsched_tracker::procfs::monotonic_ns;
