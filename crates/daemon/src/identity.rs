@@ -85,52 +85,42 @@ pub fn all_uids_are(uids: &[u32; 4], uid: u32) -> bool {
 /// read by path takes three. A boost checks its thread three to five times between an input and
 /// its write (`daemon/fast.rs`), so this is latency.
 pub fn still_same(id: &TaskId) -> bool {
-    kept_stat(id.pid, id.tid).is_ok_and(|s| s.start == id.start && s.state != 'Z')
-}
-
-/// Thread `tid` of process `pid`'s stat now, read through its kept descriptor ([`HANDLES`]),
-/// opened (and kept) if there is none or the one kept is of a task that has exited. The focused
-/// app's scan reads its threads this way, so the first keystroke finds their descriptors open.
-/// `NotFound` when no thread `tid` of `pid` lives.
-pub fn kept_stat(pid: i32, tid: i32) -> io::Result<Stat> {
-    let held = handles().open.remove(&(pid, tid));
-    if let Some((handle, _)) = held {
-        if let Ok(stat) = handle.read() {
-            handles().keep((pid, tid), handle, &stat);
-            return Ok(stat);
-        } // its task exited: the tid may be another's now
+    let same = |s: &Stat| s.start == id.start && s.state != 'Z';
+    let held = handles().open.remove(id);
+    let handle = match held {
+        Some((handle, _)) => handle,
+        None => match uxsched_os::task::StatHandle::open(id.pid, id.tid) {
+            Ok(handle) => handle,
+            Err(_) => return false,
+        },
+    };
+    let alive = handle.read().is_ok_and(|s| same(&s));
+    if alive {
+        handles().keep(*id, handle);
     }
-    let handle = uxsched_os::task::StatHandle::open(pid, tid)?;
-    let stat = handle.read()?;
-    handles().keep((pid, tid), handle, &stat);
-    Ok(stat)
+    alive
 }
 
-/// How many tasks' stat descriptors [`still_same`] and [`kept_stat`] keep open: the critical
-/// sets and the focused app's threads fit; the least recently read is closed first.
+/// How many tasks' stat descriptors [`still_same`] keeps open: the critical sets and the
+/// focused app's boosted threads fit; the least recently checked is closed first.
 pub const HANDLES: usize = 256;
 
 #[derive(Default)]
 struct Handles {
-    /// By (pid, tid): the descriptor, and when it was last read.
-    open: std::collections::HashMap<(i32, i32), (uxsched_os::task::StatHandle, u64)>,
+    open: std::collections::HashMap<TaskId, (uxsched_os::task::StatHandle, u64)>,
     uses: u64,
 }
 
 impl Handles {
-    /// Keep `handle` unless its task is a zombie (it can only exit).
-    fn keep(&mut self, at: (i32, i32), handle: uxsched_os::task::StatHandle, stat: &Stat) {
-        if stat.state == 'Z' {
-            return;
-        }
+    fn keep(&mut self, id: TaskId, handle: uxsched_os::task::StatHandle) {
         if self.open.len() >= HANDLES {
             let oldest = self.open.iter().min_by_key(|(_, (_, used))| *used);
-            if let Some(oldest) = oldest.map(|(at, _)| *at) {
+            if let Some(oldest) = oldest.map(|(id, _)| *id) {
                 self.open.remove(&oldest);
             }
         }
         self.uses += 1;
-        self.open.insert(at, (handle, self.uses));
+        self.open.insert(id, (handle, self.uses));
     }
 }
 
@@ -319,23 +309,15 @@ mod tests {
         };
         assert!(still_same(&id));
         assert!(
-            handles().open.contains_key(&(me, tid)),
+            handles().open.contains_key(&id),
             "the first check keeps it open"
         );
         assert!(still_same(&id), "and the kept descriptor answers");
-        assert_eq!(kept_stat(me, tid).unwrap().start, id.start);
-        let older = TaskId {
-            start: id.start - 1,
-            ..id
-        };
-        assert!(!still_same(&older), "an older task of that tid is not this one");
-        assert!(handles().open.contains_key(&(me, tid)), "whose descriptor stays");
         stop_tx.send(()).unwrap();
         t.join().unwrap();
         assert!(!still_same(&id), "an exited thread is not the same task");
-        assert!(kept_stat(me, tid).is_err());
         assert!(
-            !handles().open.contains_key(&(me, tid)),
+            !handles().open.contains_key(&id),
             "its descriptor is closed"
         );
     }

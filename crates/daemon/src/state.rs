@@ -130,13 +130,7 @@ pub fn scan_app(id: AppId, foreground: bool, cfg: &Config) -> Option<App> {
     let threads = identity::threads(id.pid)
         .into_iter()
         .filter_map(|tid| {
-            // The app in front through kept descriptors (its threads are the fast path's);
-            // the others by path, not to crowd those out.
-            let st = if foreground {
-                identity::kept_stat(id.pid, tid).ok()?
-            } else {
-                identity::stat(tid).ok()?
-            };
+            let st = identity::stat(tid).ok()?;
             let task = TaskId {
                 tid,
                 pid: id.pid,
