@@ -67,13 +67,7 @@ pub fn identity(pid: u32) -> std::io::Result<(String, Vec<String>)> {
 
 /// CLOCK_MONOTONIC in ns, the clock of `bpf_ktime_get_ns`.
 pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    uxsched_os::clock::ns(libc::CLOCK_MONOTONIC)
 }
 
 #[cfg(test)]

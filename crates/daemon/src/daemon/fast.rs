@@ -184,11 +184,5 @@ impl Daemon {
 /// This thread's CPU time (ns): set beside the fast path's wall time, the difference is time
 /// spent waiting for a CPU.
 fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid timespec to fill.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    uxsched_os::clock::ns(libc::CLOCK_THREAD_CPUTIME_ID)
 }
