@@ -292,30 +292,21 @@ mod tests {
     }
 
     #[test]
-    fn a_kept_descriptor_answers_for_its_thread_only_while_it_lives() {
-        let me = std::process::id() as i32;
-        let (tx, rx) = std::sync::mpsc::channel();
-        let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
-        let t = std::thread::spawn(move || {
-            // SAFETY: gettid has no preconditions.
-            tx.send(unsafe { libc::gettid() }).unwrap();
-            stop_rx.recv().ok();
-        });
-        let tid = rx.recv().unwrap();
-        let id = TaskId {
-            tid,
-            pid: me,
-            start: stat(tid).unwrap().start,
-        };
+    fn a_kept_descriptor_answers_for_its_task_only_while_it_lives() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let id = task_id(child.id() as i32).unwrap();
         assert!(still_same(&id));
         assert!(
             handles().open.contains_key(&id),
             "the first check keeps it open"
         );
         assert!(still_same(&id), "and the kept descriptor answers");
-        stop_tx.send(()).unwrap();
-        t.join().unwrap();
-        assert!(!still_same(&id), "an exited thread is not the same task");
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(!still_same(&id), "an exited task is not the same task");
         assert!(
             !handles().open.contains_key(&id),
             "its descriptor is closed"

@@ -266,8 +266,7 @@ impl Journal {
 
     /// Record (or update the applied value of) a change. Committed when this returns.
     pub fn record(&self, e: &Entry) -> Result<(), JournalError> {
-        self.writes.set(self.writes.get() + 1);
-        insert(&self.conn, e)
+        self.record_all([e])
     }
 
     /// Record several changes in one transaction: every row is committed when this returns,

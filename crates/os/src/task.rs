@@ -64,20 +64,20 @@ impl StatHandle {
         // A stat line is under 400 bytes for any comm (16 bytes at most).
         let mut buf = [0u8; 1024];
         let n = self.file.read_at(&mut buf, 0)?;
-        let text = std::str::from_utf8(&buf[..n])
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
-        parse_stat(text).ok_or_else(|| {
-            io::Error::new(io::ErrorKind::InvalidData, format!("cannot parse {text:?}"))
-        })
+        parsed(&String::from_utf8_lossy(&buf[..n]), "stat")
     }
 }
 
 fn read_stat(path: String) -> io::Result<Stat> {
-    let text = crate::procfs::read_to_string(&path)?;
-    parse_stat(&text).ok_or_else(|| {
+    parsed(&crate::procfs::read_to_string(&path)?, &path)
+}
+
+/// `text` parsed as a stat line, or an error naming `what` was read.
+fn parsed(text: &str, what: &str) -> io::Result<Stat> {
+    parse_stat(text).ok_or_else(|| {
         io::Error::new(
             io::ErrorKind::InvalidData,
-            format!("{path}: cannot parse {text:?}"),
+            format!("{what}: cannot parse {text:?}"),
         )
     })
 }
