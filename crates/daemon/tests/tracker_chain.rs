@@ -22,48 +22,50 @@ fn child_entry() {
 }
 
 /// One process of the chain, named as the tracker expects (`comm`), relaying one byte at a time
-/// through FIFOs: input → app → partner → app → display.
+/// through FIFOs: input → app → partner → app → display. A broken FIFO means the test tore the
+/// chain down, so the stage exits quietly.
 fn run_stage(stage: &str, dir: &Path) -> ! {
     let name = std::ffi::CString::new(stage).unwrap();
     // SAFETY: PR_SET_NAME with a NUL-terminated string shorter than 16 bytes.
     unsafe { libc::prctl(libc::PR_SET_NAME, name.as_ptr()) };
-    let open_r = |f: &str| std::fs::File::open(dir.join(f)).unwrap();
-    let open_w = |f: &str| {
-        std::fs::OpenOptions::new()
-            .write(true)
-            .open(dir.join(f))
-            .unwrap()
-    };
+    let ended = relay(stage, dir);
+    std::process::exit(if ended.is_err() { 0 } else { 1 });
+}
+
+/// The stage's loop; returns only when a FIFO breaks.
+fn relay(stage: &str, dir: &Path) -> std::io::Result<()> {
+    let open_r = |f: &str| std::fs::File::open(dir.join(f));
+    let open_w = |f: &str| std::fs::OpenOptions::new().write(true).open(dir.join(f));
     let mut b = [0u8; 1];
     match stage {
         "dispatcher" => {
-            let mut to_app = open_w("input");
+            let mut to_app = open_w("input")?;
             loop {
                 std::thread::sleep(Duration::from_millis(30));
-                to_app.write_all(b"k").unwrap();
+                to_app.write_all(b"k")?;
             }
         }
         "chainapp" => {
-            let (mut input, mut to_partner) = (open_r("input"), open_w("request"));
-            let (mut reply, mut to_display) = (open_r("reply"), open_w("frame"));
+            let (mut input, mut to_partner) = (open_r("input")?, open_w("request")?);
+            let (mut reply, mut to_display) = (open_r("reply")?, open_w("frame")?);
             loop {
-                input.read_exact(&mut b).unwrap();
-                to_partner.write_all(&b).unwrap();
-                reply.read_exact(&mut b).unwrap();
-                to_display.write_all(&b).unwrap();
+                input.read_exact(&mut b)?;
+                to_partner.write_all(&b)?;
+                reply.read_exact(&mut b)?;
+                to_display.write_all(&b)?;
             }
         }
         "chainpartner" => {
-            let (mut request, mut reply) = (open_r("request"), open_w("reply"));
+            let (mut request, mut reply) = (open_r("request")?, open_w("reply")?);
             loop {
-                request.read_exact(&mut b).unwrap();
-                reply.write_all(&b).unwrap();
+                request.read_exact(&mut b)?;
+                reply.write_all(&b)?;
             }
         }
         _ => {
-            let mut frames = open_r("frame"); // "compositor": the display
+            let mut frames = open_r("frame")?; // "compositor": the display
             loop {
-                frames.read_exact(&mut b).unwrap();
+                frames.read_exact(&mut b)?;
             }
         }
     }

@@ -152,6 +152,11 @@ mod tests {
         assert_eq!(handle.read().unwrap().start, first.start, "it reads again");
         stop_tx.send(()).unwrap();
         t.join().unwrap();
+        // `join` returns before the kernel has released the thread: wait (bounded) for it.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        while handle.read().is_ok() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
         assert!(
             handle.read().is_err(),
             "an exited thread's descriptor fails"

@@ -155,6 +155,12 @@ mod tests {
         child.wait().unwrap();
         let t = std::thread::spawn(|| unsafe { libc::gettid() });
         let gone = t.join().unwrap();
+        // `join` returns before the kernel has released the thread: wait (bounded) for it.
+        let task = std::path::PathBuf::from(format!("/proc/self/task/{gone}"));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        while task.exists() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
         assert!(thread_of(&peer, gone).is_err());
     }
 
