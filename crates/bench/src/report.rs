@@ -193,6 +193,9 @@ impl Report {
         if let Some(h) = self.headline() {
             let _ = writeln!(s, "{h}");
         }
+        if let Some(c) = self.background_ceiling() {
+            let _ = writeln!(s, "{c}");
+        }
         for w in &self.warnings {
             let _ = writeln!(s, "warning: {w}");
         }
@@ -242,6 +245,37 @@ impl Report {
 }
 
 impl Report {
+    /// What serving the app must cost the load, by conservation of CPU time: the app takes
+    /// `app_cpu_pct` of a CPU on the idle machine and less under stock (where it starves), and
+    /// that difference comes out of what the load kept under stock (`load_cpu_pct`). Where the
+    /// ceiling is under 0.95 the goal's background half cannot be met by any mode that serves
+    /// the app as the idle machine does. `None` without the figures (real programs, old runs).
+    pub fn background_ceiling(&self) -> Option<String> {
+        let extra = |m: ModeName, k: &str| {
+            let row = self.modes.iter().find(|r| r.mode == m)?;
+            row.extras.get(k).copied()
+        };
+        let (app_idle, app_stock) = (
+            extra(ModeName::Idle, "app_cpu_pct")?,
+            extra(ModeName::Stock, "app_cpu_pct")?,
+        );
+        let load_stock = extra(ModeName::Stock, "load_cpu_pct")?;
+        let ceiling = (load_stock - (app_idle - app_stock).max(0.0)) / load_stock;
+        let kept: Vec<String> = (self.modes.iter())
+            .filter(|r| !matches!(r.mode, ModeName::Idle | ModeName::Stock))
+            .filter_map(|r| {
+                let kept = r.extras.get("load_cpu_pct")? / load_stock;
+                Some(format!("{} {kept:.3}", r.mode.name()))
+            })
+            .collect();
+        Some(format!(
+            "background ceiling: the app takes {app_idle:.1} % of a CPU served as on the idle \
+             machine, {app_stock:.1} % under stock, so the load (stock: {load_stock:.1} %) can \
+             keep at most {ceiling:.3}× its CPU; it kept {}",
+            kept.join(", ")
+        ))
+    }
+
     /// One sentence: was `uxsched` separable (non-overlapping 95 % bootstrap intervals of the
     /// p95 ratio) from `stock` and from the best peer (`android`, `s76`, `schedqos` by p95)?
     /// Says plainly when uxsched does not win. `None` without uxsched, stock or idle.

@@ -283,6 +283,9 @@ fn run_one(
     let mut extras = output.extras;
     extras.extend(guard.mode.extras());
     let background = load.map(RunningLoad::stop).transpose()?;
+    if let Some(cpu) = background.as_ref().and_then(|b| b.cpu_pct) {
+        extras.insert("load_cpu_pct".into(), cpu);
+    }
     guard.restore()?;
     Ok(RunRecord {
         mode: name,

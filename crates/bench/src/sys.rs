@@ -358,6 +358,27 @@ pub fn process_cpu_ns(pid: i32) -> Option<u64> {
     Some(ticks * 1_000_000_000 / hz)
 }
 
+/// Reap `pid`, a child of this process, if it has exited, without blocking: the CPU time it
+/// used, user and system, together with the descendants it waited for (`wait4`'s rusage), or
+/// `None` while it runs. A load's leader waits for its workers, so this is the whole load's.
+pub fn try_reap(pid: i32) -> io::Result<Option<std::time::Duration>> {
+    let mut status = 0;
+    // SAFETY: `usage` is a valid out-pointer, zero-initialised plain data.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: wait4 on our own child with valid out-pointers.
+    match unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) } {
+        0 => Ok(None),
+        r if r < 0 => Err(io::Error::last_os_error()),
+        _ => {
+            let tv = |t: libc::timeval| {
+                std::time::Duration::from_secs(t.tv_sec as u64)
+                    + std::time::Duration::from_micros(t.tv_usec as u64)
+            };
+            Ok(Some(tv(usage.ru_utime) + tv(usage.ru_stime)))
+        }
+    }
+}
+
 /// A memory figure of a live process from `/proc/<pid>/status`, KiB (`field`: `VmRSS`,
 /// `VmHWM` — the peak resident set — …).
 pub fn status_kib(pid: i32, field: &str) -> Option<u64> {
@@ -390,6 +411,29 @@ pub fn context_switches(pid: i32) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reaping_a_child_counts_the_cpu_of_the_workers_it_waited_for() {
+        // The shell busy-loops (1–2 s) in a child it waits for: its own time is nearly nil.
+        let child = std::process::Command::new("sh")
+            .args([
+                "-c",
+                "(end=$(($(date +%s) + 2)); while [ $(date +%s) -lt $end ]; do :; done) & wait",
+            ])
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let cpu = loop {
+            if let Some(cpu) = try_reap(pid).unwrap() {
+                break cpu;
+            }
+            assert!(std::time::Instant::now() < deadline, "sh did not finish");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        assert!(cpu > std::time::Duration::from_millis(100), "{cpu:?}");
+        assert!(try_reap(pid).is_err(), "reaped once");
+    }
 
     #[test]
     fn reads_own_cpu_time_and_peak_rss() {

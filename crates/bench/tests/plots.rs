@@ -22,6 +22,7 @@ fn record(mode: ModeName, scale: f64, bg: Option<f64>) -> RunRecord {
         background: bg.map(|value| Throughput {
             value,
             unit: "bogo-ops/s".into(),
+            cpu_pct: None,
         }),
     }
 }
@@ -80,4 +81,22 @@ fn writes_every_plot_as_svg_and_png() {
         }
     }
     std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn the_background_ceiling_is_what_the_app_takes_out_of_the_load() {
+    let mut r = report();
+    assert_eq!(r.background_ceiling(), None, "no CPU figures, no ceiling");
+    let cpu = |r: &mut Report, i: usize, k: &str, v: f64| {
+        r.modes[i].extras.insert(k.into(), v);
+    };
+    // The app takes 16 % of a CPU served, 4 % starved: 12 of the load's 195 % must go.
+    cpu(&mut r, 0, "app_cpu_pct", 16.0);
+    cpu(&mut r, 1, "app_cpu_pct", 4.0);
+    cpu(&mut r, 1, "load_cpu_pct", 195.0);
+    cpu(&mut r, 2, "load_cpu_pct", 185.0);
+    let line = r.background_ceiling().unwrap();
+    assert!(line.contains("at most 0.938×"), "{line}");
+    assert!(line.contains("fifo 0.949"), "{line}");
+    assert!(r.table().contains("background ceiling"));
 }

@@ -109,6 +109,11 @@ fn tool_for(kind: LoadKind) -> Box<dyn Tool> {
 pub struct Throughput {
     pub value: f64,
     pub unit: String,
+    /// The load's CPU time over its run, as a share of one CPU (%): what it received, where
+    /// `value` also moves with how much work each CPU second did (stress-ng's `--cpu-method
+    /// all` cycles through methods of unequal cost). Absent in reports from before.
+    #[serde(default)]
+    pub cpu_pct: Option<f64>,
 }
 
 /// A started load. Dropping it kills its whole session.
@@ -188,7 +193,10 @@ impl RunningLoad {
             sys::signal(sid, self.tool.stop_signal());
         }
         let deadline = Instant::now() + Duration::from_secs(10);
-        while child.try_wait()?.is_none() {
+        let cpu = loop {
+            if let Some(cpu) = sys::try_reap(sid)? {
+                break cpu;
+            }
             if Instant::now() > deadline {
                 sys::kill_session(sid);
                 let _ = child.wait();
@@ -198,7 +206,7 @@ impl RunningLoad {
                 );
             }
             std::thread::sleep(Duration::from_millis(20));
-        }
+        };
         if self.tool.stop_whole_group() {
             // The leader may exit before the rest of its group has finished stopping (make
             // deleting half-written objects): wait for them, bounded, before the SIGKILL.
@@ -221,6 +229,7 @@ impl RunningLoad {
         Ok(Throughput {
             value,
             unit: self.tool.unit().to_owned(),
+            cpu_pct: Some(100.0 * cpu.as_secs_f64() / elapsed.as_secs_f64().max(1e-9)),
         })
     }
 }

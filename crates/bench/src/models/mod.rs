@@ -122,6 +122,7 @@ pub struct ModelOutput {
 
 /// Entry point of a model process.
 pub fn run_model(args: &ModelArgs) -> Result<()> {
+    let started = std::time::Instant::now();
     let output = match (args.model, args.role) {
         (ModelKind::Painting, Role::App) => painting::app(args)?,
         (ModelKind::Painting | ModelKind::Worker, Role::System) => painting::system(args)?,
@@ -144,8 +145,17 @@ pub fn run_model(args: &ModelArgs) -> Result<()> {
     let output = if args.model.is_xapp() {
         output
     } else {
+        let (switches, cpu) = own_usage();
+        let mut extras = output.extras;
+        // What serving the app costs the load: the app's CPU time over its life, as a share of
+        // one CPU (README, "the background half": the load can keep at most what is left).
+        let wall = started.elapsed().as_secs_f64().max(1e-9);
+        if args.role == Role::App {
+            extras.insert("app_cpu_pct".into(), 100.0 * cpu.as_secs_f64() / wall);
+        }
         ModelOutput {
-            context_switches: own_context_switches(),
+            context_switches: switches,
+            extras,
             ..output
         }
     };
@@ -267,11 +277,20 @@ pub(crate) fn ns_to_ms(ns: i128) -> f64 {
     ns as f64 / 1e6
 }
 
-fn own_context_switches() -> u64 {
+/// The process's context switches (voluntary + involuntary) and CPU time (user + system), all
+/// its threads.
+fn own_usage() -> (u64, std::time::Duration) {
     // SAFETY: `usage` is a valid out-pointer; RUSAGE_SELF sums all threads of the process.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
-    (usage.ru_nvcsw + usage.ru_nivcsw) as u64
+    let tv = |t: libc::timeval| {
+        std::time::Duration::new(t.tv_sec as u64, 0)
+            + std::time::Duration::from_micros(t.tv_usec as u64)
+    };
+    (
+        (usage.ru_nvcsw + usage.ru_nivcsw) as u64,
+        tv(usage.ru_utime) + tv(usage.ru_stime),
+    )
 }
 
 /// Read the `ready` line a model prints on stdout.
