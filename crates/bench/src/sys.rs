@@ -413,6 +413,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[allow(clippy::zombie_processes, reason = "try_reap is what reaps it")]
     fn reaping_a_child_counts_the_cpu_of_the_workers_it_waited_for() {
         // The shell busy-loops (1–2 s) in a child it waits for: its own time is nearly nil.
         let child = std::process::Command::new("sh")
