@@ -11,7 +11,10 @@
 //!   afresh), and `status` is read only when schedstat's third field (`sched_info.pcount`, times
 //!   switched in) moved: a thread never switched in since the last look cannot have blocked and
 //!   come back, and one that blocked and stayed away shows no run time next time (see
-//!   [`Reader`]); both files stay open. Measured: 3 µs against 29 + 40 µs for opening both;
+//!   [`Reader`]); both files stay open. Measured: 3 µs against 29 + 40 µs for opening both.
+//!   When a thread is first followed — on the way from an input to its boost — only schedstat
+//!   is opened and read; `status` waits for the guard's first check, and the sleeps of that
+//!   first interval, which have no baseline, count as none: it can only be demoted earlier;
 //! - *continuous*: no sleep since the last check means the thread has run (or waited to run)
 //!   without blocking since before that check, so its run time since then adds to the current
 //!   stretch; with k sleeps the interval holds at most k + 1 stretches, so one of them lasted at
@@ -48,8 +51,9 @@ const MAX_REMEMBERED: usize = 4096;
 pub struct Sample {
     /// Total time on a CPU, ns.
     pub run_ns: u64,
-    /// Times it blocked (voluntary context switches).
-    pub sleeps: u64,
+    /// Times it blocked (voluntary context switches); `None` until first read (see
+    /// [`Reader`]).
+    pub sleeps: Option<u64>,
 }
 
 /// Read a thread's run time and sleep count (two files opened and read: see [`Reader`] for
@@ -62,54 +66,71 @@ pub fn read(task: &TaskId) -> io::Result<Sample> {
     let sleeps = voluntary(&uxsched_os::procfs::read_to_string(format!(
         "{dir}/status"
     ))?)?;
-    Ok(Sample { run_ns, sleeps })
+    Ok(Sample {
+        run_ns,
+        sleeps: Some(sleeps),
+    })
 }
 
 /// Reads watched threads' samples through their `schedstat` kept open, and their `status` only
-/// when they were switched in since the last look. A descriptor names the task it was opened
-/// for: once that task exits, reads fail with ESRCH, whoever takes its tid.
+/// when they were switched in since the last look — never at the first read, which is on the
+/// input's path (`status` is opened at the first read that needs it). A descriptor names the
+/// task it was opened for: once that task exits, reads fail with ESRCH, whoever takes its tid.
 #[derive(Default)]
 pub struct Reader {
     open: HashMap<TaskId, Open>,
 }
 
 struct Open {
+    dir: String,
     schedstat: std::fs::File,
-    status: std::fs::File,
-    /// `sched_info.pcount` and `nvcsw` at the last `status` read.
+    status: Option<std::fs::File>,
+    /// `sched_info.pcount` at the last read, and `nvcsw` at the last `status` read.
     pcount: u64,
-    sleeps: u64,
+    sleeps: Option<u64>,
 }
 
 impl Reader {
     pub fn read(&mut self, task: &TaskId) -> io::Result<Sample> {
         use std::os::unix::fs::FileExt;
-        let o = match self.open.entry(*task) {
-            std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
+        let (o, first) = match self.open.entry(*task) {
+            std::collections::hash_map::Entry::Occupied(o) => (o.into_mut(), false),
             std::collections::hash_map::Entry::Vacant(v) => {
                 let dir = format!("/proc/{}/task/{}", task.pid, task.tid);
                 let schedstat = std::fs::File::open(format!("{dir}/schedstat"))?;
-                let status = std::fs::File::open(format!("{dir}/status"))?;
                 if !crate::identity::still_same(task) {
                     return Err(io::ErrorKind::NotFound.into()); // the tid was recycled
                 }
-                v.insert(Open {
+                let o = Open {
+                    dir,
                     schedstat,
-                    status,
-                    pcount: u64::MAX,
-                    sleeps: 0,
-                })
+                    status: None,
+                    pcount: 0,
+                    sleeps: None,
+                };
+                (v.insert(o), true)
             }
         };
         let mut buf = [0u8; 96];
         let n = o.schedstat.read_at(&mut buf, 0)?;
         let (run_ns, pcount) = parse(&String::from_utf8_lossy(&buf[..n]))?;
-        if pcount != o.pcount {
-            let mut status = [0u8; 4096];
-            let n = o.status.read_at(&mut status, 0)?;
-            o.sleeps = voluntary(&String::from_utf8_lossy(&status[..n]))?;
-            o.pcount = pcount;
+        if !first && pcount != o.pcount {
+            let status = match &o.status {
+                Some(f) => f,
+                // Opened by path, where a recycled tid would name another task: the schedstat
+                // descriptor, bound to ours, is read once more after the open and fails (ESRCH)
+                // once ours has exited — alive after the open, it was the one opened.
+                None => {
+                    let f = std::fs::File::open(format!("{}/status", o.dir))?;
+                    o.schedstat.read_at(&mut buf, 0)?;
+                    o.status.insert(f)
+                }
+            };
+            let mut text = [0u8; 4096];
+            let n = status.read_at(&mut text, 0)?;
+            o.sleeps = Some(voluntary(&String::from_utf8_lossy(&text[..n]))?);
         }
+        o.pcount = pcount;
         Ok(Sample {
             run_ns,
             sleeps: o.sleeps,
@@ -188,7 +209,11 @@ impl Track {
     /// Take a new sample; the longest stretch this interval proves and the episode so far.
     fn observe(&mut self, s: Sample) -> (u64, u64) {
         let run = s.run_ns.saturating_sub(self.last.run_ns);
-        let ins = s.sleeps.saturating_sub(self.last.sleeps);
+        // No baseline yet (the first interval): no sleeps, which can only demote earlier.
+        let ins = match (self.last.sleeps, s.sleeps) {
+            (Some(a), Some(b)) => b.saturating_sub(a),
+            _ => 0,
+        };
         self.last = s;
         if run == 0 {
             (self.continuous, self.episode) = (0, 0);
@@ -386,7 +411,12 @@ mod tests {
 
     /// Feed (run ms, sleeps) increments one check at a time; the check that demoted, if any.
     fn run(steps: &[(u64, u64)]) -> Option<usize> {
-        let now = Cell::new(Sample::default());
+        run_from(Some(0), steps)
+    }
+
+    /// [`run`] from a first sample whose sleep count is `sleeps` (`None`: not read).
+    fn run_from(sleeps: Option<u64>, steps: &[(u64, u64)]) -> Option<usize> {
+        let now = Cell::new(Sample { run_ns: 0, sleeps });
         let mut b = RtBudget::new(limits());
         b.follow_with([T], |_| Ok(now.get()));
         let start = Instant::now();
@@ -394,7 +424,7 @@ mod tests {
             let s = now.get();
             now.set(Sample {
                 run_ns: s.run_ns + ms(run),
-                sleeps: s.sleeps + ins,
+                sleeps: Some(s.sleeps.unwrap_or(0) + ins),
             });
             if !b.check_with(start, |_| Ok(now.get())).is_empty() {
                 assert!(b.demoted(start).contains(&T));
@@ -411,6 +441,16 @@ mod tests {
         // check), then ran through two more: 2 + 2 ms without a sleep.
         assert_eq!(run(&[(2, 1), (2, 0), (2, 0)]), Some(2));
         assert_eq!(run(&[(5, 0)]), Some(0));
+    }
+
+    #[test]
+    fn a_first_interval_without_a_sleep_count_counts_as_one_stretch() {
+        // Woke in the first interval and ran on: with a baseline the stretch starts at the
+        // first check (demoted at the third); without one the whole interval counts (second).
+        assert_eq!(run_from(Some(0), &[(2, 1), (2, 0), (2, 0)]), Some(2));
+        assert_eq!(run_from(None, &[(2, 1), (2, 0), (2, 0)]), Some(1));
+        // Later intervals have their baseline: sleeps reset the stretch as before.
+        assert_eq!(run_from(None, &[(1, 1), (2, 1), (2, 1), (0, 0)]), None);
     }
 
     #[test]
@@ -437,7 +477,7 @@ mod tests {
         b.follow_with([T], |_| {
             Ok(Sample {
                 run_ns: n.get(),
-                sleeps: 0,
+                sleeps: Some(0),
             })
         });
         n.set(ms(4));
@@ -445,7 +485,7 @@ mod tests {
         let over = b.check_with(t0, |_| {
             Ok(Sample {
                 run_ns: n.get(),
-                sleeps: 0,
+                sleeps: Some(0),
             })
         });
         assert_eq!(over, [T]);
@@ -489,17 +529,29 @@ mod tests {
         let tid = unsafe { libc::gettid() };
         let me = crate::identity::task_id(tid).unwrap();
         let mut r = Reader::default();
+        let run_and_sleep = || {
+            let mut x = 0u64;
+            for i in 0..2_000_000u64 {
+                x = std::hint::black_box(x.wrapping_add(i));
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        };
         let a = r.read(&me).unwrap();
-        let mut x = 0u64;
-        for i in 0..2_000_000u64 {
-            x = std::hint::black_box(x.wrapping_add(i));
-        }
-        std::thread::sleep(Duration::from_millis(2));
+        assert_eq!(a.sleeps, None, "the first read leaves status for later");
+        run_and_sleep();
         let b = r.read(&me).unwrap();
+        run_and_sleep();
+        let c = r.read(&me).unwrap();
         let fresh = read(&me).unwrap();
-        assert!(b.run_ns > a.run_ns, "ran in between: {a:?} {b:?}");
-        assert!(b.sleeps > a.sleeps, "slept in between: {a:?} {b:?}");
-        assert!(fresh.run_ns >= b.run_ns && fresh.sleeps >= b.sleeps);
+        assert!(
+            b.run_ns > a.run_ns && c.run_ns > b.run_ns,
+            "ran: {a:?} {b:?} {c:?}"
+        );
+        assert!(
+            c.sleeps > b.sleeps && b.sleeps.is_some(),
+            "slept: {b:?} {c:?}"
+        );
+        assert!(fresh.run_ns >= c.run_ns && fresh.sleeps >= c.sleeps);
         assert_eq!(r.open.len(), 1, "one descriptor per thread");
         r.retain(|_| false);
         assert!(r.open.is_empty());
