@@ -166,7 +166,16 @@ impl Mode for Daemon {
         table.insert("socket".into(), path(self.socket()));
         table.insert("journal".into(), path(self.dir.join("journal.sqlite")));
         std::fs::write(&config, toml::to_string(&table)?)?;
-        let log = std::fs::File::create(self.dir.join("daemon.log"))?;
+        // One log per run: the previous run's is kept as `daemon.N.log` (N = its run's number
+        // for this mode), so `--keep-logs` shows every repetition's daemon, not only the last.
+        let log_path = self.dir.join("daemon.log");
+        if log_path.exists() {
+            let n = (1..)
+                .find(|n| !self.dir.join(format!("daemon.{n}.log")).exists())
+                .unwrap_or(0);
+            std::fs::rename(&log_path, self.dir.join(format!("daemon.{n}.log")))?;
+        }
+        let log = std::fs::File::create(log_path)?;
         let mut cmd = Command::new(&self.exe);
         cmd.arg("daemon")
             .arg("--config")
