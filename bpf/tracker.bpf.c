@@ -348,7 +348,11 @@ int BPF_PROG(ux_rename, struct task_struct *task, const char *comm)
 	e->ts = bpf_ktime_get_ns();
 	fill(&e->a, task);
 	bpf_probe_read_kernel_str(e->a.comm, sizeof(e->a.comm), comm);
-	bpf_ringbuf_submit(e, 0);
+	/* Forced: the ring's own notification is skipped while quiet records wait in front, and
+	 * a dispatcher named after its creation was then unknown — no episode started — until
+	 * another event woke the tracker (the first inputs of a fresh app went unboosted for up
+	 * to ~100 ms, 2026-11-27). */
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 	return 0;
 }
 

@@ -167,6 +167,7 @@ impl Tracker {
         let map = self.map("partners");
         let key = tid.to_ne_bytes();
         let r = if bits != 0 {
+            tracing::debug!(tid, comm, bits, "tracker: an input/display thread");
             map.update(&key, &bits.to_ne_bytes(), MapFlags::ANY)
         } else {
             // Absent is the usual case; only a renamed partner had an entry.

@@ -65,13 +65,19 @@ pub fn app(args: &ModelArgs) -> Result<ModelOutput> {
 pub fn system(args: &ModelArgs) -> Result<ModelOutput> {
     let sock = inherited_socket();
     let mut rx = sock.try_clone()?;
-    ready_then_wait_for_go()?;
-    let start = sys::now_ns();
-    let end = start + args.duration_ms * 1_000_000;
+    let duration_ns = args.duration_ms * 1_000_000;
     let seed = args.seed;
+    // The input thread exists before the interaction, as a real one does (Xorg,
+    // InputDispatcher): a tracker learns it by its name when it is created, not at the first
+    // input (created at `go`, it raced the tracker for the first inputs).
+    let (start_tx, start_rx) = std::sync::mpsc::channel::<u64>();
     let dispatcher = std::thread::Builder::new()
         .name("dispatcher".into())
         .spawn(move || -> Result<u64> {
+            let Ok(start) = start_rx.recv() else {
+                return Ok(0); // never told to go: the process is failing
+            };
+            let end = start + duration_ns;
             let mut tx = sock;
             let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
             let mut next = start;
@@ -90,6 +96,10 @@ pub fn system(args: &ModelArgs) -> Result<ModelOutput> {
             tx.shutdown(Shutdown::Write)?;
             Ok(seq)
         })?;
+    ready_then_wait_for_go()?;
+    start_tx
+        .send(sys::now_ns())
+        .context("the dispatcher thread is gone")?;
     let mut samples = Vec::new();
     while let Some(frame) = Message::read(&mut rx) {
         samples.push(ns_to_ms(sys::now_ns() as i128 - frame.written_ns as i128));
