@@ -358,6 +358,15 @@ pub fn process_cpu_ns(pid: i32) -> Option<u64> {
     Some(ticks * 1_000_000_000 / hz)
 }
 
+/// User plus system time of a `rusage`.
+pub fn cpu_time(usage: &libc::rusage) -> std::time::Duration {
+    let tv = |t: libc::timeval| {
+        std::time::Duration::from_secs(t.tv_sec as u64)
+            + std::time::Duration::from_micros(t.tv_usec as u64)
+    };
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
 /// Reap `pid`, a child of this process, if it has exited, without blocking: the CPU time it
 /// used, user and system, together with the descendants it waited for (`wait4`'s rusage), or
 /// `None` while it runs. A load's leader waits for its workers, so this is the whole load's.
@@ -369,13 +378,7 @@ pub fn try_reap(pid: i32) -> io::Result<Option<std::time::Duration>> {
     match unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) } {
         0 => Ok(None),
         r if r < 0 => Err(io::Error::last_os_error()),
-        _ => {
-            let tv = |t: libc::timeval| {
-                std::time::Duration::from_secs(t.tv_sec as u64)
-                    + std::time::Duration::from_micros(t.tv_usec as u64)
-            };
-            Ok(Some(tv(usage.ru_utime) + tv(usage.ru_stime)))
-        }
+        _ => Ok(Some(cpu_time(&usage))),
     }
 }
 

@@ -283,13 +283,9 @@ fn own_usage() -> (u64, std::time::Duration) {
     // SAFETY: `usage` is a valid out-pointer; RUSAGE_SELF sums all threads of the process.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
-    let tv = |t: libc::timeval| {
-        std::time::Duration::new(t.tv_sec as u64, 0)
-            + std::time::Duration::from_micros(t.tv_usec as u64)
-    };
     (
         (usage.ru_nvcsw + usage.ru_nivcsw) as u64,
-        tv(usage.ru_utime) + tv(usage.ru_stime),
+        sys::cpu_time(&usage),
     )
 }
 
