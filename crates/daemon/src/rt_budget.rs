@@ -82,7 +82,6 @@ pub struct Reader {
 }
 
 struct Open {
-    dir: String,
     schedstat: std::fs::File,
     status: Option<std::fs::File>,
     /// `sched_info.pcount` at the last read, and `nvcsw` at the last `status` read.
@@ -102,7 +101,6 @@ impl Reader {
                     return Err(io::ErrorKind::NotFound.into()); // the tid was recycled
                 }
                 let o = Open {
-                    dir,
                     schedstat,
                     status: None,
                     pcount: 0,
@@ -121,7 +119,8 @@ impl Reader {
                 // descriptor, bound to ours, is read once more after the open and fails (ESRCH)
                 // once ours has exited — alive after the open, it was the one opened.
                 None => {
-                    let f = std::fs::File::open(format!("{}/status", o.dir))?;
+                    let dir = format!("/proc/{}/task/{}", task.pid, task.tid);
+                    let f = std::fs::File::open(format!("{dir}/status"))?;
                     o.schedstat.read_at(&mut buf, 0)?;
                     o.status.insert(f)
                 }
