@@ -105,6 +105,13 @@ pub struct State {
     /// systemd-like unit on cgroup v1) and uxsched's fg group takes them (`Groups::takes_rt`):
     /// the rt lever's threads then join the fg group rather than stay where FIFO is refused.
     pub rt_needs_fg: bool,
+    /// The app must stay in its own cgroup for the rt lever: uxsched's fg group refuses
+    /// real-time threads and the hierarchy moves whole processes (cgroup v2), so moving any of
+    /// its threads there would take the critical ones out of real time (`Groups::probe_rt`).
+    pub rt_keeps_home: bool,
+    /// Threads the rt lever cannot raise where they are or will be (their cgroup refuses
+    /// real-time threads and no group that takes them is open to them): the fair boost instead.
+    pub rt_refused: std::collections::BTreeSet<TaskId>,
 }
 
 /// Classify a thread of an app.

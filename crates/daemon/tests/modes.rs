@@ -74,14 +74,12 @@ fn facfs_scales_the_group_weight_by_the_fixture_frequency_ratio() {
     );
     let app = App::spawn("");
     d.focus(Some(app.pid()));
-    let shares = d.group_dir("fg").join("cpu.shares");
+    // In the hierarchy's own unit: shares on v1, their `cpu.weight` equivalent on v2.
     wait_until("fg weight × 4", T, || {
-        std::fs::read_to_string(&shares).unwrap().trim() == "4096"
+        d.weight("fg") == native_weight(4096)
     });
     d.focus(None);
-    wait_until("weight back", T, || {
-        std::fs::read_to_string(&shares).unwrap().trim() == "1024"
-    });
+    wait_until("weight back", T, || d.weight("fg") == native_weight(1024));
 }
 
 #[test]
@@ -274,11 +272,29 @@ fn the_fg_group_takes_real_time_threads_that_a_new_cgroup_refuses() {
     let h = Hierarchy::detect().expect("this test needs a cgroup hierarchy");
     let name = format!("uxsched-test-rt-{}", std::process::id());
     let groups = Groups::create(h.clone(), &name, 71755, 128).unwrap();
-    assert!(groups.takes_rt(), "the fg group takes real-time threads");
     let app = App::spawn("worker");
     let worker = app.tid("worker");
     let home = h.current(worker).unwrap();
     assert!(!groups.refuses_rt(worker), "{home} takes them");
+    if !groups.takes_rt() {
+        // cgroup v2 with RT group scheduling: no group but the root takes them, and none can
+        // be given runtime; the fg group says so rather than failing the move or the boost.
+        assert!(
+            matches!(h, Hierarchy::V2 { .. }),
+            "only v2 has no way to give runtime"
+        );
+        h.move_to(worker, &groups.rel(Group::Fg)).unwrap();
+        assert!(groups.refuses_rt(worker));
+        assert_eq!(
+            set_fifo(worker, true),
+            Err(libc::EPERM),
+            "the fg group refuses"
+        );
+        let _ = h.move_to(worker, &home);
+        drop(app);
+        groups.remove().unwrap();
+        return;
+    }
     // A group made like a systemd unit on cgroup v1 (no RT runtime), where there is one.
     let unit = h.mount().join(format!("{name}-unit"));
     let rt_groups = h.mount().join("cpu.rt_runtime_us").exists();

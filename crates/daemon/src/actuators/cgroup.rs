@@ -181,6 +181,9 @@ pub struct Groups {
     name: String,
     /// The fg group accepts real-time threads ([`Groups::allow_rt`]).
     takes_rt: bool,
+    /// A group other than the root without `cpu.rt_runtime_us` still refuses real-time
+    /// threads: cgroup v2 with RT group scheduling ([`Groups::probe_rt`]).
+    refuses_rt_without_file: bool,
 }
 
 /// The share of the parent's real-time runtime the fg group gets where RT group scheduling is
@@ -200,18 +203,29 @@ impl Groups {
             hierarchy,
             name: name.to_owned(),
             takes_rt: false,
+            refuses_rt_without_file: false,
         };
         for group in [Group::Fg, Group::Bg] {
             std::fs::create_dir_all(g.hierarchy.abs(&g.rel(group)))?;
         }
         g.set_weight(Group::Fg, fg_shares)?;
         g.set_weight(Group::Bg, bg_shares)?;
+        if let Hierarchy::V2 { cpu: true, .. } = g.hierarchy {
+            g.refuses_rt_without_file = g.probe_rt(&g.rel(Group::Fg)).unwrap_or_else(|e| {
+                tracing::warn!(
+                    "cannot tell whether cgroup v2 groups take real-time threads ({e}); \
+                     assuming they do not: the rt lever raises only threads in the root group"
+                );
+                true
+            });
+        }
         g.takes_rt = match g.allow_rt() {
             Ok(()) => true,
             Err(e) => {
                 tracing::warn!(
                     "uxsched's fg group cannot take real-time threads ({e}): the rt lever's \
-                     threads stay in their own group"
+                     apps stay in their own cgroup, and threads where real time is refused get \
+                     the fair boost"
                 );
                 false
             }
@@ -244,7 +258,30 @@ impl Groups {
         let file = self.hierarchy.abs(rel).join("cpu.rt_runtime_us");
         match uxsched_os::procfs::read_to_string(&file) {
             Ok(text) => text.trim() == "0",
-            Err(e) => e.kind() != io::ErrorKind::NotFound,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => self.refuses_rt_without_file,
+            Err(_) => true,
+        }
+    }
+
+    /// Ask the kernel whether the group at `rel` refuses real-time threads: a child process
+    /// that only waits is moved there and made `SCHED_FIFO` 1, then killed. cgroup v2 needs
+    /// the question: with RT group scheduling (`CONFIG_RT_GROUP_SCHED`) every group but the
+    /// root has no real-time runtime, `sched_setscheduler` fails there with EPERM and a
+    /// real-time task cannot be moved in (EINVAL), yet v2 has no `cpu.rt_runtime_us` to read
+    /// or raise. A refusal counts only if the root takes the same child (so it is the group's,
+    /// not a missing `CAP_SYS_NICE`).
+    pub fn probe_rt(&self, rel: &str) -> io::Result<bool> {
+        let child = Waiter::fork()?;
+        self.hierarchy.move_to(child.pid, rel)?;
+        match child.make_fifo() {
+            Ok(()) => Ok(false),
+            Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
+                self.hierarchy.move_to(child.pid, "/")?;
+                child.make_fifo().map(|()| true).map_err(|e| {
+                    io::Error::new(e.kind(), format!("no thread can be real-time here: {e}"))
+                })
+            }
+            Err(e) => Err(e),
         }
     }
 
@@ -259,6 +296,13 @@ impl Groups {
             .abs(&self.rel(Group::Fg))
             .join("cpu.rt_runtime_us");
         let now = match read_u64(&file) {
+            None if !file.exists() && self.refuses_rt_without_file => {
+                return Err(io::Error::other(
+                    "cgroup v2 with RT group scheduling (CONFIG_RT_GROUP_SCHED) gives every \
+                     group but the root no real-time runtime, and v2 has no cpu.rt_runtime_us \
+                     to give it some",
+                ))
+            }
             None if !file.exists() => return Ok(()),
             None => return Err(io::Error::other(format!("{} unreadable", file.display()))),
             Some(now) => now,
@@ -355,6 +399,53 @@ impl Groups {
             remove_if_present(&self.hierarchy.abs(&self.rel(group)))?;
         }
         Ok(())
+    }
+}
+
+/// A child process that only waits, for [`Groups::probe_rt`]; killed and reaped on drop.
+struct Waiter {
+    pid: i32,
+}
+
+impl Waiter {
+    fn fork() -> io::Result<Waiter> {
+        // SAFETY: between fork and its death the child calls only async-signal-safe functions
+        // (prctl, getppid, pause, _exit), as a child of a multi-threaded process must.
+        match unsafe { libc::fork() } {
+            -1 => Err(io::Error::last_os_error()),
+            0 => unsafe {
+                // Dies with the daemon, should it die before the drop below.
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                if libc::getppid() == 1 {
+                    libc::_exit(0);
+                }
+                loop {
+                    libc::pause();
+                }
+            },
+            pid => Ok(Waiter { pid }),
+        }
+    }
+
+    /// `SCHED_FIFO` 1 (reset on fork) for the waiting child.
+    fn make_fifo(&self) -> io::Result<()> {
+        let param = libc::sched_param { sched_priority: 1 };
+        let policy = libc::SCHED_FIFO | libc::SCHED_RESET_ON_FORK;
+        // SAFETY: a valid sched_param for the call's duration; `pid` is our unreaped child.
+        match unsafe { libc::sched_setscheduler(self.pid, policy, &param) } {
+            0 => Ok(()),
+            _ => Err(io::Error::last_os_error()),
+        }
+    }
+}
+
+impl Drop for Waiter {
+    fn drop(&mut self) {
+        // SAFETY: `pid` is our child, not yet reaped, so the pid cannot name another process.
+        unsafe {
+            libc::kill(self.pid, libc::SIGKILL);
+            libc::waitpid(self.pid, std::ptr::null_mut(), 0);
+        }
     }
 }
 

@@ -449,6 +449,7 @@ impl Daemon {
             Some(a) if self.mode == Mode::Uxsched => self.placement_now(a.id),
             _ => placement::Placement::default(),
         };
+        let rt_refused = self.rt_refused(focus.as_ref(), &chain, placement.rt_refused);
         State {
             freq_ratio: cpufreq::freq_ratio(&self.cfg.facfs.sysfs_root, cpus_used),
             focus,
@@ -464,6 +465,8 @@ impl Daemon {
             rt_demoted: Default::default(),
             rt_suspended: false,
             rt_needs_fg: placement.rt_needs_fg,
+            rt_keeps_home: placement.rt_keeps_home,
+            rt_refused,
         }
     }
 

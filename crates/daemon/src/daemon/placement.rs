@@ -4,15 +4,20 @@
 //! check walks every process).
 
 use super::Daemon;
+use crate::identity::TaskId;
 use crate::state::AppId;
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 use tracing::warn;
 
-/// The placement decisions for one app (`State::autogroup`, `State::rt_needs_fg`).
+/// The placement decisions for one app (`State::autogroup`, `State::rt_needs_fg`,
+/// `State::rt_keeps_home`; `rt_refused`: no cgroup open to the app takes real-time threads).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub(super) struct Placement {
     pub autogroup: bool,
     pub rt_needs_fg: bool,
+    pub rt_keeps_home: bool,
+    pub rt_refused: bool,
 }
 
 impl Daemon {
@@ -31,18 +36,50 @@ impl Daemon {
         }
     }
 
+    /// The threads the rt lever must leave on the fair boost because their cgroup refuses
+    /// real-time threads (`State::rt_refused`): every thread of the app when no group open to
+    /// it takes them (`app_refused`), and partners in such a group (kernel workers live in the
+    /// root). One `/proc/TID/cgroup` read per partner, only where uxsched has groups.
+    pub(super) fn rt_refused(
+        &self,
+        app: Option<&crate::state::App>,
+        chain: &[crate::sources::tracker::Critical],
+        app_refused: bool,
+    ) -> BTreeSet<TaskId> {
+        use crate::config::{Lever, Mode};
+        use crate::sources::tracker::CriticalKind;
+        let Some(groups) = self.rec.groups.as_ref() else {
+            return BTreeSet::new();
+        };
+        if self.mode != Mode::Uxsched || self.cfg.tracker.lever != Lever::Rt {
+            return BTreeSet::new();
+        }
+        let own = app
+            .filter(|_| app_refused)
+            .into_iter()
+            .flat_map(|a| a.threads.iter().map(|t| t.task));
+        let partners = chain
+            .iter()
+            .filter(|c| c.kind == CriticalKind::Partner && groups.refuses_rt(c.task.tid))
+            .map(|c| c.task);
+        own.chain(partners).collect()
+    }
+
     fn placement(&self, app: AppId) -> Placement {
+        use crate::actuators::cgroup::Granularity;
         let home = self.home_cgroup(app);
-        let rt_needs_fg = self
-            .rec
-            .groups
-            .as_ref()
-            .filter(|g| g.takes_rt())
+        let groups = self.rec.groups.as_ref();
+        let home_refuses = groups
             .zip(home.as_deref())
             .is_some_and(|(g, home)| g.refuses_rt_at(home));
+        let fg_takes = groups.is_some_and(|g| g.takes_rt());
+        let moves_process =
+            groups.is_some_and(|g| g.hierarchy.granularity() == Granularity::Process);
         Placement {
             autogroup: self.autogroup_applies(app.pid, home.as_deref()),
-            rt_needs_fg,
+            rt_needs_fg: home_refuses && fg_takes,
+            rt_keeps_home: groups.is_some() && !fg_takes && moves_process && !home_refuses,
+            rt_refused: home_refuses && !fg_takes,
         }
     }
 

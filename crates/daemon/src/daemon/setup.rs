@@ -33,8 +33,8 @@ pub(super) fn start_rt_guard(
         .map_err(|e| {
             warn!(
                 "the rt lever's guard cannot run at SCHED_FIFO {} ({e}): its budget could not be \
-                 enforced, so the fair lever is used — run the daemon as root without \
-                 RestrictRealtime=",
+                 enforced, so the fair lever is used — run the daemon as root, without \
+                 RestrictRealtime= and, where RT group scheduling is on, in the root cgroup",
                 crate::rt_guard::PRIORITY
             )
         })

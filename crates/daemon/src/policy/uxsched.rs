@@ -41,8 +41,11 @@ impl Policy for Uxsched {
             };
             // The critical threads of the rt lever stay where they are (a cgroup move waits for
             // RCU, which real-time threads can hold up: measured as boosts 1.7 s late), unless
-            // the app's own cgroup refuses real-time threads and the fg group takes them.
-            let stays = state.autogroup || (lever.rt && critical && !state.rt_needs_fg);
+            // the app's own cgroup refuses real-time threads and the fg group takes them; the
+            // whole app stays where moving a thread moves its process into a group that
+            // refuses them (cgroup v2 with RT group scheduling).
+            let keeps_home = critical || state.rt_keeps_home;
+            let stays = state.autogroup || (lever.rt && keeps_home && !state.rt_needs_fg);
             target.group = (!stays).then_some(Group::Fg);
             // One thread carries the process's session autogroup.
             target.autogroup_nice = (state.autogroup && t.role == Role::Ui).then_some(cfg.min_nice);
@@ -86,6 +89,7 @@ struct Raise<'a> {
     rt: bool,
     cfg: &'a Config,
     demoted: &'a std::collections::BTreeSet<TaskId>,
+    refused: &'a std::collections::BTreeSet<TaskId>,
 }
 
 impl<'a> Raise<'a> {
@@ -94,13 +98,16 @@ impl<'a> Raise<'a> {
             rt: cfg.tracker.lever == config::Lever::Rt && !state.rt_suspended,
             cfg,
             demoted: &state.rt_demoted,
+            refused: &state.rt_refused,
         }
     }
 
     /// The fair boost, or FIFO 2 on the `rt` lever unless the thread used up its budget
-    /// (`rt_budget.rs`: then the fair boost until its cool-down ends).
+    /// (`rt_budget.rs`: then the fair boost until its cool-down ends) or its cgroup refuses
+    /// real-time threads.
     fn raise(&self, task: &TaskId) -> Target {
-        critical_target(self.cfg, self.rt && !self.demoted.contains(task))
+        let fair = self.demoted.contains(task) || self.refused.contains(task);
+        critical_target(self.cfg, self.rt && !fair)
     }
 }
 
@@ -202,6 +209,27 @@ mod tests {
             assert_eq!((x.rt, x.group), (fifo1, group), "tid {t}");
         }
         s.rt_needs_fg = false;
+        // Where the fg group refuses them and a move takes the whole process (cgroup v2 with
+        // RT group scheduling), the app stays home, its other threads too.
+        s.rt_keeps_home = true;
+        let d = Uxsched.desired(&s, &cfg).bounded(&cfg);
+        let w = tid(&d, 102).unwrap();
+        assert_eq!((w.rt, w.nice, w.group), (None, Some(-5), None));
+        assert_eq!(tid(&d, 100).unwrap().rt, fifo1);
+        // … but not for the fair lever, where nothing is real-time.
+        cfg.tracker.lever = config::Lever::Fair;
+        let d = Uxsched.desired(&s, &cfg).bounded(&cfg);
+        assert_eq!(tid(&d, 102).unwrap().group, Some(Group::Fg));
+        cfg.tracker.lever = config::Lever::Rt;
+        s.rt_keeps_home = false;
+        // A thread whose cgroup refuses real-time threads (a partner in another group, here the
+        // kernel worker standing in for one) gets the fair boost.
+        s.rt_refused.insert(kworker);
+        let d = Uxsched.desired(&s, &cfg).bounded(&cfg);
+        let k = tid(&d, 300).unwrap();
+        assert_eq!((k.rt, k.nice, k.slice_ns), (None, Some(-19), Some(100_000)));
+        assert_eq!(tid(&d, 100).unwrap().rt, fifo1);
+        s.rt_refused.clear();
         // The render thread used up its budget: the fair boost until its cool-down ends.
         let render = s.focus.as_ref().unwrap().threads[1].task;
         s.rt_demoted.insert(render);

@@ -58,8 +58,9 @@ pub fn spawn(
             if let Err(e) = sched::set(0, &rt) {
                 warn!(
                     "the canary's watchdog cannot run at SCHED_FIFO {WATCHDOG_PRIORITY} ({e}); \
-                     it may itself be starved by real-time grants — run the daemon as root \
-                     without RestrictRealtime="
+                     it may itself be starved by real-time grants — run the daemon as root, \
+                     without RestrictRealtime= and, where RT group scheduling is on, in the \
+                     root cgroup"
                 );
             }
             loop {

@@ -171,6 +171,26 @@ impl Daemon {
             .join(format!("{}-{group}", self.cgroup_name))
     }
 
+    /// A group's weight as its file reads, in the hierarchy's own unit (`cpu.shares` on v1,
+    /// `cpu.weight` on v2: compare with [`native_weight`]).
+    pub fn weight(&self, group: &str) -> String {
+        let file = match Hierarchy::detect().unwrap() {
+            Hierarchy::V1 { .. } => "cpu.shares",
+            Hierarchy::V2 { .. } => "cpu.weight",
+        };
+        let now = std::fs::read_to_string(self.group_dir(group).join(file)).unwrap();
+        now.trim().to_owned()
+    }
+
+    /// What a group holds: its threads on v1 (`tasks`), its processes on v2 (`cgroup.procs`).
+    pub fn members(&self, group: &str) -> String {
+        let file = match Hierarchy::detect().unwrap() {
+            Hierarchy::V1 { .. } => "tasks",
+            Hierarchy::V2 { .. } => "cgroup.procs",
+        };
+        std::fs::read_to_string(self.group_dir(group).join(file)).unwrap_or_default()
+    }
+
     /// A group's path as /proc/<tid>/cgroup shows it.
     pub fn group_rel(&self, group: &str) -> String {
         format!("/{}-{group}", self.cgroup_name)
@@ -189,13 +209,10 @@ impl Drop for Daemon {
         // Safety net: if a failing test left the groups, empty and remove them.
         let h = Hierarchy::detect().unwrap();
         for g in ["fg", "bg"] {
-            let dir = self.group_dir(g);
-            if let Ok(t) = std::fs::read_to_string(dir.join("tasks")) {
-                for tid in t.lines().filter_map(|l| l.parse().ok()) {
-                    let _ = h.move_to(tid, "/");
-                }
+            for tid in self.members(g).lines().filter_map(|l| l.parse().ok()) {
+                let _ = h.move_to(tid, "/");
             }
-            let _ = std::fs::remove_dir(&dir);
+            let _ = std::fs::remove_dir(self.group_dir(g));
         }
         let _ = std::fs::remove_dir_all(&self.dir);
     }
@@ -288,6 +305,14 @@ pub fn attr(tid: i32) -> SchedAttr {
 
 pub fn nice(tid: i32) -> i32 {
     attr(tid).nice
+}
+
+/// `shares` in this machine's cgroup weight unit, as [`Daemon::weight`] reads it.
+pub fn native_weight(shares: u64) -> String {
+    Hierarchy::detect()
+        .unwrap()
+        .native_weight(shares)
+        .to_string()
 }
 
 pub fn cgroup(tid: i32) -> String {
