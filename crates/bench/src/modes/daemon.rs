@@ -71,6 +71,25 @@ fn merge(into: &mut toml::Table, from: toml::Table, path: &str, mode: ModeName) 
     Ok(())
 }
 
+/// The configuration a run's daemon reads: the mode's (`daemon_config`), with its socket, its
+/// journal and the tracker's learning store in the mode's scratch directory `dir` — the store
+/// unless the user's extra configuration names one. A bench run then neither learns from nor
+/// writes into the machine's store; the store is kept across the mode's repetitions, as for an
+/// app run again.
+fn run_config(mut table: toml::Table, dir: &Path, socket: &Path) -> toml::Table {
+    let path = |p: &Path| toml::Value::String(p.display().to_string());
+    table.insert("socket".into(), path(socket));
+    table.insert("journal".into(), path(&dir.join("journal.sqlite")));
+    let tracker = table
+        .entry("tracker")
+        .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+    if let toml::Value::Table(tracker) = tracker {
+        let store = path(&dir.join("tracker.sqlite"));
+        tracker.entry("store").or_insert(store);
+    }
+    table
+}
+
 pub struct Daemon {
     mode: ModeName,
     /// The daemon's `--mode`.
@@ -161,10 +180,7 @@ impl Mode for Daemon {
         std::fs::create_dir_all(&self.dir)?;
         let config = self.dir.join("config.toml");
         let _ = std::fs::remove_file(self.socket());
-        let mut table = self.config.clone();
-        let path = |p: PathBuf| toml::Value::String(p.display().to_string());
-        table.insert("socket".into(), path(self.socket()));
-        table.insert("journal".into(), path(self.dir.join("journal.sqlite")));
+        let table = run_config(self.config.clone(), &self.dir, &self.socket());
         std::fs::write(&config, toml::to_string(&table)?)?;
         // One log per run: the previous run's is kept as `daemon.N.log` (N = its run's number
         // for this mode), so `--keep-logs` shows every repetition's daemon, not only the last.
@@ -287,6 +303,32 @@ impl Drop for Daemon {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_runs_daemon_keeps_its_journal_and_learning_store_in_its_scratch_directory() {
+        let dir = Path::new("/var/tmp/uxsched-bench-1/daemon-uxsched");
+        let t = run_config(
+            daemon_config(ModeName::UxschedFair, "").unwrap(),
+            dir,
+            &dir.join("s"),
+        );
+        let at = |f: &str| toml::Value::String(dir.join(f).display().to_string());
+        assert_eq!(t["tracker"]["store"], at("tracker.sqlite"));
+        assert_eq!(t["tracker"]["lever"], toml::Value::String("fair".into()));
+        assert_eq!(
+            (&t["journal"], &t["socket"]),
+            (&at("journal.sqlite"), &at("s"))
+        );
+        let text = toml::to_string(&t).unwrap();
+        uxsched_daemon::config::Config::parse(&text, Path::new("run")).unwrap();
+        // A store the user named is theirs to choose.
+        let mine = daemon_config(ModeName::Uxsched, "[tracker]\nstore = \"/tmp/t.sqlite\"\n");
+        let t = run_config(mine.unwrap(), dir, &dir.join("s"));
+        assert_eq!(
+            t["tracker"]["store"],
+            toml::Value::String("/tmp/t.sqlite".into())
+        );
+    }
 
     #[test]
     fn a_variant_merges_its_keys_into_the_users_and_refuses_a_contradiction() {
