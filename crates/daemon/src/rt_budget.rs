@@ -59,17 +59,18 @@ pub struct Sample {
 /// Read a thread's run time and sleep count (two files opened and read: see [`Reader`] for
 /// the cheap way).
 pub fn read(task: &TaskId) -> io::Result<Sample> {
-    let dir = format!("/proc/{}/task/{}", task.pid, task.tid);
-    let (run_ns, _) = parse(&uxsched_os::procfs::read_to_string(format!(
-        "{dir}/schedstat"
-    ))?)?;
-    let sleeps = voluntary(&uxsched_os::procfs::read_to_string(format!(
-        "{dir}/status"
-    ))?)?;
+    let read = |name| uxsched_os::procfs::read_to_string(task_file(task, name));
+    let (run_ns, _) = parse(&read("schedstat")?)?;
+    let sleeps = voluntary(&read("status")?)?;
     Ok(Sample {
         run_ns,
         sleeps: Some(sleeps),
     })
+}
+
+/// A file of `task`'s directory in /proc (`/proc/PID/task/TID/NAME`).
+fn task_file(task: &TaskId, name: &str) -> String {
+    format!("/proc/{}/task/{}/{name}", task.pid, task.tid)
 }
 
 /// Reads watched threads' samples through their `schedstat` kept open, and their `status` only
@@ -95,8 +96,7 @@ impl Reader {
         let (o, first) = match self.open.entry(*task) {
             std::collections::hash_map::Entry::Occupied(o) => (o.into_mut(), false),
             std::collections::hash_map::Entry::Vacant(v) => {
-                let dir = format!("/proc/{}/task/{}", task.pid, task.tid);
-                let schedstat = std::fs::File::open(format!("{dir}/schedstat"))?;
+                let schedstat = std::fs::File::open(task_file(task, "schedstat"))?;
                 if !crate::identity::still_same(task) {
                     return Err(io::ErrorKind::NotFound.into()); // the tid was recycled
                 }
@@ -119,8 +119,7 @@ impl Reader {
                 // descriptor, bound to ours, is read once more after the open and fails (ESRCH)
                 // once ours has exited — alive after the open, it was the one opened.
                 None => {
-                    let dir = format!("/proc/{}/task/{}", task.pid, task.tid);
-                    let f = std::fs::File::open(format!("{dir}/status"))?;
+                    let f = std::fs::File::open(task_file(task, "status"))?;
                     o.schedstat.read_at(&mut buf, 0)?;
                     o.status.insert(f)
                 }

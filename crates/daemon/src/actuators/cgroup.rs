@@ -429,13 +429,12 @@ impl Waiter {
 
     /// `SCHED_FIFO` 1 (reset on fork) for the waiting child.
     fn make_fifo(&self) -> io::Result<()> {
-        let param = libc::sched_param { sched_priority: 1 };
-        let policy = libc::SCHED_FIFO | libc::SCHED_RESET_ON_FORK;
-        // SAFETY: a valid sched_param for the call's duration; `pid` is our unreaped child.
-        match unsafe { libc::sched_setscheduler(self.pid, policy, &param) } {
-            0 => Ok(()),
-            _ => Err(io::Error::last_os_error()),
-        }
+        use crate::actuators::sched::{self, SchedAttr};
+        let mut fifo = SchedAttr::ordinary();
+        fifo.policy = sched::SCHED_FIFO;
+        fifo.priority = 1;
+        fifo.flags = sched::SCHED_FLAG_RESET_ON_FORK;
+        sched::set(self.pid, &fifo)
     }
 }
 

@@ -78,7 +78,7 @@ impl Daemon {
         Placement {
             autogroup: self.autogroup_applies(app.pid, home.as_deref()),
             rt_needs_fg: home_refuses && fg_takes,
-            rt_keeps_home: groups.is_some() && !fg_takes && moves_process && !home_refuses,
+            rt_keeps_home: moves_process && !fg_takes && !home_refuses,
             rt_refused: home_refuses && !fg_takes,
         }
     }
