@@ -253,6 +253,10 @@ static __always_inline int on_wake(struct task_struct *p)
 
 	if (!cfg || !st || !cfg->fg_tgid || cur->pid == p->pid)
 		return 0;
+	/* Nearly every wake-up system-wide: neither into the app nor during an episode. Every
+	 * branch below needs one of the two, so this returns what they would, sooner. */
+	if (p->tgid != cfg->fg_tgid && !st->open)
+		return 0;
 	ic = bpf_map_lookup_elem(&irq_ctx, &zero);
 	if (!ic)
 		return 0;

@@ -299,11 +299,8 @@ impl Classifier {
                 Some((self.context(t)?, critical.contains(tid), self.kind_of(t)))
             })
             .collect();
-        if let Err(err) = self.store.record_all(decisions) {
-            if !std::mem::replace(&mut self.store_failed, true) {
-                tracing::warn!("tracker: cannot persist learned decisions (kept in memory): {err}");
-            }
-        }
+        let written = self.store.record_all(decisions, ts);
+        self.store_written(written);
         self.episodes += 1;
         self.last = Some(info(&e, Some(ts), Some(why)));
     }
@@ -317,6 +314,17 @@ impl Classifier {
             .is_some_and(|e| now.saturating_sub(e.start_ns) > limit)
         {
             self.resolve(now, EndReason::Timeout);
+        }
+        let written = self.store.flush_if_due(now);
+        self.store_written(written);
+    }
+
+    /// Warn once when the store cannot write (the decisions stay in memory).
+    fn store_written(&mut self, r: rusqlite::Result<()>) {
+        if let Err(err) = r {
+            if !std::mem::replace(&mut self.store_failed, true) {
+                tracing::warn!("tracker: cannot persist learned decisions (kept in memory): {err}");
+            }
         }
     }
 

@@ -30,6 +30,11 @@ pub struct TrackerConfig {
     pub store_bytes: usize,
     /// Ring-buffer events buffered in userspace between polls before new ones are dropped.
     pub max_pending_events: usize,
+    /// Measure the episode's threads' on-CPU time (`Member::episode_cpu_ns`) with a program on
+    /// every context switch system-wide. Off unless asked: it was a third of the tracker's
+    /// in-kernel time at 10 k wake-ups/s (0.25 % of a CPU, 2026-11-27), and the daemon reads
+    /// run time from `/proc` for its real-time budget instead.
+    pub episode_cpu: bool,
 }
 
 /// Compositors and X servers: they both deliver input and show the result.
@@ -75,6 +80,7 @@ impl Default for TrackerConfig {
             store: Some(PathBuf::from("/var/lib/uxsched/tracker.sqlite")),
             store_bytes: 2 << 20,
             max_pending_events: 65_536,
+            episode_cpu: false,
         }
     }
 }

@@ -6,12 +6,22 @@
 //! shows at creation: the app's identity (executable + digest of its arguments), the thread's
 //! name and its creator's role and name. A `true` decision is sticky: one episode where a pool
 //! thread fed the UI outweighs later ones where it did not.
+//!
+//! Writes are behind memory by design: a decision that is news (a new pair, or one whose
+//! `critical` or kind changed) is written at once, in the episode's transaction; a repeat that
+//! only counts one more episode (`seen`) waits up to [`FLUSH_AFTER`] and is written with the
+//! others in one transaction. Once an app's paths are learned nearly every episode is a repeat,
+//! and a transaction per keystroke was a third of the tracker thread's CPU (perf, 2026-11-27).
+//! A killed daemon loses at most those counts; a stopped one writes them on the way out.
 
 use crate::critical::Kind;
 use rusqlite::{params, Connection};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
+
+/// How long an episode count may stay only in memory (see the module's doc).
+pub const FLUSH_AFTER_NS: u64 = 10_000_000_000;
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct Context {
@@ -73,6 +83,10 @@ pub struct Store {
     tick: u64,
     pairs: HashMap<Context, (Decision, u64)>,
     lru: BTreeMap<u64, Context>,
+    /// Pairs whose row is behind memory, with the episodes not yet counted on disk.
+    unwritten: HashMap<Context, u64>,
+    /// When the oldest unwritten count was made (CLOCK_MONOTONIC ns; 0: none).
+    unwritten_since_ns: u64,
 }
 
 impl Store {
@@ -101,6 +115,8 @@ impl Store {
             tick: 0,
             pairs: HashMap::new(),
             lru: BTreeMap::new(),
+            unwritten: HashMap::new(),
+            unwritten_since_ns: 0,
         })
     }
 
@@ -155,62 +171,96 @@ impl Store {
         Some(d)
     }
 
-    /// Record one episode's decisions (true is sticky), persisted in one transaction. A row the
-    /// disk refuses does not undo the others: every decision is in memory either way (as with
-    /// [`Store::record`]), and the rows that were written are committed, so memory and disk
-    /// differ by the refused rows only. Returns the first error.
+    /// Record one episode's decisions (true is sticky) at `now_ns` (CLOCK_MONOTONIC). When
+    /// any is news, or the oldest unwritten count is [`FLUSH_AFTER_NS`] old, everything
+    /// unwritten goes to disk in one transaction (see [`Store::flush`] for a refused row).
     pub fn record_all(
         &mut self,
         decisions: impl IntoIterator<Item = (Context, bool, Kind)>,
+        now_ns: u64,
     ) -> rusqlite::Result<()> {
-        let batch = |db: &Option<Connection>, sql: &str| {
-            db.as_ref().map_or(Ok(()), |d| d.execute_batch(sql))
-        };
-        batch(&self.db, "BEGIN")?;
-        let mut first_error = None;
+        let mut news = false;
         for (c, critical, kind) in decisions {
-            if let Err(e) = self.record(c, critical, kind) {
-                first_error.get_or_insert(e);
-            }
+            news |= self.remember(c, critical, kind, now_ns);
         }
-        if let Err(e) = batch(&self.db, "COMMIT") {
-            let _ = batch(&self.db, "ROLLBACK");
-            first_error.get_or_insert(e);
+        if news {
+            self.flush()
+        } else {
+            self.flush_if_due(now_ns)
         }
-        first_error.map_or(Ok(()), Err)
     }
 
-    /// Record one episode's decision for `c` (true is sticky) and persist it.
-    pub fn record(&mut self, c: Context, critical: bool, kind: Kind) -> rusqlite::Result<()> {
+    /// Record one episode's decision for `c` (true is sticky); written as [`Store::record_all`].
+    pub fn record(
+        &mut self,
+        c: Context,
+        critical: bool,
+        kind: Kind,
+        now_ns: u64,
+    ) -> rusqlite::Result<()> {
+        self.record_all([(c, critical, kind)], now_ns)
+    }
+
+    /// Count one episode's decision in memory; whether it is news to the disk.
+    fn remember(&mut self, c: Context, critical: bool, kind: Kind, now_ns: u64) -> bool {
         let prev = self.pairs.get(&c).map(|(d, _)| *d);
         let d = Decision {
             critical: critical || prev.is_some_and(|p| p.critical),
             kind,
             seen: prev.map_or(1, |p| p.seen + 1),
         };
-        let persisted = match &self.db {
-            // Prepared once per connection (parsing it was most of a record's cost).
-            Some(db) => db
-                .prepare_cached(
-                    "INSERT INTO decisions (app, thread, creator, kind, critical, seen)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-                 ON CONFLICT (app, thread, creator) DO UPDATE SET
-                   kind = ?4, critical = MAX(critical, ?5), seen = seen + 1",
-                )
-                .and_then(|mut st| {
-                    st.execute(params![
-                        c.app,
-                        c.thread,
-                        c.creator,
-                        kind.name(),
-                        d.critical,
-                        d.seen as i64
-                    ])
-                }),
-            None => Ok(0),
-        };
-        self.put(c, d); // in memory even when the disk refuses
-        persisted.map(|_| ())
+        let news = prev.is_none_or(|p| p.critical != d.critical || p.kind != d.kind);
+        if self.db.is_some() {
+            *self.unwritten.entry(c.clone()).or_default() += 1;
+            if self.unwritten_since_ns == 0 {
+                self.unwritten_since_ns = now_ns.max(1);
+            }
+        }
+        self.put(c, d);
+        news
+    }
+
+    /// Write the unwritten counts if the oldest is [`FLUSH_AFTER_NS`] old at `now_ns`.
+    pub fn flush_if_due(&mut self, now_ns: u64) -> rusqlite::Result<()> {
+        let due = self.unwritten_since_ns != 0
+            && now_ns.saturating_sub(self.unwritten_since_ns) >= FLUSH_AFTER_NS;
+        if due {
+            self.flush()
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Write every unwritten pair in one transaction. A row the disk refuses does not undo the
+    /// others and is not retried: every decision stays in memory, the rows that were written
+    /// are committed, so memory and disk differ by the refused rows only. The first error.
+    pub fn flush(&mut self) -> rusqlite::Result<()> {
+        let rows = std::mem::take(&mut self.unwritten);
+        self.unwritten_since_ns = 0;
+        let Some(db) = &self.db else { return Ok(()) };
+        if rows.is_empty() {
+            return Ok(());
+        }
+        db.execute_batch("BEGIN")?;
+        let mut first_error = None;
+        for (c, episodes) in rows {
+            let Some((d, _)) = self.pairs.get(&c) else {
+                continue; // evicted: the row on disk stays as it was
+            };
+            if let Err(e) = write_row(db, &c, d, episodes) {
+                first_error.get_or_insert(e);
+            }
+        }
+        if let Err(e) = db.execute_batch("COMMIT") {
+            let _ = db.execute_batch("ROLLBACK");
+            first_error.get_or_insert(e);
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// Whether counts are waiting for [`Store::flush`].
+    pub fn has_unwritten(&self) -> bool {
+        !self.unwritten.is_empty()
     }
 
     /// The in-memory pairs of `app`, sorted.
@@ -232,6 +282,35 @@ impl Store {
     pub fn bytes(&self) -> usize {
         self.bytes
     }
+}
+
+impl Drop for Store {
+    /// A daemon that stops writes the counts it held back.
+    fn drop(&mut self) {
+        if let Err(e) = self.flush() {
+            tracing::warn!("tracker: cannot persist the last learned decisions: {e}");
+        }
+    }
+}
+
+/// Upsert one pair: `episodes` more sightings, the decision as memory has it (true sticky).
+fn write_row(db: &Connection, c: &Context, d: &Decision, episodes: u64) -> rusqlite::Result<()> {
+    // Prepared once per connection (parsing it was most of a row's cost).
+    let mut st = db.prepare_cached(
+        "INSERT INTO decisions (app, thread, creator, kind, critical, seen)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+         ON CONFLICT (app, thread, creator) DO UPDATE SET
+           kind = ?4, critical = MAX(critical, ?5), seen = seen + ?6",
+    )?;
+    st.execute(params![
+        c.app,
+        c.thread,
+        c.creator,
+        d.kind.name(),
+        d.critical,
+        episodes as i64
+    ])?;
+    Ok(())
 }
 
 /// Every persisted pair in the store at `path`, or those of apps matching `app`
@@ -317,11 +396,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.sqlite");
         let mut s = Store::open(Some(&path), 1 << 20).unwrap();
-        s.record(ctx("worker", "main:term"), true, Kind::App)
+        s.record(ctx("worker", "main:term"), true, Kind::App, 1)
             .unwrap();
-        s.record(ctx("worker", "main:term"), false, Kind::App)
+        s.record(ctx("worker", "main:term"), false, Kind::App, 2)
             .unwrap();
-        s.record(ctx("logger", "main:term"), false, Kind::App)
+        s.record(ctx("logger", "main:term"), false, Kind::App, 3)
             .unwrap();
         let d = s.lookup(&ctx("worker", "main:term")).unwrap();
         assert!(d.critical);
@@ -349,6 +428,49 @@ mod tests {
         assert!(list(&dir.path().join("absent"), None).unwrap().is_empty());
     }
 
+    /// The `seen` of `thread`'s row on disk (0: no row).
+    fn seen_on_disk(path: &Path, thread: &str) -> u64 {
+        list(path, None)
+            .unwrap()
+            .into_iter()
+            .find(|p| p.context.thread == thread)
+            .map_or(0, |p| p.decision.seen)
+    }
+
+    #[test]
+    fn news_is_written_at_once_and_repeats_within_the_flush_interval() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.sqlite");
+        let mut s = Store::open(Some(&path), 1 << 20).unwrap();
+        let t0 = 5_000_000_000;
+        s.record(ctx("worker", "main:term"), false, Kind::App, t0)
+            .unwrap();
+        assert_eq!(seen_on_disk(&path, "worker"), 1, "a new pair is news");
+        for i in 1..=3 {
+            s.record(ctx("worker", "main:term"), false, Kind::App, t0 + i)
+                .unwrap();
+        }
+        assert_eq!(seen_on_disk(&path, "worker"), 1, "repeats wait");
+        assert!(s.has_unwritten());
+        s.flush_if_due(t0 + FLUSH_AFTER_NS).unwrap();
+        assert_eq!(seen_on_disk(&path, "worker"), 1, "not yet due");
+        s.flush_if_due(t0 + 1 + FLUSH_AFTER_NS).unwrap();
+        assert_eq!(seen_on_disk(&path, "worker"), 4, "due: all counted");
+        assert!(!s.has_unwritten());
+        s.record(ctx("worker", "main:term"), false, Kind::App, t0 + 10)
+            .unwrap();
+        s.record(ctx("worker", "main:term"), true, Kind::App, t0 + 11)
+            .unwrap();
+        let on_disk = list(&path, None).unwrap();
+        assert!(on_disk[0].decision.critical, "a flip to critical is news");
+        assert_eq!(on_disk[0].decision.seen, 6, "with the repeat before it");
+        s.record(ctx("worker", "main:term"), false, Kind::App, t0 + 12)
+            .unwrap();
+        drop(s);
+        assert_eq!(seen_on_disk(&path, "worker"), 7, "a stopping store writes");
+        assert!(list(&path, None).unwrap()[0].decision.critical, "sticky");
+    }
+
     #[test]
     fn a_row_the_disk_refuses_leaves_the_episodes_other_rows_written() {
         let dir = tempfile::tempdir().unwrap();
@@ -363,7 +485,7 @@ mod tests {
             )
             .unwrap();
         let episode = ["ok1", "bad", "ok2"].map(|t| (ctx(t, "main:term"), true, Kind::App));
-        let e = s.record_all(episode).unwrap_err();
+        let e = s.record_all(episode, 1).unwrap_err();
         assert!(e.to_string().contains("refused"), "{e}");
         assert_eq!(s.pairs(&ctx("x", "y").app).len(), 3, "all three in memory");
         drop(s);
@@ -379,12 +501,12 @@ mod tests {
     fn memory_is_bounded_by_bytes_with_lru_replacement() {
         let mut s = Store::open(None, 10 * cost(&ctx("t000", "main:x"))).unwrap();
         for i in 0..10 {
-            s.record(ctx(&format!("t{i:03}"), "main:x"), true, Kind::App)
+            s.record(ctx(&format!("t{i:03}"), "main:x"), true, Kind::App, 1)
                 .unwrap();
         }
         // Touch t000 so t001 is the least recently used.
         assert!(s.lookup(&ctx("t000", "main:x")).is_some());
-        s.record(ctx("t010", "main:x"), true, Kind::App).unwrap();
+        s.record(ctx("t010", "main:x"), true, Kind::App, 1).unwrap();
         assert!(s.bytes() <= 10 * cost(&ctx("t000", "main:x")));
         assert!(s.lookup(&ctx("t001", "main:x")).is_none(), "LRU evicted");
         assert!(s.lookup(&ctx("t000", "main:x")).is_some());

@@ -17,6 +17,9 @@ use std::time::Duration;
 
 static OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/tracker.bpf.o"));
 
+/// The `sched_switch` program, loaded only for [`TrackerConfig::episode_cpu`].
+const SWITCH_PROGRAM: &str = "ux_switch";
+
 /// Why the tracker cannot run here; the daemon falls back to name-based roles and says so once.
 #[derive(Debug, thiserror::Error)]
 pub enum Unavailable {
@@ -87,13 +90,18 @@ impl Tracker {
                 Unavailable::Load(e.to_string())
             }
         };
-        let obj = ObjectBuilder::default()
+        let mut open = ObjectBuilder::default()
             .open_memory(OBJECT)
-            .and_then(|o| o.load())
             .map_err(refused)?;
+        let wanted = |name: &std::ffi::OsStr| cfg.episode_cpu || name != SWITCH_PROGRAM;
+        for mut p in open.progs_mut() {
+            let on = wanted(p.name());
+            p.set_autoload(on);
+        }
+        let obj = open.load().map_err(refused)?;
         // Exits before entries: an IRQ that enters after its entry program is attached but
         // leaves before its exit program is would leave the CPU marked "in IRQ" for good.
-        let mut progs: Vec<_> = obj.progs_mut().collect();
+        let mut progs: Vec<_> = obj.progs_mut().filter(|p| wanted(p.name())).collect();
         progs.sort_by_key(|p| !p.name().to_string_lossy().ends_with("_exit"));
         let links = progs
             .iter()
@@ -211,8 +219,10 @@ impl Tracker {
         }
         let user_dropped = self.classify_pending();
         let mut s = self.cls.snapshot(user_dropped + self.kernel_dropped());
-        for m in &mut s.critical {
-            m.episode_cpu_ns = self.episode_cpu_ns(m.id.tid as u32);
+        if self.cfg.episode_cpu {
+            for m in &mut s.critical {
+                m.episode_cpu_ns = self.episode_cpu_ns(m.id.tid as u32);
+            }
         }
         s
     }

@@ -54,6 +54,8 @@ struct Run {
     /// `since_ns` of learned members and the (start, end) of the episode open at the time.
     learned_at: Vec<(String, u64)>,
     episode_spans: Vec<(u64, u64, Option<u64>)>,
+    /// The most on-CPU time any member showed in an episode (`episode_cpu_ns`).
+    most_episode_cpu_ns: Option<u64>,
 }
 
 impl Run {
@@ -68,11 +70,16 @@ impl Run {
 }
 
 fn run_fixture(case: &str, store: &std::path::Path) -> Run {
+    run_fixture_with(case, config(store))
+}
+
+fn run_fixture_with(case: &str, cfg: TrackerConfig) -> Run {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_test_writer()
         .try_init();
-    let mut tracker = Tracker::start(config(store)).expect("BPF tracker (run as root)");
+    let episode_cpu = cfg.episode_cpu;
+    let mut tracker = Tracker::start(cfg).expect("BPF tracker (run as root)");
     let mut child = Command::new(env!("CARGO_BIN_EXE_uxsched-tracker-fixture"))
         .args([case, &EPISODES.to_string(), "40"])
         .stdin(Stdio::piped())
@@ -101,6 +108,11 @@ fn run_fixture(case: &str, store: &std::path::Path) -> Run {
             "{case}: the kernel's members"
         );
         for m in &s.critical {
+            assert!(
+                episode_cpu || m.episode_cpu_ns.is_none(),
+                "{case}: on-CPU time is measured only when asked"
+            );
+            run.most_episode_cpu_ns = run.most_episode_cpu_ns.max(m.episode_cpu_ns);
             if m.status == Status::Confirmed {
                 run.confirmed.insert(m.comm.clone());
             }
@@ -234,6 +246,22 @@ case!(
     ["shm-worker"]
 );
 case!(unrelated_periodic_timer, "timer", [], ["ticker"], []);
+
+/// `episode_cpu` loads the `sched_switch` program: the chain's threads show on-CPU time in
+/// their episode (each hop spins a little in the fixture).
+#[test]
+#[ignore = "needs root and BPF: make test runs it as root"]
+fn episode_cpu_time_is_measured_when_asked() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = TrackerConfig {
+        episode_cpu: true,
+        ..config(&dir.path().join("tracker.sqlite"))
+    };
+    let run = run_fixture_with("chain", cfg);
+    let most = run.most_episode_cpu_ns.expect("members with on-CPU time");
+    assert!(most > 0, "no member ran in an episode");
+}
 
 /// Seed 003 §4's continuous learning: the first launch learns the per-request worker only when
 /// it posts back (after its first episode); a second launch of the same app classifies the worker

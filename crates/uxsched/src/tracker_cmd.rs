@@ -58,6 +58,10 @@ pub enum TrackerCommand {
         /// More display thread names.
         #[arg(long, value_name = "NAME")]
         display: Vec<String>,
+        /// Report each critical thread's on-CPU time in the open episode (`episode_cpu_ns`),
+        /// at the cost of a BPF program on every context switch.
+        #[arg(long)]
+        episode_cpu: bool,
         #[command(flatten)]
         store: StoreArg,
     },
@@ -78,10 +82,12 @@ pub fn run(c: TrackerCommand) -> anyhow::Result<ExitCode> {
             seconds,
             input,
             display,
+            episode_cpu,
             store,
         } => {
             let mut cfg = TrackerConfig {
                 store: Some(store.path()),
+                episode_cpu,
                 ..TrackerConfig::default()
             };
             cfg.input_names.extend(input);

@@ -43,19 +43,37 @@ pub struct Critical {
 
 /// The daemon's end of the tracker thread: tell it which process is in front.
 pub struct TrackerHandle {
-    focus: Sender<Option<i32>>,
+    /// `None` once dropped: the closed channel tells the thread to stop.
+    focus: Option<Sender<Option<i32>>>,
     /// Wakes the tracker thread from its wait (an eventfd).
     wake: Arc<OwnedFd>,
+    thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl TrackerHandle {
     pub fn set_foreground(&self, pid: Option<i32>) {
-        if self.focus.send(pid).is_err() {
+        if self.focus.as_ref().is_none_or(|f| f.send(pid).is_err()) {
             warn!("the tracker thread has stopped; roles fall back to thread names");
         }
+        self.poke();
+    }
+
+    fn poke(&self) {
         let one = 1u64.to_ne_bytes();
         // SAFETY: writes 8 bytes from a live buffer to an eventfd we own.
         unsafe { libc::write(self.wake.as_raw_fd(), one.as_ptr().cast(), one.len()) };
+    }
+}
+
+impl Drop for TrackerHandle {
+    /// A stopping daemon waits for the tracker thread to stop (one pass at most): its learning
+    /// store then writes the episode counts it held back (`uxsched_tracker::store`).
+    fn drop(&mut self) {
+        drop(self.focus.take());
+        self.poke();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
     }
 }
 
@@ -105,7 +123,7 @@ pub fn spawn(
     let (ready_tx, ready_rx) = mpsc::sync_channel(1);
     let wake = Arc::new(eventfd().map_err(|e| format!("cannot create an eventfd: {e}"))?);
     let woken = wake.clone();
-    std::thread::Builder::new()
+    let thread = std::thread::Builder::new()
         .name("uxsched-tracker".into())
         .spawn(move || {
             let tracker = match Tracker::start(cfg) {
@@ -133,8 +151,9 @@ pub fn spawn(
         .map_err(|_| "the tracker thread died while starting".to_owned())??;
     info!("delay-critical thread tracker running (BPF)");
     Ok(TrackerHandle {
-        focus: focus_tx,
+        focus: Some(focus_tx),
         wake,
+        thread: Some(thread),
     })
 }
 
