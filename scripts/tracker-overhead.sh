@@ -10,6 +10,7 @@
 # DAEMON=1 measures the whole daemon instead (`uxsched daemon`, mode uxsched, its default rt lever,
 # private socket/journal/store in a temporary directory, the fixture focused through the socket):
 # its CPU share from /proc/<pid>/stat, peak RSS (VmHWM) and "critical → boosted" from `status`.
+# BIN_DIR=DIR takes uxsched and uxsched-tracker-fixture from DIR (an A/B against another build).
 # Needs a release build (cargo build --release -p uxsched -p uxsched-tracker) and root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,8 +18,8 @@ secs=${1:-10}
 shift || true
 hb=("$@")
 [ ${#hb[@]} -gt 0 ] || hb=(-g 2 -l 1000000)
-bin=target/release/uxsched
-fix=target/release/uxsched-tracker-fixture
+bin=${BIN_DIR:-target/release}/uxsched
+fix=${BIN_DIR:-target/release}/uxsched-tracker-fixture
 tmp=$(mktemp -d)
 prev=$(cat /proc/sys/kernel/bpf_stats_enabled)
 pids=()
@@ -108,7 +109,9 @@ hz, secs = float(sys.argv[3]), float(sys.argv[5]) - float(sys.argv[4])
 parts = sorted(((b[k] - a.get(k, 0)) / hz / secs * 100, k) for k in b)
 print("daemon threads:", ", ".join(f"{k} {v:.2f} %" for v, k in reversed(parts) if v > 0))
 PY
-  echo "daemon: peak RSS $(awk '/VmHWM/ {printf "%.1f MiB", $2 / 1024}' "/proc/$wpid/status")"
+  # Most of the resident set is the binary's code pages (file-backed, shared with the page
+  # cache, more of them mapped the warmer that cache is); the daemon's own memory is anonymous.
+  echo "daemon: peak RSS $(awk '/VmHWM/ {printf "%.1f MiB", $2 / 1024}' "/proc/$wpid/status"), of which anonymous now $(awk '/RssAnon/ {printf "%.1f MiB", $2 / 1024}' "/proc/$wpid/status")"
   "$bin" status --socket "$tmp/d.sock" --json | python3 -c '
 import json, sys
 s = json.load(sys.stdin); l = s.get("boost_latency")

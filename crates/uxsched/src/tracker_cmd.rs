@@ -181,8 +181,12 @@ fn watch(cfg: TrackerConfig, pid: u32, for_: Duration) -> anyhow::Result<ExitCod
     }
     let (cpu, rss) = own_usage();
     let wall = start.elapsed();
+    // Most of the resident set is this binary's code (file-backed pages shared with the page
+    // cache); the tracker's own memory is the anonymous part.
+    let anon = uxsched_bench::sys::status_kib(std::process::id() as i32, "RssAnon")
+        .map_or("?".to_owned(), |k| format!("{:.1}", k as f64 / 1024.0));
     eprintln!(
-        "tracker: {:.2} % of one CPU in userspace+syscalls over {:.1} s, peak RSS {:.1} MiB",
+        "tracker: {:.2} % of one CPU in userspace+syscalls over {:.1} s, peak RSS {:.1} MiB, of which anonymous now {anon} MiB",
         100.0 * (cpu - cpu0).as_secs_f64() / wall.as_secs_f64(),
         wall.as_secs_f64(),
         rss as f64 / 1024.0
