@@ -132,7 +132,7 @@ fn the_partner_an_app_waits_on_is_raised_with_it_and_restored() {
     require_root();
     let _s = serial();
     let dir = std::env::temp_dir().join(format!("uxsched-chain-store-{}", std::process::id()));
-    let d = Daemon::start(
+    let mut d = Daemon::start(
         "uxsched",
         &format!(
             "[tracker]\nstore = \"{}\"\n",
@@ -210,9 +210,30 @@ fn the_partner_an_app_waits_on_is_raised_with_it_and_restored() {
                 .any(|m| l.contains(m))
         })
         .for_each(|l| eprintln!("daemon: {l}"));
+    // The learning store writes an episode that only repeats known decisions up to 10 s late
+    // (`uxsched_tracker::store`); a daemon that stops writes what it held back. A second more
+    // of inputs every 30 ms: the relaying thread is seen in some 30 more episodes.
+    std::thread::sleep(Duration::from_secs(1));
+    let store = dir.join("t.sqlite");
+    let seen = || {
+        uxsched_tracker::store::list(&store, None)
+            .unwrap()
+            .into_iter()
+            .filter(|p| p.context.thread == "chainapp")
+            .map(|p| p.decision.seen)
+            .sum::<u64>()
+    };
+    let running = seen();
     d.focus(None);
     wait_until("the partner restored", Duration::from_secs(5), || {
         sched::get(partner).is_ok_and(|a| a.policy == SCHED_OTHER) && nice(partner) == 0
     });
+    d.stop(libc::SIGTERM);
+    let stopped = seen();
+    eprintln!("chainapp's episodes on disk: {running} while running, {stopped} once stopped");
+    assert!(
+        stopped >= running + 10,
+        "{running} → {stopped}: the held-back counts were not written"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
