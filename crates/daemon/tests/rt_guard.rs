@@ -154,3 +154,44 @@ fn a_runaway_out_of_a_quiet_spell_is_demoted_within_the_quiet_interval() {
     assert!(took < Duration::from_millis(200), "demoted after {took:?}");
     eprintln!("demoted {took:?} after it started spinning out of a quiet spell");
 }
+
+/// With run-time alarms (a perf task clock per watched thread, `uxsched_os::run_alarm`) the
+/// guard goes quiet after one check without run time instead of twenty, and a thread that
+/// starts running out of the quiet rings its alarm once it has run the continuous limit, which
+/// puts the guard back at full rate: a runaway is demoted within the limit, a check and a tick.
+#[test]
+#[ignore = "needs root (SCHED_FIFO, perf_event_open): make test runs it as root"]
+fn with_run_alarms_the_guard_sleeps_while_threads_idle_and_still_catches_a_runaway() {
+    let (guard, rx) = guard();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let stop = Arc::new(AtomicBool::new(false));
+    let (spinner, tid) = spinner(Some(go_rx), stop.clone());
+    let task = identity::task_id(tid).unwrap();
+    assert!(guard.follow([task]).is_empty(), "schedstat readable");
+    guard.publish([(task, fair(0))]);
+    sched::set(tid, &lever_fifo()).unwrap();
+    let c0 = guard.checks();
+    std::thread::sleep(Duration::from_millis(500));
+    let idle_checks = guard.checks() - c0;
+    let t0 = Instant::now();
+    go_tx.send(()).unwrap();
+    let event = rx.recv_timeout(Duration::from_secs(2));
+    let took = t0.elapsed();
+    let now = sched::get(tid).unwrap();
+    if now.is_rt() {
+        sched::set(tid, &fair(0)).unwrap(); // never leave a spinning RT thread behind
+    }
+    stop.store(true, Ordering::Relaxed);
+    spinner.join().unwrap();
+    eprintln!("{idle_checks} checks in 500 ms idle; demoted {took:?} after it started spinning");
+    // Without alarms: 20 checks 5 ms apart, then one every 50 ms — 28 in 500 ms.
+    assert!(
+        idle_checks <= 15,
+        "{idle_checks} checks in 500 ms of idle threads"
+    );
+    assert!(matches!(event, Ok(Event::RtOver)), "the loop is told");
+    assert_eq!(now.policy, SCHED_OTHER, "demoted");
+    // The alarm (3 ms of running) + 3 ms + one check (5 ms) + a tick (4 ms), with slack for a
+    // loaded 2-CPU machine; out of the 50 ms quiet interval alone it would be 3–57 ms.
+    assert!(took < Duration::from_millis(40), "demoted after {took:?}");
+}
