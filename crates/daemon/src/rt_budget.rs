@@ -31,16 +31,13 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::io;
 use std::time::{Duration, Instant};
 use tracing::{debug, warn};
-use uxsched_os::run_alarm::RunAlarm;
 
 /// How often the RT-boosted threads' run time is read while any is boosted and busy.
 pub const CHECK: Duration = Duration::from_millis(5);
 
 /// How often it is read once none of them has run for [`QUIET_AFTER`] checks in a row (the
-/// user stopped typing) — or for one check, when every one has its run-time alarm
-/// ([`AlarmTo`]), which ends such a wait once a thread has run the continuous limit: 20
-/// wake-ups a second instead of 200 while nothing happens. Without alarms a runaway that starts
-/// out of such a quiet is seen up to this much later.
+/// user stopped typing): 20 wake-ups a second instead of 200 while nothing happens, at the price
+/// of a runaway that starts out of such a quiet being seen up to this much later.
 pub const QUIET_CHECK: Duration = Duration::from_millis(50);
 
 /// Checks in a row without any run time (100 ms) before the guard slows to [`QUIET_CHECK`].
@@ -83,23 +80,10 @@ fn task_file(task: &TaskId, name: &str) -> String {
 #[derive(Default)]
 pub struct Reader {
     open: HashMap<TaskId, Open>,
-    /// Where each watched thread's run-time alarm rings (`None`: no alarms).
-    alarm_to: Option<AlarmTo>,
-}
-
-/// A [`RunAlarm`] per watched thread rings `signal` at thread `tid` after each `period_ns` of
-/// its run time (`rt_guard.rs`: the guard may then sleep while they are idle).
-#[derive(Debug, Clone, Copy)]
-pub struct AlarmTo {
-    pub signal: i32,
-    pub tid: i32,
-    pub period_ns: u64,
 }
 
 struct Open {
     schedstat: std::fs::File,
-    /// `None` where perf_event_open was refused: the guard then keeps checking at full rate.
-    alarm: Option<RunAlarm>,
     status: Option<std::fs::File>,
     /// `sched_info.pcount` at the last read, and `nvcsw` at the last `status` read.
     pcount: u64,
@@ -113,18 +97,11 @@ impl Reader {
             std::collections::hash_map::Entry::Occupied(o) => (o.into_mut(), false),
             std::collections::hash_map::Entry::Vacant(v) => {
                 let schedstat = std::fs::File::open(task_file(task, "schedstat"))?;
-                let alarm = self.alarm_to.and_then(|to| {
-                    RunAlarm::arm(task.tid, to.period_ns, to.signal, to.tid)
-                        .map_err(|e| debug!(tid = task.tid, "no run-time alarm ({e})"))
-                        .ok()
-                });
-                // Both opened before the check: alive now, it was ours at either open.
                 if !crate::identity::still_same(task) {
                     return Err(io::ErrorKind::NotFound.into()); // the tid was recycled
                 }
                 let o = Open {
                     schedstat,
-                    alarm,
                     status: None,
                     pcount: 0,
                     sleeps: None,
@@ -161,11 +138,6 @@ impl Reader {
     /// Close the descriptors of threads no longer watched.
     fn retain(&mut self, watched: impl Fn(&TaskId) -> bool) {
         self.open.retain(|t, _| watched(t));
-    }
-
-    /// Whether every open thread has its run-time alarm (and there is one at least).
-    fn all_alarmed(&self) -> bool {
-        !self.open.is_empty() && self.open.values().all(|o| o.alarm.is_some())
     }
 }
 
@@ -225,8 +197,6 @@ impl Limits {
 #[derive(Debug, Clone, Copy)]
 struct Track {
     last: Sample,
-    /// When `last` was taken.
-    at: Instant,
     /// Lower bound of the stretch it is running now, ns.
     continuous: u64,
     /// Run time in the current busy period, ns.
@@ -234,38 +204,18 @@ struct Track {
 }
 
 impl Track {
-    fn new(last: Sample) -> Track {
-        Track {
-            last,
-            at: Instant::now(),
-            continuous: 0,
-            episode: 0,
-        }
-    }
-
-    /// Take a new sample at `now`; the longest stretch this interval proves and the episode
-    /// so far.
-    fn observe(&mut self, s: Sample, now: Instant) -> (u64, u64) {
+    /// Take a new sample; the longest stretch this interval proves and the episode so far.
+    fn observe(&mut self, s: Sample) -> (u64, u64) {
         let run = s.run_ns.saturating_sub(self.last.run_ns);
         // No baseline yet (the first interval): no sleeps, which can only demote earlier.
-        let sleeps = match (self.last.sleeps, s.sleeps) {
-            (Some(a), Some(b)) => Some(b.saturating_sub(a)),
-            _ => None,
+        let ins = match (self.last.sleeps, s.sleeps) {
+            (Some(a), Some(b)) => b.saturating_sub(a),
+            _ => 0,
         };
-        let ins = sleeps.unwrap_or(0);
-        let elapsed = now.saturating_duration_since(self.at).as_nanos() as u64;
-        (self.last, self.at) = (s, now);
+        self.last = s;
         if run == 0 {
             (self.continuous, self.episode) = (0, 0);
             return (0, 0);
-        }
-        // A busy period ends with a whole check interval without run time. An interval longer
-        // than a check (the guard's quiet waits) can hold such a gap among run time: its idle
-        // time is cut into at most sleeps + 2 gaps, so the longest is at least that share. At
-        // the full rate the share is always under a check, as before.
-        let gap = sleeps.map(|k| elapsed.saturating_sub(run) / (k + 2));
-        if gap.is_some_and(|g| g >= CHECK.as_nanos() as u64) {
-            self.episode = 0; // all of `run` counts in the new period: never later
         }
         self.continuous = if ins == 0 { self.continuous + run } else { 0 };
         self.episode += run;
@@ -336,7 +286,14 @@ impl RtBudget {
             }
             match read(&t) {
                 Ok(last) => {
-                    self.tracks.insert(t, Track::new(last));
+                    self.tracks.insert(
+                        t,
+                        Track {
+                            last,
+                            continuous: 0,
+                            episode: 0,
+                        },
+                    );
                 }
                 Err(e) => {
                     debug!(tid = t.tid, "cannot read schedstat ({e}); not real-time");
@@ -385,7 +342,7 @@ impl RtBudget {
                 }
             };
             ran |= s.run_ns != track.last.run_ns;
-            let (continuous, episode) = track.observe(s, now);
+            let (continuous, episode) = track.observe(s);
             let why = if continuous >= limits.continuous.as_nanos() as u64 {
                 Some(Over::Continuous)
             } else if episode >= limits.episode.as_nanos() as u64 {
@@ -420,16 +377,6 @@ impl RtBudget {
         self.ran
     }
 
-    /// Arm a run-time alarm for each thread followed from now on.
-    pub fn alarm_to(&mut self, to: AlarmTo) {
-        self.reader.alarm_to = Some(to);
-    }
-
-    /// Whether every watched thread rings its alarm when it runs: idle, they need no polling.
-    pub fn alarmed(&self) -> bool {
-        self.active() && self.reader.all_alarmed()
-    }
-
     /// Threads cooling down now (expired cool-downs are dropped).
     pub fn demoted(&mut self, now: Instant) -> BTreeSet<TaskId> {
         self.demoted.retain(|_, until| *until > now);
@@ -438,5 +385,173 @@ impl RtBudget {
 }
 
 #[cfg(test)]
-#[path = "rt_budget_tests.rs"]
-mod tests;
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    const T: TaskId = TaskId {
+        tid: 7,
+        pid: 7,
+        start: 1,
+    };
+
+    fn limits() -> Limits {
+        Limits {
+            continuous: Duration::from_millis(3),
+            episode: Duration::from_millis(12),
+            cooldown: Duration::from_millis(100),
+        }
+    }
+
+    fn ms(x: u64) -> u64 {
+        x * 1_000_000
+    }
+
+    /// Feed (run ms, sleeps) increments one check at a time; the check that demoted, if any.
+    fn run(steps: &[(u64, u64)]) -> Option<usize> {
+        run_from(Some(0), steps)
+    }
+
+    /// [`run`] from a first sample whose sleep count is `sleeps` (`None`: not read).
+    fn run_from(sleeps: Option<u64>, steps: &[(u64, u64)]) -> Option<usize> {
+        let now = Cell::new(Sample { run_ns: 0, sleeps });
+        let mut b = RtBudget::new(limits());
+        b.follow_with([T], |_| Ok(now.get()));
+        let start = Instant::now();
+        for (i, &(run, ins)) in steps.iter().enumerate() {
+            let s = now.get();
+            now.set(Sample {
+                run_ns: s.run_ns + ms(run),
+                sleeps: Some(s.sleeps.unwrap_or(0) + ins),
+            });
+            if !b.check_with(start, |_| Ok(now.get())).is_empty() {
+                assert!(b.demoted(start).contains(&T));
+                assert!(!b.active(), "no longer watched");
+                return Some(i);
+            }
+        }
+        None
+    }
+
+    #[test]
+    fn a_busy_loop_is_demoted_at_the_continuous_limit() {
+        // Woke during the first interval (that stretch's start is unknown: counted from the
+        // check), then ran through two more: 2 + 2 ms without a sleep.
+        assert_eq!(run(&[(2, 1), (2, 0), (2, 0)]), Some(2));
+        assert_eq!(run(&[(5, 0)]), Some(0));
+    }
+
+    #[test]
+    fn a_first_interval_without_a_sleep_count_counts_as_one_stretch() {
+        // Woke in the first interval and ran on: with a baseline the stretch starts at the
+        // first check (demoted at the third); without one the whole interval counts (second).
+        assert_eq!(run_from(Some(0), &[(2, 1), (2, 0), (2, 0)]), Some(2));
+        assert_eq!(run_from(None, &[(2, 1), (2, 0), (2, 0)]), Some(1));
+        // Later intervals have their baseline: sleeps reset the stretch as before.
+        assert_eq!(run_from(None, &[(1, 1), (2, 1), (2, 1), (0, 0)]), None);
+    }
+
+    #[test]
+    fn short_runs_with_sleeps_in_between_are_never_demoted() {
+        // 1 ms of work per wake-up, a rest of a whole check interval between them.
+        let steps: Vec<_> = (0..100)
+            .map(|i| if i % 2 == 0 { (1, 1) } else { (0, 0) })
+            .collect();
+        assert_eq!(run(&steps), None);
+    }
+
+    #[test]
+    fn many_short_runs_without_a_rest_use_up_the_episode() {
+        // 2 ms per check in 2 stretches each (1 ms each): never 3 ms at once, 12 ms in total.
+        assert_eq!(run(&[(2, 2); 10]), Some(5));
+        // One long stretch among sleeps: 7 ms in at most 2 stretches proves one ≥ 3.5 ms.
+        assert_eq!(run(&[(7, 1)]), Some(0));
+    }
+
+    #[test]
+    fn cool_downs_expire_and_unreadable_threads_are_never_left_real_time() {
+        let mut b = RtBudget::new(limits());
+        let n = Cell::new(0u64);
+        b.follow_with([T], |_| {
+            Ok(Sample {
+                run_ns: n.get(),
+                sleeps: Some(0),
+            })
+        });
+        n.set(ms(4));
+        let t0 = Instant::now();
+        let over = b.check_with(t0, |_| {
+            Ok(Sample {
+                run_ns: n.get(),
+                sleeps: Some(0),
+            })
+        });
+        assert_eq!(over, [T]);
+        assert!(b.demoted(t0 + Duration::from_millis(99)).contains(&T));
+        assert!(b.demoted(t0 + Duration::from_millis(101)).is_empty());
+        let gone = b.follow_with([T], |_| Err(io::ErrorKind::NotFound.into()));
+        assert_eq!(gone, [T], "unreadable: not real-time");
+        assert!(!b.active());
+        // Watched, then unreadable while it exists: demoted, not left unbounded.
+        let t1 = t0 + Duration::from_secs(1);
+        b.follow_with([T], |_| Ok(Sample::default()));
+        let denied = || Err(io::Error::from_raw_os_error(libc::EACCES));
+        assert_eq!(b.check_with(t1, |_| denied()), [T]);
+        assert!(b.demoted(t1).contains(&T));
+        // An exited thread is simply no longer watched.
+        b.follow_with([T], |_| Ok(Sample::default()));
+        assert!(b
+            .check_with(t1, |_| Err(io::ErrorKind::NotFound.into()))
+            .is_empty());
+        assert!(!b.active());
+    }
+
+    #[test]
+    fn schedstat_is_parsed_and_this_thread_has_run() {
+        assert_eq!(parse("123 456 7\n").unwrap(), (123, 7));
+        assert!(parse("1 2\n").is_err());
+        assert_eq!(
+            voluntary("Name:\tx\nvoluntary_ctxt_switches:\t42\n").unwrap(),
+            42
+        );
+        assert!(voluntary("Name:\tx\n").is_err());
+        let me = crate::identity::task_id(std::process::id() as i32).unwrap();
+        assert!(read(&me).unwrap().run_ns > 0);
+    }
+
+    /// The kept-open reader sees the same run time and sleeps as opening the files afresh,
+    /// and a thread's sleep shows up once it was switched in again.
+    #[test]
+    fn the_reader_follows_a_sleeping_thread_through_one_descriptor() {
+        // SAFETY: gettid has no preconditions.
+        let tid = unsafe { libc::gettid() };
+        let me = crate::identity::task_id(tid).unwrap();
+        let mut r = Reader::default();
+        let run_and_sleep = || {
+            let mut x = 0u64;
+            for i in 0..2_000_000u64 {
+                x = std::hint::black_box(x.wrapping_add(i));
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        };
+        let a = r.read(&me).unwrap();
+        assert_eq!(a.sleeps, None, "the first read leaves status for later");
+        run_and_sleep();
+        let b = r.read(&me).unwrap();
+        run_and_sleep();
+        let c = r.read(&me).unwrap();
+        let fresh = read(&me).unwrap();
+        assert!(
+            b.run_ns > a.run_ns && c.run_ns > b.run_ns,
+            "ran: {a:?} {b:?} {c:?}"
+        );
+        assert!(
+            c.sleeps > b.sleeps && b.sleeps.is_some(),
+            "slept: {b:?} {c:?}"
+        );
+        assert!(fresh.run_ns >= c.run_ns && fresh.sleeps >= c.sleeps);
+        assert_eq!(r.open.len(), 1, "one descriptor per thread");
+        r.retain(|_| false);
+        assert!(r.open.is_empty());
+    }
+}

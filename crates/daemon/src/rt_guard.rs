@@ -8,8 +8,7 @@
 //! a session's autogroup write blocked 0.95 s, until the kernel's RT throttling). A budget
 //! checked by that loop is unchecked for as long. The guard only reads `/proc` statistics and
 //! calls `sched_setattr`, so a runaway is demoted within its limit plus one tick plus one
-//! [`rt_budget::CHECK`], whatever the loop is doing. While none of the threads runs it waits
-//! longer, woken by their run-time alarms (`uxsched_os::run_alarm`, see [`guard_loop`]).
+//! [`rt_budget::CHECK`], whatever the loop is doing.
 //!
 //! A demotion puts the thread on the fair lever's boost (nice `min_nice` and the short slice,
 //! computed from its journalled original and published by the loop after each pass, so the
@@ -20,7 +19,7 @@
 
 use crate::actuators::sched::{self, SchedAttr};
 use crate::identity::{self, TaskId};
-use crate::rt_budget::{self, AlarmTo, Limits, RtBudget};
+use crate::rt_budget::{self, Limits, RtBudget};
 use crate::sources::Event;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::mpsc::Sender;
@@ -42,11 +41,8 @@ struct Inner {
     originals: HashMap<TaskId, SchedAttr>,
     /// Demotions so far (numbers the entries of `demoted`).
     count: u64,
-    /// New threads were followed, or one rang its run-time alarm, since the guard last
-    /// looked: check at full rate again.
+    /// New threads were followed since the guard last looked: check at full rate again.
     fresh: bool,
-    /// Checks made so far.
-    checks: u64,
 }
 
 struct Shared {
@@ -74,25 +70,26 @@ impl RtGuard {
                 originals: HashMap::new(),
                 count: 0,
                 fresh: false,
-                checks: 0,
             }),
             wake: Condvar::new(),
             demoted: Arc::default(),
         });
-        match spawn_waker(Arc::downgrade(&shared)) {
-            Ok(tid) => lock(&shared.inner).budget.alarm_to(AlarmTo {
-                signal: alarm_signal(),
-                tid,
-                period_ns: limits.continuous.as_nanos() as u64,
-            }),
-            Err(e) => warn!("no run-time alarms ({e}): the rt guard checks at full rate while anything is real-time"),
-        }
         let (started_tx, started_rx) = std::sync::mpsc::channel();
         let s = shared.clone();
         std::thread::Builder::new()
             .name("uxsched-rt-guard".into())
             .spawn(move || {
-                let r = sched::set(0, &guard_attr());
+                let fifo = SchedAttr {
+                    policy: sched::SCHED_FIFO,
+                    flags: sched::SCHED_FLAG_RESET_ON_FORK,
+                    nice: 0,
+                    priority: PRIORITY,
+                    runtime: 0,
+                    deadline: 0,
+                    period: 0,
+                    uclamp: None,
+                };
+                let r = sched::set(0, &fifo);
                 let ok = r.is_ok();
                 let _ = started_tx.send(r);
                 if ok {
@@ -138,11 +135,6 @@ impl RtGuard {
         lock(&self.shared.inner).budget.active()
     }
 
-    /// Checks made so far (how often the guard woke to read the threads' run time).
-    pub fn checks(&self) -> u64 {
-        lock(&self.shared.inner).checks
-    }
-
     /// Threads cooling down now.
     pub fn cooling(&self, now: Instant) -> BTreeSet<TaskId> {
         lock(&self.shared.inner).budget.demoted(now)
@@ -173,62 +165,9 @@ impl RtGuard {
     }
 }
 
-/// The signal the watched threads' run-time alarms ring (at the waker thread).
-fn alarm_signal() -> i32 {
-    libc::SIGRTMIN() + 3
-}
-
-/// The thread the run-time alarms ring: each ring ends a quiet wait of the guard (`fresh`), so
-/// that a thread that starts running after a quiet spell is checked at full rate again once
-/// it has run one continuous limit's worth ([`rt_budget::AlarmTo`]). SCHED_FIFO 99 like the
-/// guard, so that a runaway cannot keep it from its CPU; it blocks in `poll` otherwise. Stops
-/// once the guard is gone. Returns its tid.
-fn spawn_waker(shared: std::sync::Weak<Shared>) -> std::io::Result<i32> {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::Builder::new()
-        .name("uxsched-rt-wake".into())
-        .spawn(move || {
-            let fd = match uxsched_os::run_alarm::signal_fd(alarm_signal()) {
-                Ok(fd) => fd,
-                Err(e) => return drop(tx.send(Err(e))),
-            };
-            if let Err(e) = sched::set(0, &guard_attr()) {
-                warn!("the rt guard's waker cannot run at SCHED_FIFO {PRIORITY}: {e}");
-            }
-            // SAFETY: gettid has no preconditions.
-            let _ = tx.send(Ok(unsafe { libc::gettid() }));
-            loop {
-                let rang = uxsched_os::run_alarm::wait_signals(&fd, 1000).unwrap_or(0);
-                let Some(s) = shared.upgrade() else { return };
-                if rang > 0 {
-                    lock(&s.inner).fresh = true;
-                    s.wake.notify_one();
-                }
-            }
-        })?;
-    rx.recv()
-        .unwrap_or_else(|_| Err(std::io::Error::other("the waker thread died")))
-}
-
-/// SCHED_FIFO [`PRIORITY`] with reset-on-fork: the guard's own class.
-fn guard_attr() -> SchedAttr {
-    SchedAttr {
-        policy: sched::SCHED_FIFO,
-        flags: sched::SCHED_FLAG_RESET_ON_FORK,
-        nice: 0,
-        priority: PRIORITY,
-        runtime: 0,
-        deadline: 0,
-        period: 0,
-        uclamp: None,
-    }
-}
-
 /// Sleep while nothing is real-time; check every [`rt_budget::CHECK`] while something is and
 /// has run lately, every [`rt_budget::QUIET_CHECK`] once none has run for
-/// [`rt_budget::QUIET_AFTER`] checks — or for one check when every watched thread has its
-/// run-time alarm, which ends the quiet wait as soon as one of them has run a continuous
-/// limit's worth — until a thread runs again or a new one is followed.
+/// [`rt_budget::QUIET_AFTER`] checks — until a thread runs again or a new one is followed.
 fn guard_loop(s: &Shared, events: &Sender<Event>) {
     let mut quiet = 0u32;
     loop {
@@ -241,12 +180,7 @@ fn guard_loop(s: &Shared, events: &Sender<Event>) {
                     .unwrap_or_else(|e| e.into_inner())
                     .0;
             }
-            let quiet_after = if g.budget.alarmed() {
-                1
-            } else {
-                rt_budget::QUIET_AFTER
-            };
-            let interval = if quiet >= quiet_after && !g.fresh {
+            let interval = if quiet >= rt_budget::QUIET_AFTER && !g.fresh {
                 rt_budget::QUIET_CHECK
             } else {
                 rt_budget::CHECK
@@ -280,7 +214,6 @@ fn guard_loop(s: &Shared, events: &Sender<Event>) {
 /// any watched thread ran since the last check.
 fn check_and_demote(s: &Shared) -> (usize, bool) {
     let mut g = lock(&s.inner);
-    g.checks += 1;
     let over = g.budget.check(Instant::now());
     let ran = g.budget.ran();
     for t in &over {

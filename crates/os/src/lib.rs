@@ -5,6 +5,5 @@
 
 pub mod clock;
 pub mod procfs;
-pub mod run_alarm;
 pub mod sched;
 pub mod task;
