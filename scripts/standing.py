@@ -3,7 +3,8 @@
 
     scripts/standing.py [--json] DIR…      (e.g. scripts/standing.py docs/results)
 
-Reads every `uxsched bench --save` report (*.json) under the DIRs, keeps for each scenario ×
+Reads every `uxsched bench --save` report (*.json) under the DIRs (but folders named
+`*dropped*`: runs of reverted changes), keeps for each scenario ×
 layout the newest run that has `idle`, `stock`, `uxsched` and the most of the peers (ties: the
 one with more samples), and prints one Markdown row per cell: whether stock hurts there, the best peer, `fifo`, uxsched,
 and each part of the goal — p95 ≤ 1.10× idle, p99 ≤ 1.5× idle, background ≥ 0.95× stock,
@@ -26,6 +27,8 @@ def load(dirs):
     """(path, report) for every bench report under dirs; other JSON files are skipped."""
     for d in dirs:
         for path in sorted(pathlib.Path(d).rglob("*.json")):
+            if any("dropped" in part for part in path.parts):
+                continue  # a reverted change's runs: kept as evidence, not the standing
             try:
                 report = json.loads(path.read_text())
             except (OSError, json.JSONDecodeError) as e:
