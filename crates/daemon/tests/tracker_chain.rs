@@ -231,9 +231,15 @@ fn the_partner_an_app_waits_on_is_raised_with_it_and_restored() {
     d.stop(libc::SIGTERM);
     let stopped = seen();
     eprintln!("chainapp's episodes on disk: {running} while running, {stopped} once stopped");
+    // Held-back counts reach the disk only at the stop (news earlier in the run writes the
+    // counts before it too, so `running` need not be 1), and the run's episodes are all there.
     assert!(
-        stopped >= running + 10,
+        stopped > running,
         "{running} → {stopped}: the held-back counts were not written"
+    );
+    assert!(
+        stopped >= 10,
+        "only {stopped} episodes counted in a second of inputs"
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
