@@ -85,8 +85,8 @@ pub struct Store {
     lru: BTreeMap<u64, Context>,
     /// Pairs whose row is behind memory, with the episodes not yet counted on disk.
     unwritten: HashMap<Context, u64>,
-    /// When the oldest unwritten count was made (CLOCK_MONOTONIC ns; 0: none).
-    unwritten_since_ns: u64,
+    /// When the oldest unwritten count was made (CLOCK_MONOTONIC ns).
+    unwritten_since_ns: Option<u64>,
 }
 
 impl Store {
@@ -116,7 +116,7 @@ impl Store {
             pairs: HashMap::new(),
             lru: BTreeMap::new(),
             unwritten: HashMap::new(),
-            unwritten_since_ns: 0,
+            unwritten_since_ns: None,
         })
     }
 
@@ -173,7 +173,7 @@ impl Store {
 
     /// Record one episode's decisions (true is sticky) at `now_ns` (CLOCK_MONOTONIC). When
     /// any is news, or the oldest unwritten count is [`FLUSH_AFTER_NS`] old, everything
-    /// unwritten goes to disk in one transaction (see [`Store::flush`] for a refused row).
+    /// unwritten goes to disk in one transaction (a refused row: see `Store::flush`).
     pub fn record_all(
         &mut self,
         decisions: impl IntoIterator<Item = (Context, bool, Kind)>,
@@ -191,7 +191,8 @@ impl Store {
     }
 
     /// Record one episode's decision for `c` (true is sticky); written as [`Store::record_all`].
-    pub fn record(
+    #[cfg(test)]
+    fn record(
         &mut self,
         c: Context,
         critical: bool,
@@ -212,9 +213,7 @@ impl Store {
         let news = prev.is_none_or(|p| p.critical != d.critical || p.kind != d.kind);
         if self.db.is_some() {
             *self.unwritten.entry(c.clone()).or_default() += 1;
-            if self.unwritten_since_ns == 0 {
-                self.unwritten_since_ns = now_ns.max(1);
-            }
+            self.unwritten_since_ns.get_or_insert(now_ns);
         }
         self.put(c, d);
         news
@@ -222,8 +221,8 @@ impl Store {
 
     /// Write the unwritten counts if the oldest is [`FLUSH_AFTER_NS`] old at `now_ns`.
     pub fn flush_if_due(&mut self, now_ns: u64) -> rusqlite::Result<()> {
-        let due = self.unwritten_since_ns != 0
-            && now_ns.saturating_sub(self.unwritten_since_ns) >= FLUSH_AFTER_NS;
+        let due = (self.unwritten_since_ns)
+            .is_some_and(|since| now_ns.saturating_sub(since) >= FLUSH_AFTER_NS);
         if due {
             self.flush()
         } else {
@@ -234,9 +233,9 @@ impl Store {
     /// Write every unwritten pair in one transaction. A row the disk refuses does not undo the
     /// others and is not retried: every decision stays in memory, the rows that were written
     /// are committed, so memory and disk differ by the refused rows only. The first error.
-    pub fn flush(&mut self) -> rusqlite::Result<()> {
+    fn flush(&mut self) -> rusqlite::Result<()> {
         let rows = std::mem::take(&mut self.unwritten);
-        self.unwritten_since_ns = 0;
+        self.unwritten_since_ns = None;
         let Some(db) = &self.db else { return Ok(()) };
         if rows.is_empty() {
             return Ok(());
@@ -259,7 +258,8 @@ impl Store {
     }
 
     /// Whether counts are waiting for [`Store::flush`].
-    pub fn has_unwritten(&self) -> bool {
+    #[cfg(test)]
+    fn has_unwritten(&self) -> bool {
         !self.unwritten.is_empty()
     }
 

@@ -95,8 +95,7 @@ impl Tracker {
             .map_err(refused)?;
         let wanted = |name: &std::ffi::OsStr| cfg.episode_cpu || name != SWITCH_PROGRAM;
         for mut p in open.progs_mut() {
-            let on = wanted(p.name());
-            p.set_autoload(on);
+            p.set_autoload(wanted(p.name()));
         }
         let obj = open.load().map_err(refused)?;
         // Exits before entries: an IRQ that enters after its entry program is attached but
