@@ -1,6 +1,7 @@
 //! The daemon's one loop: it owns the state, receives every event from one channel (sources,
-//! socket, signals), and after each change — at most once per `min_focus_interval_ms`, and every
-//! `rescan_ms` to catch new threads — asks the mode for the desired settings and reconciles.
+//! socket, signals), and after each change — at most once per `min_focus_interval_ms` since the
+//! last change applied (a rescan does not count), and every `rescan_ms` to catch new threads —
+//! asks the mode for the desired settings and reconciles.
 //! Start and stop are reconciliations with "desired = nothing": the first restores what a
 //! killed predecessor left in the journal, the last undoes everything this one did.
 
@@ -42,6 +43,10 @@ struct Daemon {
     history: History,
     /// Focus or mode changed and not yet applied.
     dirty: bool,
+    /// When a pass last applied a change (or the fast path stood for one): the rate limit's
+    /// clock. A periodic rescan with nothing pending does not set it — it did, and a focus
+    /// change just after one waited up to `min_focus_interval_ms` for its first boost (the
+    /// name-based daemon's first samples 3–12× idle in issue 10's cells).
     last_apply: Instant,
     prefetcher: Prefetcher,
     sources_alive: BTreeMap<SourceName, bool>,
@@ -503,6 +508,7 @@ impl Daemon {
     fn apply(&mut self) -> anyhow::Result<()> {
         self.loan.repay();
         let start = Instant::now();
+        let applies_change = self.dirty;
         let mut state = self.scan();
         let now = Instant::now();
         let scan_us = (now - start).as_micros() as u64;
@@ -562,8 +568,11 @@ impl Daemon {
             }
         }
         self.dirty = false;
-        self.last_apply = Instant::now();
-        let pass_us = (self.last_apply - start).as_micros() as u64;
+        let end = Instant::now();
+        if applies_change {
+            self.last_apply = end;
+        }
+        let pass_us = (end - start).as_micros() as u64;
         tracing::debug!(scan_us, pass_us, "pass");
         Ok(())
     }

@@ -76,11 +76,17 @@ impl Daemon {
                 dir.join("tracker.sqlite").display()
             )
         };
+        // Fast passes and no rate limit, unless the test sets them itself.
+        let timing: String = [("rescan_ms", "50"), ("min_focus_interval_ms", "0")]
+            .iter()
+            .filter(|(key, _)| !extra.contains(key))
+            .map(|(key, value)| format!("{key} = {value}\n"))
+            .collect();
         std::fs::write(
             &config,
             format!(
                 "mode = \"{mode}\"\nsocket = \"{}\"\njournal = \"{}\"\ncgroup_name = \"{cgroup_name}\"\n\
-                 rescan_ms = 50\nmin_focus_interval_ms = 0\nlog_level = \"debug\"\n{extra}\n",
+                 {timing}log_level = \"debug\"\n{extra}\n",
                 socket.display(),
                 dir.join("journal.sqlite").display()
             ),
