@@ -112,6 +112,12 @@ pub struct State {
     /// Threads the rt lever cannot raise where they are or will be (their cgroup refuses
     /// real-time threads and no group that takes them is open to them): the fair boost instead.
     pub rt_refused: std::collections::BTreeSet<TaskId>,
+    /// The app's critical threads that uxsched already keeps in its fg group (moved there
+    /// while they were not critical), where that group takes real-time threads: on the rt
+    /// lever they stay there rather than move home — a move waits for an RCU grace period
+    /// (2–10 ms on the 2-CPU VM under load, longer when real-time threads hold it up) and
+    /// holds the daemon's loop, and with it the next keystroke's fast path, as long.
+    pub rt_in_fg: std::collections::BTreeSet<TaskId>,
 }
 
 /// Classify a thread of an app.

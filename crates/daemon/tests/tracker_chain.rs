@@ -157,8 +157,10 @@ fn the_partner_an_app_waits_on_is_raised_with_it_and_restored() {
     );
     let chain = Chain::start();
     let (partner, app) = (chain.worker(1, "chainpartner"), chain.pid(2));
-    d.focus(Some(app));
+    // The relaying thread exists before the focus, so the focus pass finds it (not critical
+    // yet: the store is new) and puts it in the fg group.
     let relay = chain.worker(2, "chainapp");
+    d.focus(Some(app));
     // The default lever: the critical set at SCHED_FIFO 2 (its threads relay and sleep, far
     // under the run-time budget).
     use uxsched_daemon::actuators::sched::{self, SCHED_FIFO, SCHED_OTHER};
@@ -177,6 +179,23 @@ fn the_partner_an_app_waits_on_is_raised_with_it_and_restored() {
         Duration::from_secs(10),
         || fifo1(partner),
     );
+    // The relaying thread went into the fg group at the focus (not critical yet: the store is
+    // new); turned critical it stays there, real-time — a move home would hold the daemon's
+    // loop for an RCU grace period. On cgroup v2 a move takes the whole process, and the app
+    // stays home instead (`State::rt_keeps_home`): nothing to check.
+    std::thread::sleep(Duration::from_millis(300)); // several passes at rescan_ms = 50
+    let log = std::fs::read_to_string(d.dir.join("daemon-1.log")).unwrap_or_default();
+    let thread = format!("object=\"thread {relay}\" kind=\"cgroup\"");
+    let moved = |what: &str| (log.lines()).any(|l| l.contains(what) && l.contains(&thread));
+    let v1 = uxsched_daemon::actuators::cgroup::Hierarchy::detect()
+        .is_some_and(|h| h.granularity() == uxsched_daemon::actuators::cgroup::Granularity::Thread);
+    if v1 {
+        assert!(moved("applied Cgroup"), "the relay was not put in the fg group:\n{log}");
+        assert!(!moved("restored"), "the relay was moved home once critical:\n{log}");
+        assert!(fifo1(relay), "the relay is real-time in the fg group");
+    } else {
+        eprintln!("NOTE: cgroup v2: the critical thread's stay in the fg group is not exercised");
+    }
     let st = d.status();
     let b = st.boosted.iter().find(|b| b.tid == partner).unwrap();
     assert_eq!(b.role, "partner");

@@ -455,6 +455,7 @@ impl Daemon {
             _ => placement::Placement::default(),
         };
         let rt_refused = self.rt_refused(focus.as_ref(), &chain, placement.rt_refused);
+        let rt_in_fg = self.rt_in_fg(focus.as_ref());
         State {
             freq_ratio: cpufreq::freq_ratio(&self.cfg.facfs.sysfs_root, cpus_used),
             focus,
@@ -472,6 +473,7 @@ impl Daemon {
             rt_needs_fg: placement.rt_needs_fg,
             rt_keeps_home: placement.rt_keeps_home,
             rt_refused,
+            rt_in_fg,
         }
     }
 

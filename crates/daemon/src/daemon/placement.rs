@@ -65,6 +65,37 @@ impl Daemon {
         own.chain(partners).collect()
     }
 
+    /// The app's critical threads the journal holds in the fg group, on the rt lever where
+    /// that group takes real-time threads and threads move one by one (cgroup v1):
+    /// `State::rt_in_fg`. One journal read per critical thread, none otherwise.
+    pub(super) fn rt_in_fg(&self, app: Option<&crate::state::App>) -> BTreeSet<TaskId> {
+        use crate::actuators::cgroup::{Granularity, Group};
+        use crate::actuators::Key;
+        use crate::config::{Lever, Mode};
+        use crate::journal::{Kind, Value};
+        use crate::state::Role;
+        let (Some(app), Some(groups)) = (app, self.rec.groups.as_ref()) else {
+            return BTreeSet::new();
+        };
+        if self.mode != Mode::Uxsched
+            || self.cfg.tracker.lever != Lever::Rt
+            || !groups.takes_rt()
+            || groups.hierarchy.granularity() != Granularity::Thread
+        {
+            return BTreeSet::new();
+        }
+        let in_fg = |v: &Value| matches!(v, Value::Cgroup(p) if groups.which(p) == Some(Group::Fg));
+        app.threads
+            .iter()
+            .filter(|t| matches!(t.role, Role::Ui | Role::Render | Role::Critical))
+            .filter(|t| {
+                let row = self.rec.journal.get(Kind::Cgroup, &Key::Thread(t.task));
+                row.is_ok_and(|e| e.is_some_and(|e| in_fg(&e.applied)))
+            })
+            .map(|t| t.task)
+            .collect()
+    }
+
     fn placement(&self, app: AppId) -> Placement {
         use crate::actuators::cgroup::Granularity;
         let home = self.home_cgroup(app);

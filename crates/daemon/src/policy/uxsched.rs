@@ -44,9 +44,12 @@ impl Policy for Uxsched {
             // the app's own cgroup refuses real-time threads and the fg group takes them; the
             // whole app stays where moving a thread moves its process into a group that
             // refuses them (cgroup v2 with RT group scheduling).
+            // A critical thread already in the fg group stays there: it runs real-time there
+            // too, and moving it home is the RCU wait the rule above avoids.
             let keeps_home = critical || state.rt_keeps_home;
             let stays = state.autogroup || (lever.rt && keeps_home && !state.rt_needs_fg);
-            target.group = (!stays).then_some(Group::Fg);
+            let in_fg = !state.autogroup && lever.rt && state.rt_in_fg.contains(&t.task);
+            target.group = (!stays || in_fg).then_some(Group::Fg);
             // One thread carries the process's session autogroup.
             target.autogroup_nice = (state.autogroup && t.role == Role::Ui).then_some(cfg.min_nice);
             Some(target)
@@ -230,6 +233,20 @@ mod tests {
         assert_eq!((k.rt, k.nice, k.slice_ns), (None, Some(-19), Some(100_000)));
         assert_eq!(tid(&d, 100).unwrap().rt, fifo1);
         s.rt_refused.clear();
+        // A critical thread uxsched already keeps in the fg group stays there (no move home),
+        // real-time there too; the others stay home as before.
+        let render = s.focus.as_ref().unwrap().threads[1].task;
+        s.rt_in_fg.insert(render);
+        let d = Uxsched.desired(&s, &cfg).bounded(&cfg);
+        let r = tid(&d, 101).unwrap();
+        assert_eq!((r.rt, r.group), (fifo1, Some(Group::Fg)));
+        assert_eq!(tid(&d, 100).unwrap().group, None);
+        // … unless the app is raised through its session's autogroup, which needs it home.
+        s.autogroup = true;
+        let d = Uxsched.desired(&s, &cfg).bounded(&cfg);
+        assert_eq!(tid(&d, 101).unwrap().group, None);
+        s.autogroup = false;
+        s.rt_in_fg.clear();
         // The render thread used up its budget: the fair boost until its cool-down ends.
         let render = s.focus.as_ref().unwrap().threads[1].task;
         s.rt_demoted.insert(render);
