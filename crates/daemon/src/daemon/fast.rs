@@ -145,20 +145,17 @@ impl Daemon {
         let mut desired = desired.bounded(&self.cfg);
         self.backend.shape_critical(app.pid, &mut desired);
         let t_shaped = now.elapsed();
-        let mut desired = self.rec.fast_candidates(desired)?;
+        let mut plan = self.rec.fast_plan(&desired)?;
         let t_candidates = now.elapsed();
         // The rt lever's bound is in force before a thread is made real-time.
         if let Some(g) = &self.rt {
-            let fifo = desired.threads.iter().filter(|(_, t)| t.rt.is_some());
-            let unreadable = g.follow_more(fifo.map(|(task, _)| *task).collect::<Vec<_>>());
-            for task in unreadable {
-                desired
-                    .threads
-                    .insert(task, critical_target(&self.cfg, false));
+            for task in g.follow_more(plan.rt_threads()) {
+                self.rec
+                    .replan(&mut plan, task, critical_target(&self.cfg, false))?;
             }
         }
         let t_followed = now.elapsed();
-        let written = self.rec.add_timed(&desired)?;
+        let written = self.rec.add_planned(plan)?;
         let t_added = now.elapsed();
         if !written.is_empty() {
             self.publish_rt();

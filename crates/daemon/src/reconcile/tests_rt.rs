@@ -137,8 +137,8 @@ fn the_fast_path_starts_new_boosts_and_never_lowers_a_grant() {
     rec.reconcile(&want(app, rt(RtPolicy::Fifo, 10))).unwrap();
     let mut d = want(app, rt(RtPolicy::Fifo, 1));
     d.threads.insert(fresh, rt(RtPolicy::Fifo, 1));
-    let candidates = rec.fast_candidates(d.clone()).unwrap();
-    assert_eq!(candidates.threads.keys().collect::<Vec<_>>(), [&fresh]);
+    let candidates = rec.fast_plan(&d).unwrap();
+    assert_eq!(candidates.threads(), [fresh]);
     assert_eq!(rec.add(&d).unwrap(), [fresh]);
     let now = |tid| w.borrow().task(tid).sched;
     assert_eq!((now(100).policy, now(100).priority), (SCHED_FIFO, 10));
@@ -184,8 +184,29 @@ fn the_fast_path_raises_its_own_mild_boost_but_not_someone_elses() {
     );
     // A weaker wish than what is held: the pass's, not the fast path's.
     let weaker = want(app, mild);
-    assert!(rec.fast_candidates(weaker).unwrap().threads.is_empty());
+    assert!(rec.fast_plan(&weaker).unwrap().is_empty());
     rec.reconcile(&nothing()).unwrap();
     assert_eq!(now(100), default_attr(0));
     assert_eq!(now(101).nice, -7);
+}
+
+/// A thread the guard cannot read goes to the fair boost instead: `replan` works its step out
+/// again from the new target, and carrying out the plan writes that.
+#[test]
+fn a_replanned_thread_gets_its_new_target() {
+    let (w, dir, app) = app();
+    let mut rec = reconciler(&w, &dir.path().join("j"));
+    let mut plan = rec.fast_plan(&want(app, rt(RtPolicy::Fifo, 2))).unwrap();
+    assert_eq!(plan.rt_threads(), [app]);
+    let fair = Target {
+        nice: Some(-19),
+        ..Target::default()
+    };
+    rec.replan(&mut plan, app, fair).unwrap();
+    assert!(plan.rt_threads().is_empty());
+    assert_eq!(rec.add_planned(plan).unwrap().len(), 1);
+    let now = w.borrow().task(100).sched;
+    assert_eq!((now.policy, now.nice), (SCHED_OTHER, -19));
+    rec.reconcile(&nothing()).unwrap();
+    assert_eq!(w.borrow().task(100).sched, default_attr(0));
 }
