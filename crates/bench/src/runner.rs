@@ -282,6 +282,11 @@ fn run_one(
     let output = model.collect()?;
     let mut extras = output.extras;
     extras.extend(guard.mode.extras());
+    // The first input after the mode came into force (a daemon's focus): a mode that is slow
+    // to act shows here long before it moves p99 (the name-based daemon's 46–85 ms, 2026-11-27).
+    if let Some(&first) = output.samples_ms.first() {
+        extras.insert("first_ms".into(), first);
+    }
     let background = load.map(RunningLoad::stop).transpose()?;
     if let Some(cpu) = background.as_ref().and_then(|b| b.cpu_pct) {
         extras.insert("load_cpu_pct".into(), cpu);

@@ -128,6 +128,14 @@ fn android_and_s76_apply_and_restore() {
             r.summary.n
         );
         assert!(r.extras.contains_key("jank_pct"));
+        // The first sample of each run, averaged: within the run's own range.
+        let first = r.extras["first_ms"];
+        assert!(
+            first > 0.0 && first <= r.summary.max,
+            "{} first_ms {first} outside (0, {}]",
+            r.mode.name(),
+            r.summary.max
+        );
     }
 }
 
