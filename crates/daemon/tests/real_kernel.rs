@@ -116,7 +116,11 @@ fn a_focus_change_after_a_quiet_spell_is_applied_at_once() {
         "uxsched",
         "min_focus_interval_ms = 1000\nrescan_ms = 400\n[tracker]\nenabled = false\nlever = \"fair\"",
     );
-    let apps = [App::spawn("worker"), App::spawn("worker"), App::spawn("worker")];
+    let apps = [
+        App::spawn("worker"),
+        App::spawn("worker"),
+        App::spawn("worker"),
+    ];
     for app in &apps {
         std::thread::sleep(Duration::from_millis(1100));
         let asked = std::time::Instant::now();

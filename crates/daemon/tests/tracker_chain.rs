@@ -190,8 +190,14 @@ fn the_partner_an_app_waits_on_is_raised_with_it_and_restored() {
     let v1 = uxsched_daemon::actuators::cgroup::Hierarchy::detect()
         .is_some_and(|h| h.granularity() == uxsched_daemon::actuators::cgroup::Granularity::Thread);
     if v1 {
-        assert!(moved("applied Cgroup"), "the relay was not put in the fg group:\n{log}");
-        assert!(!moved("restored"), "the relay was moved home once critical:\n{log}");
+        assert!(
+            moved("applied Cgroup"),
+            "the relay was not put in the fg group:\n{log}"
+        );
+        assert!(
+            !moved("restored"),
+            "the relay was moved home once critical:\n{log}"
+        );
         assert!(fifo1(relay), "the relay is real-time in the fg group");
     } else {
         eprintln!("NOTE: cgroup v2: the critical thread's stay in the fg group is not exercised");
