@@ -29,6 +29,13 @@ pub enum Role {
     Background,
 }
 
+impl Role {
+    /// On the interaction's path: what the `uxsched` mode raises as critical.
+    pub fn is_critical(self) -> bool {
+        matches!(self, Role::Ui | Role::Render | Role::Critical)
+    }
+}
+
 /// A process as uxsched tracks it: pid plus start time (see `identity`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 pub struct AppId {
@@ -115,7 +122,7 @@ pub struct State {
     /// The app's critical threads that uxsched already keeps in its fg group (moved there
     /// while they were not critical), where that group takes real-time threads: on the rt
     /// lever they stay there rather than move home — a move waits for an RCU grace period
-    /// (2–10 ms on the 2-CPU VM under load, longer when real-time threads hold it up) and
+    /// (7.6–28 ms on the 2-vCPU VM under load, longer when real-time threads hold it up) and
     /// holds the daemon's loop, and with it the next keystroke's fast path, as long.
     pub rt_in_fg: std::collections::BTreeSet<TaskId>,
 }

@@ -46,7 +46,7 @@ struct Daemon {
     /// When a pass last applied a change (or the fast path stood for one): the rate limit's
     /// clock. A periodic rescan with nothing pending does not set it — it did, and a focus
     /// change just after one waited up to `min_focus_interval_ms` for its first boost (the
-    /// name-based daemon's first samples 3–12× idle in issue 10's cells).
+    /// name-based daemon's first samples 46–85 ms against idle's 5, 2026-11-27).
     last_apply: Instant,
     prefetcher: Prefetcher,
     sources_alive: BTreeMap<SourceName, bool>,

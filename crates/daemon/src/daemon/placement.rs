@@ -73,7 +73,6 @@ impl Daemon {
         use crate::actuators::Key;
         use crate::config::{Lever, Mode};
         use crate::journal::{Kind, Value};
-        use crate::state::Role;
         let (Some(app), Some(groups)) = (app, self.rec.groups.as_ref()) else {
             return BTreeSet::new();
         };
@@ -87,7 +86,7 @@ impl Daemon {
         let in_fg = |v: &Value| matches!(v, Value::Cgroup(p) if groups.which(p) == Some(Group::Fg));
         app.threads
             .iter()
-            .filter(|t| matches!(t.role, Role::Ui | Role::Render | Role::Critical))
+            .filter(|t| t.role.is_critical())
             .filter(|t| {
                 let row = self.rec.journal.get(Kind::Cgroup, &Key::Thread(t.task));
                 row.is_ok_and(|e| e.is_some_and(|e| in_fg(&e.applied)))

@@ -25,7 +25,7 @@ impl Policy for Uxsched {
         let Some(app) = &state.focus else { return d };
         let lever = Raise::of(state, cfg);
         d.each(app, |t| {
-            let critical = matches!(t.role, Role::Ui | Role::Render | Role::Critical);
+            let critical = t.role.is_critical();
             let mut target = if critical {
                 lever.raise(&t.task)
             } else {

@@ -41,10 +41,10 @@ impl Planned {
     }
 }
 
-/// The fast path's decisions for a batch, worked out once ([`Reconciler::fast_plan`]): the
-/// threads it may boost now, each with its target and step. Working them out again in
-/// [`Reconciler::add_planned`] read every thread's journal row twice between an input and its
-/// boost (the first batch's `candidates_us`, 60–160 µs under load).
+/// The fast path's decisions for a batch, worked out once ([`Reconciler::fast_plan`]) and
+/// carried out as decided ([`Reconciler::add_planned`]): the threads it may boost now, each
+/// with its target and step. (They were worked out twice, to pick the candidates and again to
+/// write; an A/B did not separate the two: `docs/results/2026-11-27/fast-plan/`.)
 pub struct FastPlan {
     steps: Vec<(TaskId, Target, Step)>,
 }
@@ -58,11 +58,13 @@ impl FastPlan {
             .collect()
     }
 
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.steps.is_empty()
     }
 
     /// The planned threads, in order.
+    #[cfg(test)]
     pub fn threads(&self) -> Vec<TaskId> {
         self.steps.iter().map(|(task, _, _)| *task).collect()
     }
