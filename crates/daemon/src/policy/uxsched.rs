@@ -47,9 +47,9 @@ impl Policy for Uxsched {
             // A critical thread already in the fg group stays there: it runs real-time there
             // too, and moving it home is the RCU wait the rule above avoids.
             let keeps_home = critical || state.rt_keeps_home;
-            let stays = state.autogroup || (lever.rt && keeps_home && !state.rt_needs_fg);
-            let in_fg = !state.autogroup && lever.rt && state.rt_in_fg.contains(&t.task);
-            target.group = (!stays || in_fg).then_some(Group::Fg);
+            let home = keeps_home && !state.rt_needs_fg && !state.rt_in_fg.contains(&t.task);
+            let stays = state.autogroup || (lever.rt && home);
+            target.group = (!stays).then_some(Group::Fg);
             // One thread carries the process's session autogroup.
             target.autogroup_nice = (state.autogroup && t.role == Role::Ui).then_some(cfg.min_nice);
             Some(target)
