@@ -122,7 +122,7 @@ pub struct State {
     /// The app's critical threads that uxsched already keeps in its fg group (moved there
     /// while they were not critical), where that group takes real-time threads: on the rt
     /// lever they stay there rather than move home — a move waits for an RCU grace period
-    /// (7.6–28 ms on the 2-vCPU VM under load, longer when real-time threads hold it up) and
+    /// (median 24 ms on the 2-vCPU VM with 6 hogs, `scripts/cgroup-move-cost.sh`) and
     /// holds the daemon's loop, and with it the next keystroke's fast path, as long.
     pub rt_in_fg: std::collections::BTreeSet<TaskId>,
 }
