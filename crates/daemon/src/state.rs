@@ -117,7 +117,8 @@ pub struct State {
     /// its threads there would take the critical ones out of real time (`Groups::probe_rt`).
     pub rt_keeps_home: bool,
     /// Threads the rt lever cannot raise where they are or will be (their cgroup refuses
-    /// real-time threads and no group that takes them is open to them): the fair boost instead.
+    /// real-time threads and no group that takes them is open to them), or not yet (their move
+    /// into the fg group, which takes them, is queued): the fair boost instead.
     pub rt_refused: std::collections::BTreeSet<TaskId>,
     /// The app's critical threads that uxsched already keeps in its fg group (moved there
     /// while they were not critical), where that group takes real-time threads: on the rt

@@ -318,6 +318,70 @@ fn the_fg_group_takes_real_time_threads_that_a_new_cgroup_refuses() {
     result.unwrap();
 }
 
+/// The cgroup mover (`actuators/mover.rs`): a placement returns at once and reads back as made
+/// while queued, is made in order on the mover's thread, which wakes its caller when the
+/// queue runs empty; a move the kernel refuses is handed back, a move into a group removed
+/// meanwhile lands in the root.
+#[test]
+#[ignore = "needs root: make test runs it as root"]
+fn moves_are_made_off_the_callers_thread_in_order_and_failures_handed_back() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use uxsched_daemon::actuators::cgroup::{Group, Groups, Hierarchy};
+    require_root();
+    let _s = serial();
+    let h = Hierarchy::detect().expect("this test needs a cgroup hierarchy");
+    let name = format!("uxsched-test-mover-{}", std::process::id());
+    let mut groups = Groups::create(h.clone(), &name, 71755, 128).unwrap();
+    let wakes = Arc::new(AtomicUsize::new(0));
+    let w = wakes.clone();
+    let wake = move || {
+        w.fetch_add(1, Ordering::SeqCst);
+    };
+    groups.move_off_thread(Box::new(wake)).unwrap();
+    let mover = (tids(std::process::id() as i32).into_iter())
+        .find(|&t| comm(t) == "uxsched-mover")
+        .expect("the mover's thread");
+    assert_eq!(nice(mover), -20, "the mover runs at the loop's priority");
+    let app = App::spawn("worker");
+    let worker = app.tid("worker");
+    let home = h.current(worker).unwrap();
+    let (fg, bg) = (groups.rel(Group::Fg), groups.rel(Group::Bg));
+    let result = std::panic::catch_unwind(|| {
+        // Two moves queued back to back: the newest is what reads back, and what holds.
+        groups.place(worker, &bg).unwrap();
+        groups.place(worker, &fg).unwrap();
+        assert_eq!(
+            groups.placed(worker).unwrap(),
+            fg,
+            "a queued move reads back as made"
+        );
+        assert!(groups.settle(T), "the queue drains");
+        assert!(!groups.busy() && !groups.moving(worker));
+        assert_eq!(h.current(worker).unwrap(), fg, "made, in order");
+        assert!(wakes.load(Ordering::SeqCst) >= 1, "the caller was woken");
+        assert!(groups.take_failed_moves().is_empty());
+        // kthreadd: a kernel thread no cgroup write may move (EINVAL), handed back.
+        groups.place(2, &fg).unwrap();
+        assert!(groups.settle(T));
+        let failed = groups.take_failed_moves();
+        assert!(
+            failed.len() == 1 && failed[0].tid == 2 && failed[0].to == fg,
+            "{failed:?}"
+        );
+        // A home group removed meanwhile: the root, not a lost task.
+        let gone = format!("/{name}-gone");
+        groups.place(worker, &gone).unwrap();
+        assert!(groups.settle(T));
+        assert_eq!(h.current(worker).unwrap(), "/");
+        assert!(groups.take_failed_moves().is_empty());
+    });
+    let _ = h.move_to(worker, &home);
+    drop(app);
+    groups.remove().unwrap();
+    result.unwrap();
+}
+
 /// Whether the page at `offset` of `file` is in the page cache (mincore).
 fn cached(file: &std::fs::File, offset: u64) -> bool {
     use std::os::fd::AsRawFd;

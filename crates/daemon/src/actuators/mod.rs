@@ -11,6 +11,7 @@
 pub mod autogroup;
 pub mod cgroup;
 pub mod ioprio;
+pub mod mover;
 pub mod placement;
 pub mod prefetch;
 pub mod sched;

@@ -8,7 +8,6 @@ use crate::identity::{self, TaskId};
 use crate::journal::{Kind, Value};
 use std::io;
 use std::rc::Rc;
-use tracing::warn;
 
 pub struct Placement(pub Rc<Groups>);
 
@@ -35,27 +34,17 @@ impl Actuator for Placement {
         super::reach_task(key)
     }
 
+    /// The group `via` is in, or goes to once its queued move is made: a queued move counts as
+    /// made, so the pass after it neither queues it again nor takes it for someone else's.
     fn read(&self, via: i32) -> io::Result<Value> {
-        self.0.hierarchy.current(via).map(Value::Cgroup)
+        self.0.placed(via).map(Value::Cgroup)
     }
 
-    /// Move into `value`'s group; an original group removed meanwhile falls back to the root
-    /// (the only place left that every task may be in), with a warning naming both.
+    /// Move into `value`'s group, off the loop's thread where the mover runs (`mover.rs`).
     fn write(&self, via: i32, value: &Value) -> io::Result<()> {
         let Value::Cgroup(path) = value else {
             return Err(super::wrong_kind(Kind::Cgroup, value));
         };
-        let h = &self.0.hierarchy;
-        match h.move_to(via, path) {
-            Err(e) if e.kind() == io::ErrorKind::NotFound && path != "/" => {
-                warn!(
-                    tid = via,
-                    group = path,
-                    "the original cgroup is gone; moving the task to the root instead"
-                );
-                h.move_to(via, "/")
-            }
-            r => r,
-        }
+        self.0.place(via, path)
     }
 }

@@ -83,10 +83,16 @@ struct Daemon {
     published: Option<(u64, std::collections::BTreeSet<crate::identity::TaskId>)>,
     /// Stock levers or the sched_ext scheduler (`backend/`).
     backend: Box<dyn crate::backend::Backend>,
+    /// When the last pass asked for by the cgroup mover was due.
+    moved_pass: Instant,
 }
 
 /// The daemon's own `RLIMIT_RTTIME`, µs (see `run`).
 const OWN_RTTIME_US: u64 = 200_000;
+
+/// How long stopping waits for the queued cgroup moves of each restoring pass (each takes an
+/// RCU grace period: tens of ms under load).
+const MOVES_AT_STOP: Duration = Duration::from_secs(5);
 
 /// How many "critical → boosted" latencies `status` summarises.
 const LATENCIES: usize = 4096;
@@ -113,7 +119,7 @@ pub fn run(cfg: Config) -> anyhow::Result<()> {
     let (tx, rx) = mpsc::channel();
     let server = Server::start(&cfg.socket, cfg.control_uids.clone(), tx.clone())?;
     let leftovers = journal.entries()?.len();
-    let (mut rec, placement) = reconciler(&cfg, journal, features.default_slice_ns);
+    let (mut rec, placement) = reconciler(&cfg, journal, features.default_slice_ns, &tx);
     if leftovers > 0 {
         info!(
             leftovers,
@@ -196,6 +202,7 @@ pub fn run(cfg: Config) -> anyhow::Result<()> {
         placement_seen: None,
         owner_seen: Default::default(),
         backend,
+        moved_pass: Instant::now(),
         cfg,
     };
     let result = d.serve(&rx);
@@ -228,6 +235,8 @@ impl Daemon {
         let mut next_scan = Instant::now() + rescan;
         // An event read while coalescing the tracker's sets, handled next.
         let mut stash: Option<Event> = None;
+        // Answers to change requests waiting for their cgroup moves.
+        let mut answers = Vec::new();
         loop {
             let now = Instant::now();
             let mut apply_at = if self.dirty {
@@ -253,7 +262,15 @@ impl Daemon {
                     request,
                     uid,
                     reply,
-                }) => pending = Some((reply, self.handle(request, uid))),
+                }) => {
+                    let change = !matches!(request, Request::Status);
+                    let resp = self.handle(request, uid);
+                    if change {
+                        pending = Some((reply, resp));
+                    } else {
+                        let _ = reply.send(resp);
+                    }
+                }
                 Ok(Event::Focus { source, app }) => {
                     // Identity was captured where the source saw the pid: a process that is
                     // gone by now (its pid perhaps reused) is not focused.
@@ -292,6 +309,16 @@ impl Daemon {
                     self.rt_suspended_until = Some(Instant::now() + refuse);
                     self.apply()?;
                 }
+                Ok(Event::Moved) => {
+                    // A thread now in a group that takes real time can be made real-time: a
+                    // pass soon, at most one per `min_focus_interval_ms` for this reason (a
+                    // pass can queue moves of its own).
+                    let at = (self.moved_pass + min_interval).max(Instant::now());
+                    if at < next_scan {
+                        next_scan = at;
+                        self.moved_pass = at;
+                    }
+                }
                 Ok(Event::RtOver) => {
                     // The guard demoted threads: give them the fair boost now.
                     self.dirty = true;
@@ -329,8 +356,13 @@ impl Daemon {
                 self.boosts_written(None);
                 next_scan = Instant::now() + rescan;
             }
-            if let Some((reply, resp)) = pending {
-                let _ = reply.send(resp);
+            // ... and after the cgroup moves it queued are made (the loop does not wait for
+            // them: the answers do, `actuators/mover.rs`).
+            answers.extend(pending);
+            if self.rec.groups.as_ref().is_none_or(|g| !g.busy()) {
+                for (reply, resp) in answers.drain(..) {
+                    let _ = reply.send(resp);
+                }
             }
         }
     }
@@ -454,7 +486,7 @@ impl Daemon {
             Some(a) if self.mode == Mode::Uxsched => self.placement_now(a.id),
             _ => placement::Placement::default(),
         };
-        let rt_refused = self.rt_refused(focus.as_ref(), &chain, placement.rt_refused);
+        let rt_refused = self.rt_refused(focus.as_ref(), &chain, placement);
         let rt_in_fg = self.rt_in_fg(focus.as_ref());
         State {
             freq_ratio: cpufreq::freq_ratio(&self.cfg.facfs.sysfs_root, cpus_used),
@@ -579,11 +611,20 @@ impl Daemon {
         Ok(())
     }
 
-    /// Undo everything and remove the groups (retrying while inherited tasks move out).
+    /// Undo everything and remove the groups (retrying while inherited tasks move out): each
+    /// attempt waits for the moves it queued (`actuators/mover.rs`) before removing them.
     fn stop(&mut self) -> anyhow::Result<()> {
         let nothing = Desired::nothing(&self.cfg);
         for attempt in 0..5 {
             self.rec.reconcile(&nothing)?;
+            let settled = self
+                .rec
+                .groups
+                .as_ref()
+                .is_none_or(|g| g.settle(MOVES_AT_STOP));
+            if !settled {
+                warn!("cgroup moves still queued after {MOVES_AT_STOP:?}; the next start's group sweep puts those tasks back");
+            }
             match self.rec.groups.as_ref().map(|g| g.remove()) {
                 None | Some(Ok(())) => return Ok(()),
                 Some(Err(e)) if attempt == 4 => {

@@ -38,13 +38,15 @@ impl Daemon {
 
     /// The threads the rt lever must leave on the fair boost because their cgroup refuses
     /// real-time threads (`State::rt_refused`): every thread of the app when no group open to
-    /// it takes them (`app_refused`), and partners in such a group (kernel workers live in the
-    /// root). One `/proc/TID/cgroup` read per partner, only where uxsched has groups.
+    /// it takes them, those still at home when they must join the fg group first (their move
+    /// is queued: real time once it is made, at the pass the mover asks for), and partners in
+    /// such a group (kernel workers live in the root). One `/proc/TID/cgroup` read per partner
+    /// (and per app thread where it must join the fg group), only where uxsched has groups.
     pub(super) fn rt_refused(
         &self,
         app: Option<&crate::state::App>,
         chain: &[crate::sources::tracker::Critical],
-        app_refused: bool,
+        placement: Placement,
     ) -> BTreeSet<TaskId> {
         use crate::config::{Lever, Mode};
         use crate::sources::tracker::CriticalKind;
@@ -55,9 +57,10 @@ impl Daemon {
             return BTreeSet::new();
         }
         let own = app
-            .filter(|_| app_refused)
+            .filter(|_| placement.rt_refused || placement.rt_needs_fg)
             .into_iter()
-            .flat_map(|a| a.threads.iter().map(|t| t.task));
+            .flat_map(|a| a.threads.iter().map(|t| t.task))
+            .filter(|t| placement.rt_refused || groups.refuses_rt(t.tid));
         let partners = chain
             .iter()
             .filter(|c| c.kind == CriticalKind::Partner && groups.refuses_rt(c.task.tid))

@@ -105,6 +105,7 @@ pub(super) fn reconciler(
     cfg: &Config,
     journal: Journal,
     default_slice: u64,
+    events: &std::sync::mpsc::Sender<crate::sources::Event>,
 ) -> (Reconciler, String) {
     let hierarchy = Hierarchy::detect();
     if let Some(Hierarchy::V2 { mount, cpu: true }) = &hierarchy {
@@ -126,6 +127,17 @@ pub(super) fn reconciler(
                 warn!("cannot create uxsched's cgroups in {where_}: {e}; group placement disabled")
             })
             .ok()
+    });
+    // Moves off the loop's thread (`actuators/mover.rs`); without the thread, on it.
+    let groups = groups.map(|mut g| {
+        let events = std::sync::Mutex::new(events.clone());
+        let wake = move || {
+            let _ = events.lock().map(|e| e.send(crate::sources::Event::Moved));
+        };
+        if let Err(e) = g.move_off_thread(Box::new(wake)) {
+            warn!("cannot start the cgroup mover's thread ({e}): the daemon's loop makes the moves itself");
+        }
+        g
     });
     let how = match groups.as_ref().map(|g| &g.hierarchy) {
         Some(h @ Hierarchy::V1 { .. }) => {

@@ -180,6 +180,7 @@ impl Reconciler {
             shares_to_cgroup_weight(desired.fg_shares),
             shares_to_cgroup_weight(desired.bg_shares),
         );
+        self.failed_moves()?;
         let wants = self.wants(desired);
         let mut entries = self.journal.entries()?;
         // Scheduling first: a real-time thread goes back to the fair class before it moves

@@ -101,22 +101,23 @@ impl Reconciler {
                 }
             };
             for id in members {
-                if wanted.get(&id) == Some(&group) || journalled.contains(&id) {
-                    continue;
+                let stays = wanted.get(&id) == Some(&group) || journalled.contains(&id);
+                if stays || g.moving(id) {
+                    continue; // a queued move (a restore) takes it out already
                 }
                 let Ok(pid) = identity::tgid(id) else {
                     continue; // exited
                 };
                 let home = self.process_origin(pid)?;
-                let moved = g.hierarchy.move_to(id, &home).or_else(|e| {
+                let moved = g.place(id, &home).or_else(|e| {
                     warn!(
                         tid = id,
                         home, "cannot move back home ({e}); moving to the root"
                     );
-                    g.hierarchy.move_to(id, "/")
+                    g.place(id, "/")
                 });
                 match moved {
-                    Ok(()) => debug!(tid = id, home, "moved out of uxsched's group"),
+                    Ok(()) => debug!(tid = id, home, "moving out of uxsched's group"),
                     Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
                     Err(e) => warn!(
                         tid = id,
@@ -124,6 +125,34 @@ impl Reconciler {
                         "cannot move out of uxsched's group: {e}; it keeps the group's weight"
                     ),
                 }
+            }
+        }
+        Ok(())
+    }
+
+    /// Moves the mover could not make (`actuators/mover.rs`): a first move's row is forgotten
+    /// (the task never left its group: nothing to restore) and the failure shown by `status`,
+    /// as a failed write on the loop's thread was; a move out of uxsched's groups is tried
+    /// again by the group sweep, since the task is still there.
+    pub(super) fn failed_moves(&mut self) -> Result<(), JournalError> {
+        let Some(g) = self.groups.clone() else {
+            return Ok(());
+        };
+        for f in g.take_failed_moves() {
+            let wanted = Value::Cgroup(f.to.clone());
+            let row = (self.journal.entries()?.into_iter())
+                .find(|e| e.kind() == Kind::Cgroup && e.via.tid == f.tid && e.applied == wanted);
+            match row {
+                Some(e) => {
+                    self.journal.forget(Kind::Cgroup, &e.key)?;
+                    self.note_error((Kind::Cgroup, e.key), "move", &f.error);
+                }
+                None => warn!(
+                    tid = f.tid,
+                    group = f.to,
+                    "cannot move the task: {}; the group sweep tries again",
+                    f.error
+                ),
             }
         }
         Ok(())

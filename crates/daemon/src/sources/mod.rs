@@ -53,6 +53,8 @@ pub enum Event {
     Canary,
     /// The rt lever's guard demoted threads over their run-time budget (`rt_guard.rs`).
     RtOver,
+    /// The cgroup mover made every queued move (`actuators/mover.rs`).
+    Moved,
     /// The tracker's critical set changed; `app`: the foreground it was found for (a set for
     /// an app that has since lost the front is stale).
     Critical {
