@@ -369,6 +369,9 @@ fn moves_are_made_off_the_callers_thread_in_order_and_failures_handed_back() {
             failed.len() == 1 && failed[0].tid == 2 && failed[0].to == fg,
             "{failed:?}"
         );
+        // A task that is gone is refused at once (its identity is taken when queued).
+        let e = groups.place(i32::MAX, &fg).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::NotFound, "{e}");
         // A home group removed meanwhile: the root, not a lost task.
         let gone = format!("/{name}-gone");
         groups.place(worker, &gone).unwrap();

@@ -28,6 +28,10 @@ fn eimos_boosts_every_thread_current_and_future_and_unfocus_restores_exactly() {
     let before = snapshot(&app.tids());
     d.focus(Some(app.pid()));
     let fg = d.group_rel("fg");
+    // The moves are made off the daemon's loop, and the focus is answered once they are.
+    for (t, ..) in &before {
+        assert_eq!(cgroup(*t), fg, "tid {t} when the focus was answered");
+    }
     let late = app.tid("latecomer");
     wait_until("every thread boosted", T, || {
         app.tids()

@@ -19,6 +19,7 @@
 //!   daemon's children.
 
 use super::cgroup::Hierarchy;
+use crate::identity::{self, TaskId};
 use std::collections::HashMap;
 use std::io;
 use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard};
@@ -37,7 +38,7 @@ pub struct Failed {
 }
 
 struct Job {
-    tid: i32,
+    task: TaskId,
     to: String,
     seq: u64,
 }
@@ -87,7 +88,7 @@ impl Mover {
                     warn!("the cgroup mover cannot raise itself to nice -20 ({e}): moves may wait behind the load");
                 }
                 for job in rx {
-                    let result = move_or_root(&hierarchy, job.tid, &job.to);
+                    let result = move_checked(&hierarchy, &job.task, &job.to);
                     s.done(job, result, wake.as_ref());
                 }
             })?;
@@ -95,8 +96,10 @@ impl Mover {
     }
 
     /// Queue a move of `tid` into `to` (relative to the mount). A move to where the newest
-    /// queued one already goes is not queued again.
+    /// queued one already goes is not queued again. The task's identity is taken now (the
+    /// caller has just checked it) and checked again around the move.
     pub fn submit(&self, tid: i32, to: &str) -> io::Result<()> {
+        let task = identity::task_id(tid)?;
         let mut m = self.shared.lock();
         if m.pending.get(&tid).is_some_and(|(_, p)| p == to) {
             return Ok(());
@@ -104,7 +107,7 @@ impl Mover {
         m.next_seq += 1;
         let seq = m.next_seq;
         let job = Job {
-            tid,
+            task,
             to: to.to_owned(),
             seq,
         };
@@ -162,25 +165,23 @@ impl std::fmt::Debug for Mover {
 impl Shared {
     /// Record a made (or failed) move; wake the loop when the queue is empty.
     fn done(&self, job: Job, result: io::Result<()>, wake: &dyn Fn()) {
+        let tid = job.task.tid;
         let empty = {
             let mut m = self.lock();
-            if m.pending
-                .get(&job.tid)
-                .is_some_and(|(seq, _)| *seq == job.seq)
-            {
-                m.pending.remove(&job.tid);
+            if m.pending.get(&tid).is_some_and(|(seq, _)| *seq == job.seq) {
+                m.pending.remove(&tid);
             }
             match result {
-                Ok(()) => debug!(tid = job.tid, to = job.to, "moved"),
+                Ok(()) => debug!(tid, to = job.to, "moved"),
                 Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {
-                    debug!(tid = job.tid, "exited before its move")
+                    debug!(tid, "exited before its move")
                 }
                 Err(error) if m.failed.len() < MAX_FAILED => m.failed.push(Failed {
-                    tid: job.tid,
+                    tid,
                     to: job.to,
                     error,
                 }),
-                Err(e) => warn!(tid = job.tid, to = job.to, "cannot move: {e}"),
+                Err(e) => warn!(tid, to = job.to, "cannot move: {e}"),
             }
             m.queued -= 1;
             m.queued == 0
@@ -190,6 +191,31 @@ impl Shared {
             wake();
         }
     }
+}
+
+/// Move `task` into `to` if it is still the task queued; a tid that names another task after
+/// the move (recycled meanwhile) is moved back where it was (rtkit's "after" check).
+fn move_checked(h: &Hierarchy, task: &TaskId, to: &str) -> io::Result<()> {
+    let gone = || io::Error::from_raw_os_error(libc::ESRCH);
+    if !identity::still_same(task) {
+        return Err(gone());
+    }
+    let before = h.current(task.tid);
+    move_or_root(h, task.tid, to)?;
+    if identity::still_same(task) {
+        return Ok(());
+    }
+    if let (Ok(now), Ok(before)) = (identity::task_id(task.tid), before) {
+        warn!(
+            tid = task.tid,
+            new_start = now.start,
+            "tid was recycled during a cgroup move; moving the new task back"
+        );
+        if let Err(e) = h.move_to(task.tid, &before) {
+            warn!(tid = task.tid, "cannot move the recycled tid back: {e}");
+        }
+    }
+    Err(gone())
 }
 
 /// Move into `to`; an original group removed meanwhile falls back to the root (the only place

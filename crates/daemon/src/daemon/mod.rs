@@ -5,6 +5,8 @@
 //! Start and stop are reconciliations with "desired = nothing": the first restores what a
 //! killed predecessor left in the journal, the last undoes everything this one did.
 
+mod control;
+mod events;
 mod fast;
 mod placement;
 mod rt;
@@ -12,7 +14,6 @@ mod setup;
 mod status;
 
 use crate::actuators::prefetch::Prefetcher;
-use crate::api::{Request, Response};
 use crate::config::{Config, Mode, SourceName};
 use crate::features::Features;
 use crate::journal::{Journal, JournalLock};
@@ -22,9 +23,10 @@ use crate::rt_guard::RtGuard;
 use crate::rtapi::{canary, Grants};
 use crate::server::Server;
 use crate::sources::tracker::{Critical, TrackerHandle};
-use crate::sources::{cpufreq, explicit, Event};
+use crate::sources::{cpufreq, Event};
 use crate::state::{self, AppId, History, State};
 use anyhow::Context;
+use events::{Flow, Turn};
 use setup::{reconciler, start_sources, start_tracker};
 use std::collections::BTreeMap;
 use std::sync::mpsc::{self, RecvTimeoutError};
@@ -232,7 +234,12 @@ impl Daemon {
         }
         let rescan = Duration::from_millis(self.cfg.rescan_ms);
         let min_interval = Duration::from_millis(self.cfg.min_focus_interval_ms);
-        let mut next_scan = Instant::now() + rescan;
+        let mut turn = Turn {
+            next_scan: Instant::now() + rescan,
+            answer: None,
+            rescan,
+            min_interval,
+        };
         // An event read while coalescing the tracker's sets, handled next.
         let mut stash: Option<Event> = None;
         // Answers to change requests waiting for their cgroup moves.
@@ -240,211 +247,49 @@ impl Daemon {
         loop {
             let now = Instant::now();
             let mut apply_at = if self.dirty {
-                (self.last_apply + min_interval).min(next_scan)
+                (self.last_apply + min_interval).min(turn.next_scan)
             } else {
-                next_scan
+                turn.next_scan
             };
             // A hint session going stale or an interaction lapsing is undone on time.
             let grants_due = self.grants.next_wake();
             if let Some(t) = grants_due {
                 apply_at = apply_at.min(t);
             }
-            // A change request is answered after it has been applied (unless rate-limited), so
-            // a client that focuses and then looks at the kernel sees the result.
-            let mut pending = None;
             let event = match stash.take() {
                 Some(e) => Ok(e),
                 None => rx.recv_timeout(apply_at.saturating_duration_since(now)),
             };
-            match event {
-                Ok(Event::Shutdown) | Err(RecvTimeoutError::Disconnected) => return Ok(()),
-                Ok(Event::Client {
-                    request,
-                    uid,
-                    reply,
-                }) => {
-                    let change = !matches!(request, Request::Status);
-                    let resp = self.handle(request, uid);
-                    if change {
-                        pending = Some((reply, resp));
-                    } else {
-                        let _ = reply.send(resp);
-                    }
-                }
-                Ok(Event::Focus { source, app }) => {
-                    // Identity was captured where the source saw the pid: a process that is
-                    // gone by now (its pid perhaps reused) is not focused.
-                    let app = app.filter(|a| {
-                        let alive = a.alive();
-                        if !alive {
-                            info!(
-                                ?source,
-                                pid = a.pid,
-                                "focus dropped: the process has exited"
-                            );
-                        }
-                        alive
-                    });
-                    if let Err(e) = self.set_focus(source, app) {
-                        warn!("{e}");
-                    }
-                }
-                Ok(Event::Thread {
-                    request,
-                    peer,
-                    conn,
-                    reply,
-                }) => {
-                    let _ = reply.send(self.thread_request(&request, &peer, conn)?);
-                    next_scan = Instant::now() + rescan;
-                }
-                Ok(Event::Closed { conn }) => {
-                    if self.grants.closed(conn) {
-                        self.apply()?;
-                    }
-                }
-                Ok(Event::Canary) => {
-                    self.grants.suspend_rt();
-                    let refuse = Duration::from_millis(self.cfg.rtapi.canary_refuse_ms);
-                    self.rt_suspended_until = Some(Instant::now() + refuse);
-                    self.apply()?;
-                }
-                Ok(Event::Moved) => {
-                    // A thread now in a group that takes real time can be made real-time: a
-                    // pass soon, at most one per `min_focus_interval_ms` for this reason (a
-                    // pass can queue moves of its own).
-                    let at = (self.moved_pass + min_interval).max(Instant::now());
-                    if at < next_scan {
-                        next_scan = at;
-                        self.moved_pass = at;
-                    }
-                }
-                Ok(Event::RtOver) => {
-                    // The guard demoted threads: give them the fair boost now.
-                    self.dirty = true;
-                    self.last_apply = Instant::now() - min_interval;
-                }
-                Ok(Event::Critical { app, set }) => {
-                    self.loan.received();
-                    let (app, set) = self.newest_critical(rx, app, set, &mut stash);
-                    if app == self.focus.map(|a| a.pid) {
-                        self.critical_changed(set, min_interval)?;
-                    } else {
-                        // Found before the focus moved: the tracker follows the new one next.
-                        tracing::debug!(?app, "critical set for a former foreground ignored");
-                    }
-                }
-                Ok(Event::Health { source, error }) => match error {
-                    Some(e) => {
-                        self.source_errors.insert(source, e);
-                    }
-                    None => {
-                        self.source_errors.remove(&source);
-                    }
-                },
-                Err(RecvTimeoutError::Timeout) => {}
+            let event = match event {
+                Ok(e) => e,
+                Err(RecvTimeoutError::Disconnected) => return Ok(()),
+                Err(RecvTimeoutError::Timeout) => Event::Tick,
+            };
+            if self.on_event(event, &mut turn, rx, &mut stash)? == Flow::Stop {
+                return Ok(());
             }
             // The fast path (if any) is done: the tracker's loan ends here, unless another
             // hand-over is already on its way.
             self.loan.repay_when_idle();
             let now = Instant::now();
             let due = (self.dirty && now >= self.last_apply + min_interval)
-                || now >= next_scan
+                || now >= turn.next_scan
                 || grants_due.is_some_and(|t| now >= t);
             if due {
                 self.apply()?;
                 self.boosts_written(None);
-                next_scan = Instant::now() + rescan;
+                turn.next_scan = Instant::now() + rescan;
             }
-            // ... and after the cgroup moves it queued are made (the loop does not wait for
-            // them: the answers do, `actuators/mover.rs`).
-            answers.extend(pending);
+            // A change request is answered after it has been applied (unless rate-limited), so
+            // a client that focuses and then looks at the kernel sees the result — and after
+            // the cgroup moves it queued are made (the loop does not wait for them: the
+            // answers do, `actuators/mover.rs`).
+            answers.extend(turn.answer.take());
             if self.rec.groups.as_ref().is_none_or(|g| !g.busy()) {
                 for (reply, resp) in answers.drain(..) {
                     let _ = reply.send(resp);
                 }
             }
-        }
-    }
-
-    fn handle(&mut self, request: Request, uid: u32) -> Response {
-        match request {
-            Request::Status => Response {
-                status: Some(self.status()),
-                ..Response::ok()
-            },
-            Request::Focus { pid } => match explicit::authorize(uid, pid) {
-                Ok(app) => match self.set_focus(SourceName::Explicit, app) {
-                    Ok(()) => Response::ok(),
-                    Err(e) => Response::error(e),
-                },
-                Err(e) => Response::error(e),
-            },
-            Request::Mode { mode } => match Mode::parse(&mode) {
-                Ok(m) => {
-                    if m != self.mode {
-                        info!(from = %self.mode, to = %m, "mode change");
-                        self.mode = m;
-                        self.rec.new_episode();
-                        self.dirty = true;
-                    }
-                    Response::ok()
-                }
-                Err(e) => Response::error(e),
-            },
-            Request::Restore => {
-                info!("restore requested: clearing the focus and undoing everything");
-                self.focus_by_source.clear();
-                self.update_focus();
-                self.history.clear(); // after: the app just unfocused is not "background" either
-                match self.apply() {
-                    Ok(()) => Response::ok(),
-                    Err(e) => Response::error(format!("{e:#}")),
-                }
-            }
-        }
-    }
-
-    fn set_focus(&mut self, source: SourceName, app: Option<AppId>) -> Result<(), String> {
-        if !self.cfg.sources.contains(&source) {
-            return Err(format!("source {source:?} is not enabled in `sources`"));
-        }
-        let before = self.focus;
-        match app {
-            Some(a) => self.focus_by_source.insert(source, a),
-            None => self.focus_by_source.remove(&source),
-        };
-        self.update_focus();
-        if app.is_some() && before == app && self.focus == app {
-            // The app in front was named again: a new interaction (restarts vtcfs's budget).
-            self.focus_since = Instant::now();
-            self.dirty = true;
-        }
-        Ok(())
-    }
-
-    /// Recompute the effective focus from the sources by precedence.
-    fn update_focus(&mut self) {
-        let new = self
-            .cfg
-            .sources
-            .iter()
-            .find_map(|s| self.focus_by_source.get(s).copied());
-        if new != self.focus {
-            info!(from = ?self.focus.map(|a| a.pid), to = ?new.map(|a| a.pid), "focus change");
-            if let Some(old) = self.focus {
-                self.history.push(old);
-            }
-            self.focus = new;
-            self.critical.clear();
-            self.boost_pending.clear();
-            if let Some(t) = &self.tracker {
-                t.set_foreground(new.map(|a| a.pid));
-            }
-            self.prefetcher.retain_only(new.map(|a| a.pid));
-            self.focus_since = Instant::now();
-            self.rec.new_episode();
-            self.dirty = true;
         }
     }
 

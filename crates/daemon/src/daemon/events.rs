@@ -1,0 +1,127 @@
+//! One event of the daemon's loop ([`Daemon::on_event`]): what each source, client and
+//! watchdog asks, and what the loop does about it before its next pass.
+
+use super::Daemon;
+use crate::api::{Request, Response};
+use crate::sources::Event;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+use tracing::{info, warn};
+
+/// Whether the loop goes on.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Flow {
+    Go,
+    Stop,
+}
+
+/// What an event can change in the loop's turn.
+pub(super) struct Turn {
+    /// When the next periodic pass is due.
+    pub next_scan: Instant,
+    /// A change request's answer, sent after the pass that applies it.
+    pub answer: Option<(mpsc::Sender<Response>, Response)>,
+    pub rescan: Duration,
+    pub min_interval: Duration,
+}
+
+impl Daemon {
+    /// Handle one event; a pass, if one is due, follows in the loop.
+    pub(super) fn on_event(
+        &mut self,
+        event: Event,
+        turn: &mut Turn,
+        rx: &mpsc::Receiver<Event>,
+        stash: &mut Option<Event>,
+    ) -> anyhow::Result<Flow> {
+        match event {
+            Event::Shutdown => return Ok(Flow::Stop),
+            Event::Client {
+                request,
+                uid,
+                reply,
+            } => {
+                let change = !matches!(request, Request::Status);
+                let resp = self.handle(request, uid);
+                if change {
+                    turn.answer = Some((reply, resp));
+                } else {
+                    let _ = reply.send(resp);
+                }
+            }
+            Event::Focus { source, app } => {
+                // Identity was captured where the source saw the pid: a process that is
+                // gone by now (its pid perhaps reused) is not focused.
+                let app = app.filter(|a| {
+                    let alive = a.alive();
+                    if !alive {
+                        info!(
+                            ?source,
+                            pid = a.pid,
+                            "focus dropped: the process has exited"
+                        );
+                    }
+                    alive
+                });
+                if let Err(e) = self.set_focus(source, app) {
+                    warn!("{e}");
+                }
+            }
+            Event::Thread {
+                request,
+                peer,
+                conn,
+                reply,
+            } => {
+                let _ = reply.send(self.thread_request(&request, &peer, conn)?);
+                turn.next_scan = Instant::now() + turn.rescan;
+            }
+            Event::Closed { conn } => {
+                if self.grants.closed(conn) {
+                    self.apply()?;
+                }
+            }
+            Event::Canary => {
+                self.grants.suspend_rt();
+                let refuse = Duration::from_millis(self.cfg.rtapi.canary_refuse_ms);
+                self.rt_suspended_until = Some(Instant::now() + refuse);
+                self.apply()?;
+            }
+            Event::Moved => {
+                // A thread now in a group that takes real time can be made real-time: a
+                // pass soon, at most one per `min_focus_interval_ms` for this reason (a
+                // pass can queue moves of its own).
+                let at = (self.moved_pass + turn.min_interval).max(Instant::now());
+                if at < turn.next_scan {
+                    turn.next_scan = at;
+                    self.moved_pass = at;
+                }
+            }
+            Event::RtOver => {
+                // The guard demoted threads: give them the fair boost now.
+                self.dirty = true;
+                self.last_apply = Instant::now() - turn.min_interval;
+            }
+            Event::Critical { app, set } => {
+                self.loan.received();
+                let (app, set) = self.newest_critical(rx, app, set, stash);
+                if app == self.focus.map(|a| a.pid) {
+                    self.critical_changed(set, turn.min_interval)?;
+                } else {
+                    // Found before the focus moved: the tracker follows the new one next.
+                    tracing::debug!(?app, "critical set for a former foreground ignored");
+                }
+            }
+            Event::Health { source, error } => match error {
+                Some(e) => {
+                    self.source_errors.insert(source, e);
+                }
+                None => {
+                    self.source_errors.remove(&source);
+                }
+            },
+            Event::Tick => {}
+        }
+        Ok(Flow::Go)
+    }
+}
