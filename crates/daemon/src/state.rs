@@ -225,7 +225,6 @@ pub fn chain(
             })
         })
     };
-    let display = uxsched_tracker::TrackerConfig::default();
     // The daemon itself answers the app (a focus request, a status read) and so shows up on the
     // path: raising it would put its own rescans ahead of the app it serves (measured: xterm
     // p50 0.54 ms with it, 0.32 ms without the tracker at all, 2026-11-23).
@@ -239,7 +238,7 @@ pub fn chain(
             CriticalKind::App => false,
             CriticalKind::KernelWorker => cfg.tracker.kernel_workers,
             CriticalKind::Partner => {
-                cfg.tracker.partners && (display.is_display(&c.comm) || owned_by_user(&c.task))
+                cfg.tracker.partners && (is_display(&c.comm, cfg) || owned_by_user(&c.task))
             }
         };
         if allowed && identity::still_same(&c.task) {
@@ -247,6 +246,15 @@ pub fn chain(
         }
     }
     chain
+}
+
+/// Whether `comm` names a display server's thread: the tracker's defaults or the config's own
+/// `[tracker] display_threads` (the tracker is given both; the daemon read only the defaults,
+/// so a configured display server running as another user was never raised with the app).
+fn is_display(comm: &str, cfg: &Config) -> bool {
+    static DEFAULTS: std::sync::LazyLock<uxsched_tracker::TrackerConfig> =
+        std::sync::LazyLock::new(Default::default);
+    DEFAULTS.is_display(comm) || cfg.tracker.display_threads.iter().any(|d| d == comm)
 }
 
 /// Runnable tasks now, from `/proc/stat`'s `procs_running` (includes the reader itself).
@@ -345,6 +353,23 @@ mod tests {
         );
         assert_eq!(chain(app, ask(me), &set[..1], &cfg).len(), 0);
         assert_eq!(asked.get(), 2, "not asked without a partner in the set");
+        // A display server is raised whoever runs it: the defaults, and the config's own.
+        let mut cfg = cfg;
+        let mut shown = set.clone();
+        shown[1].comm = "Xorg".into();
+        assert_eq!(
+            chain(app, ask(me + 1), &shown, &cfg).len(),
+            1,
+            "a default display"
+        );
+        shown[1].comm = "mycompositor".into();
+        assert!(chain(app, ask(me + 1), &shown, &cfg).is_empty());
+        cfg.tracker.display_threads = vec!["mycompositor".into()];
+        assert_eq!(
+            chain(app, ask(me + 1), &shown, &cfg).len(),
+            1,
+            "a configured display"
+        );
         for c in &mut children {
             c.kill().unwrap();
             c.wait().unwrap();

@@ -13,7 +13,7 @@ use super::Daemon;
 use crate::config::{Lever, Mode};
 use crate::identity::TaskId;
 use crate::policy::{critical_target, Desired};
-use crate::sources::tracker::Critical;
+use crate::sources::tracker::{Critical, CriticalKind};
 use crate::sources::Event;
 use crate::state;
 use std::sync::mpsc;
@@ -121,21 +121,28 @@ impl Daemon {
         let t_cool = now.elapsed();
         // The app's own threads on the path, and the partners and kernel workers the config and
         // ownership allow (the same filter as a full pass).
-        let own = new.iter().filter(|c| c.task.pid == app.pid).map(|c| c.task);
-        let members: Vec<TaskId> = own
-            .chain(
-                state::chain(app, || self.owner_of(app), new, &self.cfg)
-                    .iter()
-                    .map(|c| c.task),
-            )
+        let own = new.iter().filter(|c| c.task.pid == app.pid);
+        let members: Vec<(TaskId, CriticalKind)> = own
+            .cloned()
+            .chain(state::chain(app, || self.owner_of(app), new, &self.cfg))
+            .map(|c| (c.task, c.kind))
             .collect();
         let t_chain = now.elapsed();
         let mut desired = Desired::nothing(&self.cfg);
         let groups = self.rec.groups.as_deref();
-        for task in members {
+        let app_takes_rt = self.app_takes_rt(app);
+        for (task, kind) in members {
             // A thread still in a cgroup that refuses real-time threads (the full pass moves the
-            // app into the fg group first) gets the fair boost now rather than an EPERM.
-            let refused = || groups.is_some_and(|g| g.refuses_rt(task.tid));
+            // app into the fg group first) gets the fair boost now rather than an EPERM. Its
+            // cgroup is read (one /proc read, here between an input and its boost) only where
+            // it may refuse: never for a kernel worker (they live in the root), for the app's
+            // own threads only where its home or the fg group may.
+            let may_refuse = match kind {
+                CriticalKind::KernelWorker => false,
+                CriticalKind::App => !app_takes_rt,
+                CriticalKind::Partner => true,
+            };
+            let refused = || may_refuse && groups.is_some_and(|g| g.refuses_rt(task.tid));
             let rt = rt && !cooling.contains(&task) && !refused();
             desired.threads.insert(task, critical_target(&self.cfg, rt));
         }
@@ -175,6 +182,20 @@ impl Daemon {
             "fast path"
         );
         Ok(written)
+    }
+}
+
+impl Daemon {
+    /// Whether every cgroup the app's threads may be in takes real-time threads, as the last
+    /// pass found its placement: its home does not refuse them and uxsched's fg group takes
+    /// them. False when no pass has placed this app yet (then each thread's cgroup is read).
+    fn app_takes_rt(&self, app: state::AppId) -> bool {
+        let placed = match self.placement_seen {
+            Some((a, _, p)) if a == app => p,
+            _ => return false,
+        };
+        let fg_takes = self.rec.groups.as_ref().is_none_or(|g| g.takes_rt());
+        fg_takes && !placed.rt_needs_fg && !placed.rt_refused
     }
 }
 
