@@ -8,6 +8,7 @@
 # them mid-run), then:
 #   sudo scripts/ab-bench.sh 3 /tmp/uxsched-a /tmp/uxsched-b -- painting --layout units --reps 2
 # Compare the two binaries' rows across rounds only; one round is one sample.
+# MODES=idle,stock,uxsched adds stock, so the row's background is measured against it.
 set -euo pipefail
 rounds=${1:?usage: scripts/ab-bench.sh ROUNDS BIN_A BIN_B -- SCENARIO [options…]}
 a=${2:?BIN_A}
@@ -21,7 +22,7 @@ done
 printf '%-5s %-28s %s\n' round binary "uxsched row (p50 p90 p95 p99 max ms, p95×idle [CI], p99×idle [CI], bg, extras)"
 for r in $(seq "$rounds"); do
   for bin in "$a" "$b"; do
-    row=$("$bin" bench "$@" --modes idle,uxsched 2>/dev/null | grep -E '^uxsched ' || true)
+    row=$("$bin" bench "$@" --modes "${MODES:-idle,uxsched}" 2>/dev/null | grep -E '^uxsched ' || true)
     [ -n "$row" ] || row="(no uxsched row: rerun by hand to see the error)"
     printf '%-5s %-28s %s\n' "$r" "$(basename "$bin")" "$(echo "$row" | tr -s ' ' | cut -d' ' -f3-)"
   done
