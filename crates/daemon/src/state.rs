@@ -123,8 +123,9 @@ pub struct State {
     /// The app's critical threads that uxsched already keeps in its fg group (moved there
     /// while they were not critical), where that group takes real-time threads: on the rt
     /// lever they stay there rather than move home — a move waits for an RCU grace period
-    /// (median 24 ms on the 2-vCPU VM with 6 hogs, `scripts/cgroup-move-cost.sh`) and
-    /// holds the daemon's loop, and with it the next keystroke's fast path, as long.
+    /// (median 24 ms on the 2-vCPU VM with 6 hogs, `scripts/cgroup-move-cost.sh`), which held
+    /// the daemon's loop and the next keystroke's fast path as long when the loop made the
+    /// moves; the mover (`actuators/mover.rs`) waits now, and the move is still needless.
     pub rt_in_fg: std::collections::BTreeSet<TaskId>,
 }
 

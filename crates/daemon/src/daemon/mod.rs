@@ -96,6 +96,9 @@ const OWN_RTTIME_US: u64 = 200_000;
 /// RCU grace period: tens of ms under load).
 const MOVES_AT_STOP: Duration = Duration::from_secs(5);
 
+/// How long a change request's answer waits for the cgroup moves its pass queued.
+const ANSWER_WAIT: Duration = Duration::from_secs(1);
+
 /// How many "critical → boosted" latencies `status` summarises.
 const LATENCIES: usize = 4096;
 
@@ -284,9 +287,13 @@ impl Daemon {
             // a client that focuses and then looks at the kernel sees the result — and after
             // the cgroup moves it queued are made (the loop does not wait for them: the
             // answers do, `actuators/mover.rs`).
-            answers.extend(turn.answer.take());
-            if self.rec.groups.as_ref().is_none_or(|g| !g.busy()) {
-                for (reply, resp) in answers.drain(..) {
+            // At most `ANSWER_WAIT` though: a group sweep that keeps queueing moves (a fork
+            // storm in the fg group) must not keep the answers back.
+            answers.extend(turn.answer.take().map(|a| (a, Instant::now())));
+            let moved = self.rec.groups.as_ref().is_none_or(|g| !g.busy());
+            let waited = |since: &Instant| since.elapsed() >= ANSWER_WAIT;
+            if moved || answers.iter().any(|(_, since)| waited(since)) {
+                for ((reply, resp), _) in answers.drain(..) {
                     let _ = reply.send(resp);
                 }
             }
