@@ -385,6 +385,69 @@ fn moves_are_made_off_the_callers_thread_in_order_and_failures_handed_back() {
     result.unwrap();
 }
 
+/// A queued move that fails reaches the reconciler at its next pass as a synchronous one did:
+/// its journal row is forgotten (the task never left its group: nothing to restore) and the
+/// failure is listed for `status`. kthreadd stands for the failing task: no cgroup write may
+/// move a kernel thread (EINVAL).
+#[test]
+#[ignore = "needs root: make test runs it as root"]
+fn a_failed_queued_move_forgets_its_row_and_is_listed() {
+    use std::rc::Rc;
+    use uxsched_daemon::actuators::cgroup::{Group, Groups, Hierarchy};
+    use uxsched_daemon::actuators::Key;
+    use uxsched_daemon::journal::{Journal, Kind};
+    use uxsched_daemon::policy::{Desired, Target};
+    use uxsched_daemon::reconcile::Reconciler;
+    require_root();
+    let _s = serial();
+    let h = Hierarchy::detect().expect("this test needs a cgroup hierarchy");
+    let name = format!("uxsched-test-failed-move-{}", std::process::id());
+    let mut groups = Groups::create(h.clone(), &name, 71755, 128).unwrap();
+    groups.move_off_thread(Box::new(|| {})).unwrap();
+    let dir = std::env::temp_dir().join(&name);
+    std::fs::create_dir_all(&dir).unwrap();
+    let journal = Journal::open(&dir.join("journal.sqlite"), |_| None).unwrap();
+    let mut rec = Reconciler::new(journal, Some(groups), 0);
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let cfg = uxsched_daemon::Config::default();
+        let kthreadd = uxsched_daemon::identity::task_id(2).unwrap();
+        let home = h.current(2).unwrap();
+        let mut desired = Desired::nothing(&cfg);
+        let target = Target {
+            group: Some(Group::Fg),
+            ..Target::default()
+        };
+        desired.threads.insert(kthreadd, target);
+        rec.reconcile(&desired).unwrap();
+        let row = rec
+            .journal
+            .get(Kind::Cgroup, &Key::Thread(kthreadd))
+            .unwrap();
+        assert!(row.is_some(), "journalled before the move was queued");
+        let groups: &Rc<Groups> = rec.groups.as_ref().unwrap();
+        assert!(groups.settle(T), "the move was made (and failed)");
+        rec.reconcile(&Desired::nothing(&cfg)).unwrap();
+        let row = rec
+            .journal
+            .get(Kind::Cgroup, &Key::Thread(kthreadd))
+            .unwrap();
+        assert!(row.is_none(), "the failed move's row is forgotten: {row:?}");
+        let failure = rec.failures.get(&(Kind::Cgroup, Key::Thread(kthreadd)));
+        assert!(
+            failure.is_some_and(|f| f.starts_with("cannot move")),
+            "{:?}",
+            rec.failures
+        );
+        assert_eq!(h.current(2).unwrap(), home, "never moved");
+    }));
+    let groups = rec.groups.take().unwrap();
+    assert!(groups.settle(T));
+    drop(rec);
+    let _ = std::fs::remove_dir_all(&dir);
+    groups.remove().unwrap();
+    result.unwrap();
+}
+
 /// Whether the page at `offset` of `file` is in the page cache (mincore).
 fn cached(file: &std::fs::File, offset: u64) -> bool {
     use std::os::fd::AsRawFd;
