@@ -127,10 +127,7 @@ pub fn spawn(
         .name("uxsched-tracker".into())
         .spawn(move || {
             let tracker = match Tracker::start(cfg) {
-                Ok(t) => {
-                    let _ = ready_tx.send(Ok(()));
-                    t
-                }
+                Ok(t) => t,
                 Err(e) => {
                     let _ = ready_tx.send(Err(e.to_string()));
                     return;
@@ -142,7 +139,10 @@ pub fn spawn(
             // now: loading the BPF programs is the verifier's CPU time in this thread, without
             // a blocking call — seconds under emulation, where the daemon's RLIMIT_RTTIME
             // killed it when the thread was real-time already.
+            // Ready only once raised: the daemon (and `status`) then never sees the tracker
+            // running at the load's priority (under 6 hogs the thread waited to raise itself).
             crate::actuators::sched::raise_own("tracker thread");
+            let _ = ready_tx.send(Ok(()));
             run(tracker, &focus_rx, &woken, &events, &loan);
         })
         .map_err(|e| format!("cannot start the tracker thread: {e}"))?;
