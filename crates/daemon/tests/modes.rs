@@ -339,10 +339,11 @@ fn moves_are_made_off_the_callers_thread_in_order_and_failures_handed_back() {
         w.fetch_add(1, Ordering::SeqCst);
     };
     groups.move_off_thread(Box::new(wake)).unwrap();
-    let mover = (tids(std::process::id() as i32).into_iter())
-        .find(|&t| comm(t) == "uxsched-mover")
-        .expect("the mover's thread");
-    assert_eq!(nice(mover), -20, "the mover runs at the loop's priority");
+    // The thread names and raises itself once it runs: the mover at the loop's priority.
+    wait_until("the mover's thread at nice -20", T, || {
+        (tids(std::process::id() as i32).into_iter())
+            .any(|t| comm(t) == "uxsched-mover" && nice(t) == -20)
+    });
     let app = App::spawn("worker");
     let worker = app.tid("worker");
     let home = h.current(worker).unwrap();

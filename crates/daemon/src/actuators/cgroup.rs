@@ -185,7 +185,7 @@ pub struct Groups {
     /// threads: cgroup v2 with RT group scheduling ([`Groups::probe_rt`]).
     refuses_rt_without_file: bool,
     /// The thread that makes the moves, once started ([`Groups::move_off_thread`]).
-    mover: Option<super::mover::Mover>,
+    pub(super) mover: Option<super::mover::Mover>,
 }
 
 /// The share of the parent's real-time runtime the fg group gets where RT group scheduling is
@@ -234,55 +234,6 @@ impl Groups {
             }
         };
         Ok(g)
-    }
-
-    /// Make moves on a thread of their own from now on (`mover.rs`): [`Groups::place`] then
-    /// only queues them; `wake` is called when the queue runs empty.
-    pub fn move_off_thread(&mut self, wake: Box<dyn Fn() + Send>) -> io::Result<()> {
-        self.mover = Some(super::mover::Mover::start(self.hierarchy.clone(), wake)?);
-        Ok(())
-    }
-
-    /// Move `tid` into the group at `rel` (relative to the mount; an original group removed
-    /// meanwhile: the root): queued where the mover runs, made now otherwise.
-    pub fn place(&self, tid: i32, rel: &str) -> io::Result<()> {
-        match &self.mover {
-            Some(m) => m.submit(tid, rel),
-            None => super::mover::move_or_root(&self.hierarchy, tid, rel),
-        }
-    }
-
-    /// The group `tid` is in, or goes to once its queued move is made.
-    pub fn placed(&self, tid: i32) -> io::Result<String> {
-        match self.mover.as_ref().and_then(|m| m.pending(tid)) {
-            Some(to) => Ok(to),
-            None => self.hierarchy.current(tid),
-        }
-    }
-
-    /// Whether a move of `tid` is queued and not made yet.
-    pub fn moving(&self, tid: i32) -> bool {
-        self.mover
-            .as_ref()
-            .is_some_and(|m| m.pending(tid).is_some())
-    }
-
-    /// Whether any queued move is not made yet.
-    pub fn busy(&self) -> bool {
-        self.mover.as_ref().is_some_and(|m| m.queued() > 0)
-    }
-
-    /// The queued moves that failed since the last call.
-    pub fn take_failed_moves(&self) -> Vec<super::mover::Failed> {
-        self.mover
-            .as_ref()
-            .map(|m| m.take_failed())
-            .unwrap_or_default()
-    }
-
-    /// Wait until every queued move is made (at most `timeout`); false if some are not.
-    pub fn settle(&self, timeout: std::time::Duration) -> bool {
-        self.mover.as_ref().is_none_or(|m| m.settle(timeout))
     }
 
     /// Whether the fg group accepts real-time threads, so the rt lever's threads can join it.
