@@ -339,16 +339,16 @@ fn moves_are_made_off_the_callers_thread_in_order_and_failures_handed_back() {
         w.fetch_add(1, Ordering::SeqCst);
     };
     groups.move_off_thread(Box::new(wake)).unwrap();
-    // The thread names and raises itself once it runs: the mover at the loop's priority.
-    wait_until("the mover's thread at nice -20", T, || {
-        (tids(std::process::id() as i32).into_iter())
-            .any(|t| comm(t) == "uxsched-mover" && nice(t) == -20)
-    });
     let app = App::spawn("worker");
     let worker = app.tid("worker");
     let home = h.current(worker).unwrap();
     let (fg, bg) = (groups.rel(Group::Fg), groups.rel(Group::Bg));
     let result = std::panic::catch_unwind(|| {
+        // The thread names and raises itself once it runs: the mover at the loop's priority.
+        wait_until("the mover's thread at nice -20", T, || {
+            (tids(std::process::id() as i32).into_iter())
+                .any(|t| comm(t) == "uxsched-mover" && nice(t) == -20)
+        });
         // Two moves queued back to back: the newest is what reads back, and what holds.
         groups.place(worker, &bg).unwrap();
         groups.place(worker, &fg).unwrap();
