@@ -99,9 +99,13 @@ impl Mover {
     /// queued one already goes is not queued again. The task's identity is taken now (the
     /// caller has just checked it) and checked again around the move.
     pub fn submit(&self, tid: i32, to: &str) -> io::Result<()> {
+        let queued_already = |m: &Moves| m.pending.get(&tid).is_some_and(|(_, p)| p == to);
+        if queued_already(&self.shared.lock()) {
+            return Ok(()); // no /proc read for a move already on its way
+        }
         let task = identity::task_id(tid)?;
         let mut m = self.shared.lock();
-        if m.pending.get(&tid).is_some_and(|(_, p)| p == to) {
+        if queued_already(&m) {
             return Ok(());
         }
         m.next_seq += 1;
@@ -126,6 +130,11 @@ impl Mover {
             .pending
             .get(&tid)
             .map(|(_, to)| to.clone())
+    }
+
+    /// Whether a move of `tid` is queued and not made yet.
+    pub fn is_pending(&self, tid: i32) -> bool {
+        self.shared.lock().pending.contains_key(&tid)
     }
 
     /// How many queued moves are not made yet.
@@ -183,9 +192,7 @@ impl Groups {
 
     /// Whether a move of `tid` is queued and not made yet.
     pub fn moving(&self, tid: i32) -> bool {
-        self.mover
-            .as_ref()
-            .is_some_and(|m| m.pending(tid).is_some())
+        self.mover.as_ref().is_some_and(|m| m.is_pending(tid))
     }
 
     /// Whether any queued move is not made yet.

@@ -120,7 +120,6 @@ impl Daemon {
                     self.source_errors.remove(&source);
                 }
             },
-            Event::Tick => {}
         }
         Ok(Flow::Go)
     }

@@ -121,12 +121,10 @@ impl Daemon {
         let t_cool = now.elapsed();
         // The app's own threads on the path, and the partners and kernel workers the config and
         // ownership allow (the same filter as a full pass).
-        let own = new.iter().filter(|c| c.task.pid == app.pid);
-        let members: Vec<(TaskId, CriticalKind)> = own
-            .cloned()
-            .chain(state::chain(app, || self.owner_of(app), new, &self.cfg))
-            .map(|c| (c.task, c.kind))
-            .collect();
+        let kinds = |c: &Critical| (c.task, c.kind);
+        let own = new.iter().filter(|c| c.task.pid == app.pid).map(kinds);
+        let chain = state::chain(app, || self.owner_of(app), new, &self.cfg);
+        let members: Vec<(TaskId, CriticalKind)> = own.chain(chain.iter().map(kinds)).collect();
         let t_chain = now.elapsed();
         let mut desired = Desired::nothing(&self.cfg);
         let groups = self.rec.groups.as_deref();
@@ -195,7 +193,7 @@ impl Daemon {
             _ => return false,
         };
         let fg_takes = self.rec.groups.as_ref().is_none_or(|g| g.takes_rt());
-        fg_takes && !placed.rt_needs_fg && !placed.rt_refused
+        fg_takes && !placed.home_refuses_rt()
     }
 }
 

@@ -263,12 +263,12 @@ impl Daemon {
                 Some(e) => Ok(e),
                 None => rx.recv_timeout(apply_at.saturating_duration_since(now)),
             };
-            let event = match event {
-                Ok(e) => e,
-                Err(RecvTimeoutError::Disconnected) => return Ok(()),
-                Err(RecvTimeoutError::Timeout) => Event::Tick,
+            let flow = match event {
+                Ok(e) => self.on_event(e, &mut turn, rx, &mut stash)?,
+                Err(RecvTimeoutError::Timeout) => Flow::Go,
+                Err(RecvTimeoutError::Disconnected) => Flow::Stop,
             };
-            if self.on_event(event, &mut turn, rx, &mut stash)? == Flow::Stop {
+            if flow == Flow::Stop {
                 return Ok(());
             }
             // The fast path (if any) is done: the tracker's loan ends here, unless another

@@ -20,6 +20,14 @@ pub(super) struct Placement {
     pub rt_refused: bool,
 }
 
+impl Placement {
+    /// The app's home cgroup refuses real-time threads (whether or not the fg group takes
+    /// them: `rt_needs_fg` or `rt_refused`).
+    pub fn home_refuses_rt(&self) -> bool {
+        self.rt_needs_fg || self.rt_refused
+    }
+}
+
 impl Daemon {
     /// [`Daemon::placement`] of `app`, worked out at most once per `rescan_ms` for the same
     /// app: the autogroup walk reads every process, and the tracker can ask for passes far
@@ -41,7 +49,8 @@ impl Daemon {
     /// it takes them, those still at home when they must join the fg group first (their move
     /// is queued: real time once it is made, at the pass the mover asks for), and partners in
     /// such a group (kernel workers live in the root). One `/proc/TID/cgroup` read per partner
-    /// (and per app thread where it must join the fg group), only where uxsched has groups.
+    /// (and per critical app thread where it must join the fg group: only those are raised),
+    /// only where uxsched has groups.
     pub(super) fn rt_refused(
         &self,
         app: Option<&crate::state::App>,
@@ -57,10 +66,13 @@ impl Daemon {
             return BTreeSet::new();
         }
         let own = app
-            .filter(|_| placement.rt_refused || placement.rt_needs_fg)
+            .filter(|_| placement.home_refuses_rt())
             .into_iter()
-            .flat_map(|a| a.threads.iter().map(|t| t.task))
-            .filter(|t| placement.rt_refused || groups.refuses_rt(t.tid));
+            .flat_map(|a| a.threads.iter())
+            .filter(|t| {
+                placement.rt_refused || (t.role.is_critical() && groups.refuses_rt(t.task.tid))
+            })
+            .map(|t| t.task);
         let partners = chain
             .iter()
             .filter(|c| c.kind == CriticalKind::Partner && groups.refuses_rt(c.task.tid))

@@ -130,9 +130,9 @@ pub(super) fn reconciler(
     });
     // Moves off the loop's thread (`actuators/mover.rs`); without the thread, on it.
     let groups = groups.map(|mut g| {
-        let events = std::sync::Mutex::new(events.clone());
+        let events = events.clone();
         let wake = move || {
-            let _ = events.lock().map(|e| e.send(crate::sources::Event::Moved));
+            let _ = events.send(crate::sources::Event::Moved);
         };
         if let Err(e) = g.move_off_thread(Box::new(wake)) {
             warn!("cannot start the cgroup mover's thread ({e}): the daemon's loop makes the moves itself");

@@ -3,7 +3,7 @@
 //! tasks that sit in uxsched's cgroups without being wanted there (children that inherited the
 //! group, leftovers of a killed daemon). Both are put back every pass.
 
-use super::{group_name, Reconciler, Wants};
+use super::{gone, group_name, Reconciler, Wants};
 use crate::actuators::cgroup::{Group, Hierarchy};
 use crate::actuators::{Actuator, Key};
 use crate::identity;
@@ -110,6 +110,9 @@ impl Reconciler {
                 };
                 let home = self.process_origin(pid)?;
                 let moved = g.place(id, &home).or_else(|e| {
+                    if gone(&e) {
+                        return Err(e); // exited meanwhile: nothing to move
+                    }
                     warn!(
                         tid = id,
                         home, "cannot move back home ({e}); moving to the root"
@@ -118,7 +121,7 @@ impl Reconciler {
                 });
                 match moved {
                     Ok(()) => debug!(tid = id, home, "moving out of uxsched's group"),
-                    Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
+                    Err(e) if gone(&e) => {}
                     Err(e) => warn!(
                         tid = id,
                         group = group_name(group),
@@ -138,11 +141,17 @@ impl Reconciler {
         let Some(g) = self.groups.clone() else {
             return Ok(());
         };
-        for f in g.take_failed_moves() {
+        let failed = g.take_failed_moves();
+        if failed.is_empty() {
+            return Ok(());
+        }
+        let mut rows = self.journal.entries()?;
+        for f in failed {
             let wanted = Value::Cgroup(f.to.clone());
-            let row = (self.journal.entries()?.into_iter())
-                .find(|e| e.kind() == Kind::Cgroup && e.via.tid == f.tid && e.applied == wanted);
-            match row {
+            let row = (rows.iter()).position(|e| {
+                e.kind() == Kind::Cgroup && e.via.tid == f.tid && e.applied == wanted
+            });
+            match row.map(|i| rows.swap_remove(i)) {
                 Some(e) => {
                     self.journal.forget(Kind::Cgroup, &e.key)?;
                     self.note_error((Kind::Cgroup, e.key), "move", &f.error);

@@ -63,8 +63,6 @@ pub enum Event {
     },
     /// SIGTERM/SIGINT: restore everything and exit.
     Shutdown,
-    /// Nothing arrived before the loop's next pass was due (the loop's own, never sent).
-    Tick,
 }
 
 /// Whose processes a source may name.
