@@ -129,20 +129,20 @@ impl Drop for Bus {
     }
 }
 
-/// A process to name: `sleep`, with a hard RLIMIT_RTTIME of `rttime` µs when given.
+/// A process to name: `sleep`, with a hard RLIMIT_RTTIME of `rttime` µs, or none (`None`).
+/// The limit is set either way: another test lowers this process's own, and a child would
+/// inherit it.
 struct Target(Child);
 
 impl Target {
     fn spawn(rttime: Option<u64>) -> Target {
-        let mut c = match rttime {
-            Some(us) => {
-                let mut c = Command::new("prlimit");
-                c.arg(format!("--rttime={us}:{us}")).arg("sleep");
-                c
-            }
-            None => Command::new("sleep"),
-        };
-        let child = c.arg("60").stdin(Stdio::null()).spawn().unwrap();
+        let limit = rttime.map_or("unlimited".to_string(), |us| us.to_string());
+        let child = Command::new("prlimit")
+            .arg(format!("--rttime={limit}:{limit}"))
+            .args(["sleep", "60"])
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap();
         let pid = child.id() as i32;
         // prlimit execs sleep: wait until the pid runs it.
         wait_until("the target runs sleep", Duration::from_secs(5), || {
