@@ -117,6 +117,14 @@ impl Daemon {
             && self.rt.is_some()
             && self.rt_suspended_until.is_none_or(|until| until <= now);
         let cpu0 = thread_cpu_ns();
+        // How long the oldest new member waited for this fast path (tracker, channel, loop).
+        let waited_us = new
+            .iter()
+            .filter(|c| c.since_ns > 0)
+            .map(|c| uxsched_os::clock::ns(libc::CLOCK_MONOTONIC).saturating_sub(c.since_ns))
+            .max()
+            .unwrap_or(0)
+            / 1000;
         let cooling = self.rt.as_ref().map(|g| g.cooling(now)).unwrap_or_default();
         let t_cool = now.elapsed();
         // The app's own threads on the path, and the partners and kernel workers the config and
@@ -167,6 +175,7 @@ impl Daemon {
         }
         tracing::debug!(
             new = new.len(),
+            waited_us,
             written = written.len(),
             cool_us = t_cool.as_micros() as u64,
             chain_us = t_chain.as_micros() as u64,
