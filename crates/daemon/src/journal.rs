@@ -13,7 +13,7 @@
 use crate::actuators::sched::SchedAttr;
 use crate::actuators::Key;
 use crate::identity::TaskId;
-use rusqlite::{params, Connection};
+use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -96,13 +96,7 @@ pub struct Journal {
     conn: Connection,
     /// Writes so far (records and forgets), for readers that only need to look again after one.
     writes: std::cell::Cell<u64>,
-    /// The committed rows, by (kind, key) as stored, in the table's order. A journal has one
-    /// writer ([`JournalLock`]), so reads — every pass, and the fast path between an input and
-    /// its boost (four SQLite reads there, one per thread) — are served from here.
-    rows: std::cell::RefCell<Rows>,
 }
-
-type Rows = std::collections::BTreeMap<(String, String), Entry>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum JournalError {
@@ -202,32 +196,14 @@ impl Journal {
         let j = Journal {
             conn,
             writes: Default::default(),
-            rows: Default::default(),
         };
         j.migrate(&session_of)?;
         // Compiled now, not at the first keystroke: preparing them was ~60 µs of the first
         // "critical → boosted" after a start (the statement cache keeps them).
-        for sql in [INSERT, DELETE] {
+        for sql in [INSERT, DELETE, &select_one()] {
             j.conn.prepare_cached(sql)?;
         }
-        *j.rows.borrow_mut() = j.load()?;
         Ok(j)
-    }
-
-    /// Every row in the file.
-    fn load(&self) -> Result<Rows, JournalError> {
-        let mut stmt = self
-            .conn
-            .prepare(&format!("SELECT kind, {COLUMNS} FROM settings"))?;
-        let raws = stmt
-            .query_map([], |r| Ok((r.get::<_, String>(0)?, row_to_raw(r, 1)?)))?
-            .collect::<Result<Vec<_>, _>>()?;
-        let mut rows = Rows::new();
-        for (kind, raw) in raws {
-            let key = raw.0.clone();
-            rows.insert((kind, key), raw_to_entry(raw)?);
-        }
-        Ok(rows)
     }
 
     /// Carry rows of the first schema over (see [`Journal::open`]), in one transaction.
@@ -300,14 +276,14 @@ impl Journal {
         entries: impl IntoIterator<Item = &'a Entry>,
     ) -> Result<(), JournalError> {
         let tx = self.conn.unchecked_transaction()?;
-        let mut written = Vec::new();
+        let mut n = 0;
         for e in entries {
-            written.push(((e.kind().name().to_string(), insert(&tx, e)?), e.clone()));
+            insert(&tx, e)?;
+            n += 1;
         }
-        if !written.is_empty() {
+        if n > 0 {
             tx.commit()?;
-            self.writes.set(self.writes.get() + written.len() as u64);
-            self.rows.borrow_mut().extend(written);
+            self.writes.set(self.writes.get() + n);
         }
         Ok(())
     }
@@ -320,24 +296,33 @@ impl Journal {
     /// Drop a change once it has been restored or given up.
     pub fn forget(&self, kind: Kind, key: &Key) -> Result<(), JournalError> {
         self.writes.set(self.writes.get() + 1);
-        let key = serde_json::to_string(key)?;
         self.conn
             .prepare_cached(DELETE)?
-            .execute(params![kind.name(), key])?;
-        self.rows
-            .borrow_mut()
-            .remove(&(kind.name().to_string(), key));
+            .execute(params![kind.name(), serde_json::to_string(key)?])?;
         Ok(())
     }
 
     pub fn get(&self, kind: Kind, key: &Key) -> Result<Option<Entry>, JournalError> {
-        let key = (kind.name().to_string(), serde_json::to_string(key)?);
-        Ok(self.rows.borrow().get(&key).cloned())
+        let row = self
+            .conn
+            .prepare_cached(&select_one())?
+            .query_row(
+                params![kind.name(), serde_json::to_string(key)?],
+                row_to_raw,
+            )
+            .optional()?;
+        row.map(raw_to_entry).transpose()
     }
 
     /// Every recorded change, in (kind, object) order.
     pub fn entries(&self) -> Result<Vec<Entry>, JournalError> {
-        Ok(self.rows.borrow().values().cloned().collect())
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM settings ORDER BY kind, key"
+        ))?;
+        let raws = stmt
+            .query_map([], row_to_raw)?
+            .collect::<Result<Vec<_>, _>>()?;
+        raws.into_iter().map(raw_to_entry).collect()
     }
 }
 
@@ -348,14 +333,16 @@ const INSERT: &str = "INSERT OR REPLACE INTO settings
  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
 const DELETE: &str = "DELETE FROM settings WHERE kind = ?1 AND key = ?2";
 
-/// Write `e`'s row; returns its key as stored.
-fn insert(conn: &Connection, e: &Entry) -> Result<String, JournalError> {
+fn select_one() -> String {
+    format!("SELECT {COLUMNS} FROM settings WHERE kind = ?1 AND key = ?2")
+}
+
+fn insert(conn: &Connection, e: &Entry) -> Result<(), JournalError> {
     // Statements are prepared once per connection: parsing them was a good part of a row's
     // cost, and the fast path writes rows while the user waits.
-    let key = serde_json::to_string(&e.key)?;
     conn.prepare_cached(INSERT)?.execute(params![
         e.kind().name(),
-        key,
+        serde_json::to_string(&e.key)?,
         e.via.tid,
         e.via.pid,
         e.via.start as i64,
@@ -363,22 +350,21 @@ fn insert(conn: &Connection, e: &Entry) -> Result<String, JournalError> {
         serde_json::to_string(&e.applied)?,
         e.previous.as_ref().map(serde_json::to_string).transpose()?,
     ])?;
-    Ok(key)
+    Ok(())
 }
 
 type Raw = (i32, i32, i64, String, String);
 type Row = (String, i32, i32, i64, String, String, Option<String>);
 
-/// The row's [`COLUMNS`], read from column `at` on.
-fn row_to_raw(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<Row> {
+fn row_to_raw(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
     Ok((
-        r.get(at)?,
-        r.get(at + 1)?,
-        r.get(at + 2)?,
-        r.get(at + 3)?,
-        r.get(at + 4)?,
-        r.get(at + 5)?,
-        r.get(at + 6)?,
+        r.get(0)?,
+        r.get(1)?,
+        r.get(2)?,
+        r.get(3)?,
+        r.get(4)?,
+        r.get(5)?,
+        r.get(6)?,
     ))
 }
 
@@ -471,47 +457,6 @@ mod tests {
         drop(j);
         let j = Journal::open(&path, no_sessions).unwrap();
         assert_eq!(j.entries().unwrap(), rows.to_vec());
-    }
-
-    /// The rows served from memory are the file's after every kind of write: a reopened
-    /// journal (which reads the file) sees what the live one answers.
-    #[test]
-    fn the_rows_in_memory_are_the_files_after_records_updates_and_forgets() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("j.sqlite");
-        let row = |tid, kind_value: Value| {
-            let via = TaskId {
-                tid,
-                pid: 9,
-                start: 1234,
-            };
-            Entry {
-                key: Key::Thread(via),
-                via,
-                original: kind_value.clone(),
-                applied: kind_value,
-                previous: None,
-            }
-        };
-        let j = Journal::open(&path, no_sessions).unwrap();
-        let (a, b, c) = (
-            row(10, Value::Ioprio(1)),
-            row(10, Value::Cgroup("/".into())),
-            row(3, Value::Ioprio(2)),
-        );
-        j.record_all([&a, &b, &c]).unwrap();
-        let mut updated = a.clone();
-        updated.previous = Some(updated.applied.clone());
-        updated.applied = Value::Ioprio(7);
-        j.record(&updated).unwrap();
-        j.forget(Kind::Cgroup, &b.key).unwrap();
-        let live = j.entries().unwrap();
-        let again = Journal::open(&path, no_sessions).unwrap();
-        assert_eq!(again.entries().unwrap(), live);
-        // (kind, key) order, the key as stored (JSON text: tid 10 before tid 3), as SQL sorts.
-        assert_eq!(live, vec![updated.clone(), c.clone()]);
-        assert_eq!(j.get(Kind::Ioprio, &a.key).unwrap(), Some(updated));
-        assert_eq!(j.get(Kind::Cgroup, &b.key).unwrap(), None);
     }
 
     #[test]
