@@ -116,15 +116,10 @@ impl Daemon {
         let rt = self.cfg.tracker.lever == Lever::Rt
             && self.rt.is_some()
             && self.rt_suspended_until.is_none_or(|until| until <= now);
-        let cpu0 = thread_cpu_ns();
-        // How long the oldest new member waited for this fast path (tracker, channel, loop).
-        let waited_us = new
-            .iter()
-            .filter(|c| c.since_ns > 0)
-            .map(|c| uxsched_os::clock::ns(libc::CLOCK_MONOTONIC).saturating_sub(c.since_ns))
-            .max()
-            .unwrap_or(0)
-            / 1000;
+        let (cpu0, start_ns) = (
+            thread_cpu_ns(),
+            uxsched_os::clock::ns(libc::CLOCK_MONOTONIC),
+        );
         let cooling = self.rt.as_ref().map(|g| g.cooling(now)).unwrap_or_default();
         let t_cool = now.elapsed();
         // The app's own threads on the path, and the partners and kernel workers the config and
@@ -175,7 +170,7 @@ impl Daemon {
         }
         tracing::debug!(
             new = new.len(),
-            waited_us,
+            waited_us = waited_ns(new, start_ns) / 1000,
             written = written.len(),
             cool_us = t_cool.as_micros() as u64,
             chain_us = t_chain.as_micros() as u64,
@@ -204,6 +199,13 @@ impl Daemon {
         let fg_takes = self.rec.groups.as_ref().is_none_or(|g| g.takes_rt());
         fg_takes && !placed.home_refuses_rt()
     }
+}
+
+/// How long the oldest input-driven member of `new` waited for the fast path that started at
+/// `start_ns`: the tracker's thread, the channel, the loop's wake-up, a fast path under way.
+fn waited_ns(new: &[Critical], start_ns: u64) -> u64 {
+    let since = new.iter().map(|c| c.since_ns).filter(|&t| t > 0).min();
+    since.map_or(0, |t| start_ns.saturating_sub(t))
 }
 
 /// This thread's CPU time (ns): set beside the fast path's wall time, the difference is time
