@@ -116,10 +116,7 @@ impl Daemon {
         let rt = self.cfg.tracker.lever == Lever::Rt
             && self.rt.is_some()
             && self.rt_suspended_until.is_none_or(|until| until <= now);
-        let (cpu0, start_ns) = (
-            thread_cpu_ns(),
-            uxsched_os::clock::ns(libc::CLOCK_MONOTONIC),
-        );
+        let cpu0 = thread_cpu_ns();
         let cooling = self.rt.as_ref().map(|g| g.cooling(now)).unwrap_or_default();
         let t_cool = now.elapsed();
         // The app's own threads on the path, and the partners and kernel workers the config and
@@ -170,7 +167,7 @@ impl Daemon {
         }
         tracing::debug!(
             new = new.len(),
-            waited_us = waited_ns(new, start_ns) / 1000,
+            waited_us = waited_ns(new, now) / 1000,
             written = written.len(),
             cool_us = t_cool.as_micros() as u64,
             chain_us = t_chain.as_micros() as u64,
@@ -202,8 +199,12 @@ impl Daemon {
 }
 
 /// How long the oldest input-driven member of `new` waited for the fast path that started at
-/// `start_ns`: the tracker's thread, the channel, the loop's wake-up, a fast path under way.
-fn waited_ns(new: &[Critical], start_ns: u64) -> u64 {
+/// `started`: the tracker's thread, the channel, the loop's wake-up, a fast path under way.
+/// Worked out only for the debug line: the start's `CLOCK_MONOTONIC` time is now's less the
+/// time since.
+fn waited_ns(new: &[Critical], started: Instant) -> u64 {
+    let start_ns = uxsched_os::clock::ns(libc::CLOCK_MONOTONIC)
+        .saturating_sub(started.elapsed().as_nanos() as u64);
     let since = new.iter().map(|c| c.since_ns).filter(|&t| t > 0).min();
     since.map_or(0, |t| start_ns.saturating_sub(t))
 }
