@@ -201,9 +201,13 @@ fn undo_file(path: &Path, done: &mut Vec<String>) -> Result<()> {
             done.push(format!("{who} left cgroup {}: removed", dir.display()));
         }
     }
-    if let Some(dir) = record.scratch.as_deref().filter(|d| d.exists()) {
-        fs::remove_dir_all(dir).with_context(|| format!("removing {}", dir.display()))?;
-        done.push(format!("{who} left {}: removed", dir.display()));
+    let scratch = record.scratch.as_deref();
+    let runtime = scratch.map(crate::runtime_dir);
+    for dir in [scratch, runtime.as_deref()].into_iter().flatten() {
+        if dir.exists() {
+            fs::remove_dir_all(dir).with_context(|| format!("removing {}", dir.display()))?;
+            done.push(format!("{who} left {}: removed", dir.display()));
+        }
     }
     fs::remove_file(path).with_context(|| format!("removing {}", path.display()))
 }
@@ -258,5 +262,36 @@ mod tests {
         assert_eq!(serde_json::from_str::<Record>(&text).unwrap(), r);
         assert!(!r.is_empty() && Record::default().is_empty());
         assert_eq!(path_of(7, 99), Path::new(DIR).join("7-99.json"));
+    }
+
+    #[test]
+    #[ignore = "needs root (writes in /run): make test runs it as root"]
+    fn undoing_a_record_removes_its_scratch_and_runtime_directories() {
+        let name = format!("uxsched-bench-undo-test-{}", std::process::id());
+        let scratch = Path::new("/var/tmp").join(&name);
+        let runtime = crate::runtime_dir(&scratch);
+        assert_eq!(runtime, Path::new("/run").join(&name));
+        for d in [&scratch, &runtime] {
+            fs::create_dir_all(d.join("daemon-uxsched")).unwrap();
+        }
+        let dir = std::env::temp_dir().join(format!("{name}-records"));
+        fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("0-1.json");
+        // pid 0 is no process: the run is gone.
+        let r = Record {
+            pid: 0,
+            start: 1,
+            scratch: Some(scratch.clone()),
+            ..Default::default()
+        };
+        fs::write(&path, serde_json::to_string(&r).unwrap()).unwrap();
+        let mut done = Vec::new();
+        undo_file(&path, &mut done).unwrap();
+        let _ = fs::remove_dir(&dir);
+        assert!(
+            !scratch.exists() && !runtime.exists() && !path.exists(),
+            "{done:?}"
+        );
+        assert_eq!(done.len(), 2, "{done:?}");
     }
 }

@@ -61,9 +61,18 @@ pub fn scratch_dir() -> std::path::PathBuf {
     Path::new("/var/tmp").join(format!("uxsched-bench-{}", std::process::id()))
 }
 
-/// Remove a scratch directory; with `keep_logs`, remove only the data files next to `runs/`
-/// (they can be hundreds of MiB) and keep the per-run logs for diagnosis.
+/// The run's directory on tmpfs beside its scratch directory (`/run/<its name>`): a daemon
+/// mode's journal lives there, as the installed daemon's does in `/run/uxsched` — its commit
+/// is on the path from a keystroke to its boost. Removed with the scratch directory.
+pub fn runtime_dir(scratch: &Path) -> std::path::PathBuf {
+    Path::new("/run").join(scratch.file_name().unwrap_or_default())
+}
+
+/// Remove a scratch directory and its runtime directory; with `keep_logs`, remove only the
+/// data files next to `runs/` (they can be hundreds of MiB) and keep the per-run logs for
+/// diagnosis.
 pub fn cleanup_scratch(dir: &Path, keep_logs: bool) {
+    let _ = std::fs::remove_dir_all(runtime_dir(dir));
     if !keep_logs {
         let _ = std::fs::remove_dir_all(dir);
         return;

@@ -347,7 +347,7 @@ impl Default for Config {
         Config {
             mode: Mode::Uxsched,
             socket: "/run/uxsched/uxsched.sock".into(),
-            journal: "/var/lib/uxsched/journal.sqlite".into(),
+            journal: "/run/uxsched/journal.sqlite".into(),
             log_level: "info".into(),
             control_uids: Vec::new(),
             sources: vec![SourceName::Explicit],

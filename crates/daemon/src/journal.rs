@@ -6,7 +6,10 @@
 //! makes with them (nice, class, cgroup membership, autogroup nice, runtime-only unit weights are
 //! all volatile kernel state), so there is nothing left to restore. `FULL` added an fsync per
 //! row: 4.0 ms p50, 12.4 ms p99 on the development machine's disk against 18 µs / 81 µs
-//! (2026-11-23), and it was most of the tracker's "critical → boosted" latency. A row is deleted only after its setting has been restored (or found to belong to
+//! (2026-11-23), and it was most of the tracker's "critical → boosted" latency. Its default
+//! place is tmpfs (`/run/uxsched`, [`LEGACY_PATH`] before): what it records dies with a reboot,
+//! which now clears the file too, so no row of a past boot is read against this boot's pids,
+//! and a commit is a memory copy, not a write through the disk's filesystem. A row is deleted only after its setting has been restored (or found to belong to
 //! someone else), so a restarted daemon restores what a killed one left behind, and restoring
 //! twice is harmless: the second pass finds the kernel no longer holds the applied value.
 
@@ -169,6 +172,12 @@ impl Journal {
                 .map_err(|e| open_err(rusqlite::Error::ToSqlConversionFailure(Box::new(e))))?;
         }
         let conn = Connection::open(path).map_err(open_err)?;
+        // The daemon holds the journal alone for its lifetime (`JournalLock`): SQLite's own
+        // locks, taken and dropped per statement, were two `fcntl`s per read and four per
+        // commit on the fast path. Exclusive before WAL keeps the WAL index in the heap (no
+        // `-shm` file); a reader of the file (`sqlite3`, a test) waits until the daemon exits.
+        conn.pragma_update(None, "locking_mode", "EXCLUSIVE")
+            .map_err(open_err)?;
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(open_err)?;
         conn.pragma_update(None, "synchronous", "NORMAL")
@@ -324,6 +333,50 @@ impl Journal {
             .collect::<Result<Vec<_>, _>>()?;
         raws.into_iter().map(raw_to_entry).collect()
     }
+}
+
+/// Where the journal lived before it moved to `/run` (2026-11-27): the default journal takes
+/// over the rows a daemon of that time left there ([`carry_over`]).
+pub const LEGACY_PATH: &str = "/var/lib/uxsched/journal.sqlite";
+
+/// Move the rows of the journal at `from` into `into` (a row `into` already has for the same
+/// object is newer and stays), then remove `from`'s files; returns how many rows moved. Nothing
+/// when `from` does not exist; an error, and `from` left whole, when a daemon still holds it
+/// or it cannot be read — its rows are then restored by starting a daemon on it.
+pub fn carry_over(
+    from: &Path,
+    into: &Journal,
+    session_of: impl Fn(&TaskId) -> Option<u64>,
+) -> Result<usize, JournalError> {
+    if !from.exists() {
+        return Ok(0);
+    }
+    let lock = JournalLock::acquire(from).map_err(|e| JournalError::Open {
+        path: from.display().to_string(),
+        source: rusqlite::Error::ToSqlConversionFailure(Box::new(e)),
+    })?;
+    let rows = Journal::open(from, session_of)?.entries()?;
+    let mut fresh = Vec::new();
+    for row in rows {
+        if into.get(row.kind(), &row.key)?.is_none() {
+            fresh.push(row);
+        }
+    }
+    into.record_all(&fresh)?;
+    for suffix in ["", "-wal", "-shm", ".lock"] {
+        let mut name = from.as_os_str().to_owned();
+        name.push(suffix);
+        match std::fs::remove_file(&name) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => tracing::warn!(
+                "cannot remove {} ({e}): its rows are in the journal now; remove it by hand",
+                Path::new(&name).display()
+            ),
+        }
+    }
+    drop(lock);
+    Ok(fresh.len())
 }
 
 const COLUMNS: &str = "key, via_tid, via_pid, via_start, original, applied, previous";
@@ -495,7 +548,48 @@ mod tests {
             ]
         );
         // Migrated once: reopening changes nothing.
+        drop(j);
         let again = Journal::open(&path, no_sessions).unwrap();
         assert_eq!(again.entries().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn an_old_journals_rows_move_into_the_new_one_and_its_files_go() {
+        let dir = tempfile::tempdir().unwrap();
+        let (old, new) = (
+            dir.path().join("old/j.sqlite"),
+            dir.path().join("new.sqlite"),
+        );
+        let via = |tid| TaskId {
+            tid,
+            pid: 9,
+            start: 1234,
+        };
+        let row = |tid, applied| Entry {
+            key: Key::Thread(via(tid)),
+            via: via(tid),
+            original: Value::Ioprio(16384),
+            applied: Value::Ioprio(applied),
+            previous: None,
+        };
+        let into = Journal::open(&new, no_sessions).unwrap();
+        assert_eq!(
+            carry_over(&old, &into, no_sessions).unwrap(),
+            0,
+            "none there"
+        );
+        let j = Journal::open(&old, no_sessions).unwrap();
+        j.record_all(&[row(10, 8196), row(11, 8196)]).unwrap();
+        drop(j);
+        into.record(&row(11, 8197)).unwrap(); // newer than the old file's
+        let held = JournalLock::acquire(&old).unwrap();
+        let e = carry_over(&old, &into, no_sessions).unwrap_err();
+        assert!(e.to_string().contains("another uxsched daemon"), "{e}");
+        assert!(old.exists(), "left whole while held");
+        drop(held);
+        assert_eq!(carry_over(&old, &into, no_sessions).unwrap(), 1);
+        assert_eq!(into.entries().unwrap(), vec![row(10, 8196), row(11, 8197)]);
+        let left: Vec<_> = std::fs::read_dir(dir.path().join("old")).unwrap().collect();
+        assert!(left.is_empty(), "{left:?}");
     }
 }

@@ -218,10 +218,13 @@ pub fn chain(
     let app_uid = std::cell::OnceCell::new();
     let mut owner = Some(owner);
     let mut owned: HashMap<i32, bool> = HashMap::new();
+    // The thread `uids_of` proved alive just now (its second read): not read a third time.
+    let proven = std::cell::Cell::new(None);
     let mut owned_by_user = |task: &TaskId| {
         let uid = *app_uid.get_or_init(|| owner.take().and_then(|f| f()));
         *owned.entry(task.pid).or_insert_with(|| {
             uid.is_some_and(|u| {
+                proven.set(Some(*task));
                 identity::uids_of(task).is_ok_and(|uids| identity::all_uids_are(&uids, u))
             })
         })
@@ -242,7 +245,7 @@ pub fn chain(
                 cfg.tracker.partners && (is_display(&c.comm, cfg) || owned_by_user(&c.task))
             }
         };
-        if allowed && identity::still_same(&c.task) {
+        if allowed && (proven.get() == Some(c.task) || identity::still_same(&c.task)) {
             chain.push(c.clone());
         }
     }

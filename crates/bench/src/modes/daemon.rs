@@ -71,15 +71,15 @@ fn merge(into: &mut toml::Table, from: toml::Table, path: &str, mode: ModeName) 
     Ok(())
 }
 
-/// The configuration a run's daemon reads: the mode's (`daemon_config`), with its socket, its
-/// journal and the tracker's learning store in the mode's scratch directory `dir` — the store
-/// unless the user's extra configuration names one. A bench run then neither learns from nor
-/// writes into the machine's store; the store is kept across the mode's repetitions, as for an
-/// app run again.
-fn run_config(mut table: toml::Table, dir: &Path, socket: &Path) -> toml::Table {
+/// The configuration a run's daemon reads: the mode's (`daemon_config`), with its socket and
+/// the tracker's learning store in the mode's scratch directory `dir` — the store unless the
+/// user's extra configuration names one — and its journal in the mode's directory on tmpfs
+/// `runtime`, as installed. A bench run then neither learns from nor writes into the machine's
+/// store; the store is kept across the mode's repetitions, as for an app run again.
+fn run_config(mut table: toml::Table, dir: &Path, runtime: &Path, socket: &Path) -> toml::Table {
     let path = |p: &Path| toml::Value::String(p.display().to_string());
     table.insert("socket".into(), path(socket));
-    table.insert("journal".into(), path(&dir.join("journal.sqlite")));
+    table.insert("journal".into(), path(&runtime.join("journal.sqlite")));
     let tracker = table
         .entry("tracker")
         .or_insert_with(|| toml::Value::Table(toml::Table::new()));
@@ -96,6 +96,8 @@ pub struct Daemon {
     daemon_mode: &'static str,
     exe: PathBuf,
     dir: PathBuf,
+    /// Its directory on tmpfs (the journal), `crate::runtime_dir`.
+    runtime: PathBuf,
     child: Option<Child>,
     focused: bool,
     /// The configuration to run with, less `socket` and `journal` ([`daemon_config`]).
@@ -117,11 +119,13 @@ impl Daemon {
             );
         };
         let dir = env.scratch.join(format!("daemon-{}", mode.name()));
+        let runtime = crate::runtime_dir(&env.scratch).join(format!("daemon-{}", mode.name()));
         Ok(Daemon {
             mode,
             daemon_mode: variant(mode).0,
             exe,
             dir,
+            runtime,
             child: None,
             focused: false,
             config: daemon_config(mode, &env.daemon_config)?,
@@ -180,7 +184,12 @@ impl Mode for Daemon {
         std::fs::create_dir_all(&self.dir)?;
         let config = self.dir.join("config.toml");
         let _ = std::fs::remove_file(self.socket());
-        let table = run_config(self.config.clone(), &self.dir, &self.socket());
+        let table = run_config(
+            self.config.clone(),
+            &self.dir,
+            &self.runtime,
+            &self.socket(),
+        );
         std::fs::write(&config, toml::to_string(&table)?)?;
         // One log per run: the previous run's is kept as `daemon.N.log` (N = its run's number
         // for this mode), so `--keep-logs` shows every repetition's daemon, not only the last.
@@ -285,7 +294,7 @@ impl Mode for Daemon {
                     self.daemon_mode,
                     self.mode.name(),
                     STOP_TIMEOUT.as_secs(),
-                    self.dir.join("journal.sqlite").display()
+                    self.runtime.join("journal.sqlite").display()
                 );
             }
             std::thread::sleep(Duration::from_millis(20));
@@ -305,25 +314,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_runs_daemon_keeps_its_journal_and_learning_store_in_its_scratch_directory() {
+    fn a_runs_daemon_keeps_its_learning_store_in_its_scratch_directory_and_journal_on_tmpfs() {
         let dir = Path::new("/var/tmp/uxsched-bench-1/daemon-uxsched");
+        let runtime = Path::new("/run/uxsched-bench-1/daemon-uxsched");
         let t = run_config(
             daemon_config(ModeName::UxschedFair, "").unwrap(),
             dir,
+            runtime,
             &dir.join("s"),
         );
         let at = |f: &str| toml::Value::String(dir.join(f).display().to_string());
         assert_eq!(t["tracker"]["store"], at("tracker.sqlite"));
         assert_eq!(t["tracker"]["lever"], toml::Value::String("fair".into()));
+        let journal = toml::Value::String(runtime.join("journal.sqlite").display().to_string());
+        assert_eq!((&t["journal"], &t["socket"]), (&journal, &at("s")));
         assert_eq!(
-            (&t["journal"], &t["socket"]),
-            (&at("journal.sqlite"), &at("s"))
+            crate::runtime_dir(Path::new("/var/tmp/uxsched-bench-1")),
+            Path::new("/run/uxsched-bench-1")
         );
         let text = toml::to_string(&t).unwrap();
         uxsched_daemon::config::Config::parse(&text, Path::new("run")).unwrap();
         // A store the user named is theirs to choose.
         let mine = daemon_config(ModeName::Uxsched, "[tracker]\nstore = \"/tmp/t.sqlite\"\n");
-        let t = run_config(mine.unwrap(), dir, &dir.join("s"));
+        let t = run_config(mine.unwrap(), dir, runtime, &dir.join("s"));
         assert_eq!(
             t["tracker"]["store"],
             toml::Value::String("/tmp/t.sqlite".into())

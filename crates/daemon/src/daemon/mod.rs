@@ -102,6 +102,31 @@ const ANSWER_WAIT: Duration = Duration::from_secs(1);
 /// How many "critical → boosted" latencies `status` summarises.
 const LATENCIES: usize = 4096;
 
+/// The default journal takes over what a daemon from before its move to `/run` left in the old
+/// place (an upgrade after a crash), so that this start restores it; only for the default path
+/// — a configured journal is its owner's, and a test's must not take the machine's rows.
+fn take_legacy_journal(
+    cfg: &Config,
+    journal: &Journal,
+    session_of: impl Fn(&crate::identity::TaskId) -> Option<u64>,
+) {
+    if cfg.journal != Config::default().journal {
+        return;
+    }
+    let legacy = std::path::Path::new(crate::journal::LEGACY_PATH);
+    match crate::journal::carry_over(legacy, journal, session_of) {
+        Ok(0) => {}
+        Ok(rows) => info!(rows, from = %legacy.display(), "took over the old journal's rows"),
+        Err(e) => warn!(
+            "the old journal {} stays where it is ({e}): stop the daemon that holds it, or start \
+             `uxsched daemon` once with `journal = \"{}\"` (it restores the rows as it starts) \
+             and stop it",
+            legacy.display(),
+            legacy.display()
+        ),
+    }
+}
+
 /// Run the daemon in the foreground until SIGTERM/SIGINT.
 pub fn run(cfg: Config) -> anyhow::Result<()> {
     let features = Features::detect(&cfg.facfs.sysfs_root);
@@ -114,12 +139,14 @@ pub fn run(cfg: Config) -> anyhow::Result<()> {
         warn!("cannot bound the daemon's own real-time threads (RLIMIT_RTTIME): {e}");
     }
     let _lock = JournalLock::acquire(&cfg.journal)?;
-    let journal = Journal::open(&cfg.journal, |t| {
+    let session_of = |t: &crate::identity::TaskId| {
         crate::identity::still_same(t)
             .then(|| crate::actuators::autogroup::read(t.pid).ok())
             .flatten()
             .map(|(id, _)| id)
-    })?;
+    };
+    let journal = Journal::open(&cfg.journal, session_of)?;
+    take_legacy_journal(&cfg, &journal, session_of);
     // The socket first: it refuses to start next to a live daemon before anything is touched.
     let (tx, rx) = mpsc::channel();
     let server = Server::start(&cfg.socket, cfg.control_uids.clone(), tx.clone())?;
