@@ -188,6 +188,35 @@ fn an_unauthorised_user_may_read_status_but_not_boost() {
     assert_eq!(nice_of(pid), 0, "nothing was boosted");
 }
 
+/// The shipped unit is one systemd accepts as written (every key known, this binary as its
+/// `ExecStart`), and it keeps the directory of the default journal across stops and crashes:
+/// systemd removes a `RuntimeDirectory` when its service stops unless told otherwise, and the
+/// journal in it is what the next start restores from.
+#[test]
+fn the_unit_verifies_and_keeps_the_default_journal_across_stops() {
+    let unit = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../packaging/uxsched.service");
+    let text = std::fs::read_to_string(&unit).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("uxsched.service");
+    let exe = env!("CARGO_BIN_EXE_uxsched");
+    std::fs::write(&copy, text.replace("/usr/bin/uxsched", exe)).unwrap();
+    let out = Command::new("systemd-analyze")
+        .arg("verify")
+        .arg(&copy)
+        .output()
+        .expect("systemd-analyze (Debian's systemd, installed by scripts/setup.sh)");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && err.trim().is_empty(), "{err}");
+    let key = |k: &str| text.lines().find_map(|l| l.strip_prefix(k)).map(str::trim);
+    let journal = uxsched_daemon::config::Config::default().journal;
+    let runtime = Path::new("/run").join(key("RuntimeDirectory=").expect("a RuntimeDirectory"));
+    assert!(
+        journal.starts_with(&runtime),
+        "{journal:?} outside {runtime:?}"
+    );
+    assert_eq!(key("RuntimeDirectoryPreserve="), Some("yes"));
+}
+
 /// The capabilities `packaging/uxsched.service` bounds the daemon to, as setpriv(1) names them
 /// (`+sys_nice,…`), without those in `drop`.
 fn unit_capabilities(drop: &[&str]) -> String {
