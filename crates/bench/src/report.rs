@@ -45,6 +45,8 @@ pub struct ModeRow {
     pub background_unit: Option<String>,
     /// Background throughput divided by `stock`'s (the background cost; 1.0 = no cost).
     pub background_vs_stock: Option<f64>,
+    /// The same with its 95 % bootstrap interval over the repetitions of both modes.
+    pub background_ci: Option<Ratio>,
     pub context_switches_per_s: f64,
     /// Model extras (jank %, underruns …), averaged over repetitions.
     pub extras: BTreeMap<String, f64>,
@@ -60,15 +62,19 @@ impl Report {
                 .collect()
         };
         let idle = pooled(ModeName::Idle);
-        let mean_bg = |m: ModeName| -> Option<f64> {
-            let v: Vec<f64> = records
+        let runs_bg = |m: ModeName| -> Vec<f64> {
+            records
                 .iter()
                 .filter(|r| r.mode == m)
                 .filter_map(|r| r.background.as_ref().map(|b| b.value))
-                .collect();
+                .collect()
+        };
+        let mean_bg = |m: ModeName| -> Option<f64> {
+            let v = runs_bg(m);
             (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
         };
         let stock_bg = mean_bg(ModeName::Stock);
+        let stock_runs = runs_bg(ModeName::Stock);
         let modes = plan
             .modes
             .iter()
@@ -101,6 +107,12 @@ impl Report {
                         .iter()
                         .find_map(|r| r.background.as_ref().map(|b| b.unit.clone())),
                     background_vs_stock: background.zip(stock_bg).map(|(b, s)| b / s),
+                    background_ci: stats::mean_ratio_ci(
+                        &runs_bg(m),
+                        &stock_runs,
+                        seed ^ 0xb9,
+                        stats::BOOTSTRAP_ROUNDS,
+                    ),
                     context_switches_per_s: if wall > 0.0 {
                         switches as f64 / wall
                     } else {
@@ -161,7 +173,7 @@ impl Report {
         );
         let _ = writeln!(
             s,
-            "{:<13} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8}  {:<20} {:<20} {:>8} {:>8}  extras",
+            "{:<13} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8}  {:<20} {:<20} {:<20} {:>8}  extras",
             "mode",
             "n",
             "p50 ms",
@@ -171,7 +183,7 @@ impl Report {
             "max ms",
             "p95/idle [95% CI]",
             "p99/idle [95% CI]",
-            "bg/stock",
+            "bg/stock [95% CI]",
             "csw/s"
         );
         for r in &self.modes {
@@ -183,10 +195,9 @@ impl Report {
                 .collect();
             let _ = writeln!(
                 s,
-                "{:<13} {:>6} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2}  {:<20} {:<20} {:>8} {:>8.0}  {}",
+                "{:<13} {:>6} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2}  {:<20} {:<20} {:<20} {:>8.0}  {}",
                 r.mode.name(), m.n, m.p50, m.p90, m.p95, m.p99, m.max,
-                fmt_ratio(r.p95_ratio), fmt_ratio(r.p99_ratio),
-                r.background_vs_stock.map_or("—".into(), |b| format!("{b:.3}")),
+                fmt_ratio(r.p95_ratio), fmt_ratio(r.p99_ratio), fmt_background(r),
                 r.context_switches_per_s, extras.join(" ")
             );
         }
@@ -232,9 +243,12 @@ impl Report {
             parts.push(format!("best baseline {b}"));
         }
         if let Some(u) = get(ModeName::Uxsched) {
-            let cost = u
-                .background_vs_stock
-                .map_or(String::new(), |c| format!(", background {c:.2}× stock"));
+            let cost = u.background_ci.map_or(String::new(), |c| {
+                format!(
+                    ", background {:.2}× stock [{:.2}–{:.2}]",
+                    c.value, c.lo, c.hi
+                )
+            });
             parts.push(format!("{}{cost}", pair(u)?));
         }
         Some(format!(
@@ -326,6 +340,17 @@ impl Report {
         }
         s.push('.');
         Some(s)
+    }
+}
+
+/// Background × stock with its interval (`stock`'s own is 1 exactly: no interval), or —.
+fn fmt_background(r: &ModeRow) -> String {
+    match (r.background_vs_stock, r.background_ci) {
+        (_, Some(c)) if r.mode != ModeName::Stock => {
+            format!("{:.3} [{:.2}–{:.2}]", c.value, c.lo, c.hi)
+        }
+        (Some(b), _) => format!("{b:.3}"),
+        _ => "—".into(),
     }
 }
 
