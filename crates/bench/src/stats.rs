@@ -62,36 +62,30 @@ pub const BOOTSTRAP_ROUNDS: usize = 1000;
 /// Percentile-`p` ratio of `mode` to `idle` with a 95 % percentile-bootstrap interval: both
 /// sample sets are resampled with replacement, independently, `rounds` times.
 pub fn ratio_ci(mode: &[f64], idle: &[f64], p: f64, seed: u64, rounds: usize) -> Option<Ratio> {
-    if mode.is_empty() || idle.is_empty() {
-        return None;
-    }
-    let value = percentile(&sorted(mode), p) / percentile(&sorted(idle), p);
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    let mut buf_m = vec![0.0; mode.len()];
-    let mut buf_i = vec![0.0; idle.len()];
-    let mut ratios: Vec<f64> = (0..rounds)
-        .map(|_| {
-            resample(&mut rng, mode, &mut buf_m);
-            resample(&mut rng, idle, &mut buf_i);
-            percentile(&buf_m, p) / percentile(&buf_i, p)
-        })
-        .collect();
-    ratios.sort_by(f64::total_cmp);
-    Some(Ratio {
-        value,
-        lo: percentile(&ratios, 2.5),
-        hi: percentile(&ratios, 97.5),
-    })
+    bootstrap_ratio(mode, idle, |s| percentile(s, p), seed, rounds)
 }
 
-/// Ratio of `mode`'s mean to `base`'s with a 95 % percentile-bootstrap interval (both resampled
-/// with replacement, independently, `rounds` times): for figures a run gives once, such as the
-/// background's throughput, whose spread from run to run the point ratio hides.
+/// Ratio of `mode`'s mean to `base`'s with a 95 % percentile-bootstrap interval, resampled as
+/// [`ratio_ci`]: for figures a run gives once, such as the background's throughput, whose
+/// spread from run to run the point ratio hides.
 pub fn mean_ratio_ci(mode: &[f64], base: &[f64], seed: u64, rounds: usize) -> Option<Ratio> {
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    bootstrap_ratio(mode, base, mean, seed, rounds)
+}
+
+/// `stat(mode) / stat(base)` (each given sorted) and its 95 % interval over `rounds`
+/// independent resamples of both.
+fn bootstrap_ratio(
+    mode: &[f64],
+    base: &[f64],
+    stat: impl Fn(&[f64]) -> f64,
+    seed: u64,
+    rounds: usize,
+) -> Option<Ratio> {
     if mode.is_empty() || base.is_empty() {
         return None;
     }
-    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let value = stat(&sorted(mode)) / stat(&sorted(base));
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
     let mut buf_m = vec![0.0; mode.len()];
     let mut buf_b = vec![0.0; base.len()];
@@ -99,12 +93,12 @@ pub fn mean_ratio_ci(mode: &[f64], base: &[f64], seed: u64, rounds: usize) -> Op
         .map(|_| {
             resample(&mut rng, mode, &mut buf_m);
             resample(&mut rng, base, &mut buf_b);
-            mean(&buf_m) / mean(&buf_b)
+            stat(&buf_m) / stat(&buf_b)
         })
         .collect();
     ratios.sort_by(f64::total_cmp);
     Some(Ratio {
-        value: mean(mode) / mean(base),
+        value,
         lo: percentile(&ratios, 2.5),
         hi: percentile(&ratios, 97.5),
     })
