@@ -108,6 +108,11 @@ pub enum JournalError {
         path: String,
         source: rusqlite::Error,
     },
+    #[error("journal {path}: {source}")]
+    Held {
+        path: String,
+        source: std::io::Error,
+    },
     #[error("journal: {0}")]
     Sql(#[from] rusqlite::Error),
     #[error("journal: corrupt value: {0}")]
@@ -351,9 +356,9 @@ pub fn carry_over(
     if !from.exists() {
         return Ok(0);
     }
-    let lock = JournalLock::acquire(from).map_err(|e| JournalError::Open {
+    let lock = JournalLock::acquire(from).map_err(|source| JournalError::Held {
         path: from.display().to_string(),
-        source: rusqlite::Error::ToSqlConversionFailure(Box::new(e)),
+        source,
     })?;
     let rows = Journal::open(from, session_of)?.entries()?;
     let mut fresh = Vec::new();
