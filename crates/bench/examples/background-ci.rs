@@ -36,7 +36,6 @@ fn main() -> Result<()> {
         let cpu = |r: &RunRecord| r.background.as_ref().and_then(|b| b.cpu_pct);
         let (stock, stock_cpu) = (of(ModeName::Stock, &value), of(ModeName::Stock, &cpu));
         let mut modes: Vec<ModeName> = saved.records.iter().map(|r| r.mode).collect();
-        modes.dedup();
         modes.sort_by_key(|m| m.name());
         modes.dedup();
         for m in modes.into_iter().filter(|&m| m != ModeName::Stock) {

@@ -69,11 +69,6 @@ impl Report {
                 .filter_map(|r| r.background.as_ref().map(|b| b.value))
                 .collect()
         };
-        let mean_bg = |m: ModeName| -> Option<f64> {
-            let v = runs_bg(m);
-            (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
-        };
-        let stock_bg = mean_bg(ModeName::Stock);
         let stock_runs = runs_bg(ModeName::Stock);
         let modes = plan
             .modes
@@ -84,7 +79,13 @@ impl Report {
                 let runs: Vec<&RunRecord> = records.iter().filter(|r| r.mode == m).collect();
                 let seed = plan.seed.wrapping_mul(31).wrapping_add(i as u64);
                 let ratio = |p| stats::ratio_ci(&samples, &idle, p, seed, stats::BOOTSTRAP_ROUNDS);
-                let background = mean_bg(m);
+                let bg_runs = runs_bg(m);
+                let background_ci = stats::mean_ratio_ci(
+                    &bg_runs,
+                    &stock_runs,
+                    seed ^ 0xb9,
+                    stats::BOOTSTRAP_ROUNDS,
+                );
                 let wall: f64 = runs.iter().map(|r| r.wall_s).sum();
                 let switches: u64 = runs.iter().map(|r| r.context_switches).sum();
                 let mut extras = BTreeMap::new();
@@ -102,17 +103,12 @@ impl Report {
                         .iter()
                         .map(|r| stats::percentile(&stats::sorted(&r.samples_ms), 95.0))
                         .collect(),
-                    background,
+                    background: (!bg_runs.is_empty()).then(|| stats::mean(&bg_runs)),
                     background_unit: runs
                         .iter()
                         .find_map(|r| r.background.as_ref().map(|b| b.unit.clone())),
-                    background_vs_stock: background.zip(stock_bg).map(|(b, s)| b / s),
-                    background_ci: stats::mean_ratio_ci(
-                        &runs_bg(m),
-                        &stock_runs,
-                        seed ^ 0xb9,
-                        stats::BOOTSTRAP_ROUNDS,
-                    ),
+                    background_vs_stock: background_ci.map(|c| c.value),
+                    background_ci,
                     context_switches_per_s: if wall > 0.0 {
                         switches as f64 / wall
                     } else {
@@ -345,12 +341,10 @@ impl Report {
 
 /// Background × stock with its interval (`stock`'s own is 1 exactly: no interval), or —.
 fn fmt_background(r: &ModeRow) -> String {
-    match (r.background_vs_stock, r.background_ci) {
-        (_, Some(c)) if r.mode != ModeName::Stock => {
-            format!("{:.3} [{:.2}–{:.2}]", c.value, c.lo, c.hi)
-        }
-        (Some(b), _) => format!("{b:.3}"),
-        _ => "—".into(),
+    match r.background_ci {
+        None => "—".into(),
+        Some(c) if r.mode == ModeName::Stock => format!("{:.3}", c.value),
+        Some(c) => format!("{:.3} [{:.2}–{:.2}]", c.value, c.lo, c.hi),
     }
 }
 

@@ -69,8 +69,12 @@ pub fn ratio_ci(mode: &[f64], idle: &[f64], p: f64, seed: u64, rounds: usize) ->
 /// [`ratio_ci`]: for figures a run gives once, such as the background's throughput, whose
 /// spread from run to run the point ratio hides.
 pub fn mean_ratio_ci(mode: &[f64], base: &[f64], seed: u64, rounds: usize) -> Option<Ratio> {
-    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
     bootstrap_ratio(mode, base, mean, seed, rounds)
+}
+
+/// The arithmetic mean (NaN when empty).
+pub fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len() as f64
 }
 
 /// `stat(mode) / stat(base)` (each given sorted) and its 95 % interval over `rounds`

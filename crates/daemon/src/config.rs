@@ -347,7 +347,7 @@ impl Default for Config {
         Config {
             mode: Mode::Uxsched,
             socket: "/run/uxsched/uxsched.sock".into(),
-            journal: "/run/uxsched/journal.sqlite".into(),
+            journal: crate::journal::DEFAULT_PATH.into(),
             log_level: "info".into(),
             control_uids: Vec::new(),
             sources: vec![SourceName::Explicit],

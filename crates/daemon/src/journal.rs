@@ -340,6 +340,9 @@ impl Journal {
     }
 }
 
+/// The default journal, on tmpfs (see the module's doc).
+pub const DEFAULT_PATH: &str = "/run/uxsched/journal.sqlite";
+
 /// Where the journal lived before it moved to `/run` (2026-11-27): the default journal takes
 /// over the rows a daemon of that time left there ([`carry_over`]).
 pub const LEGACY_PATH: &str = "/var/lib/uxsched/journal.sqlite";

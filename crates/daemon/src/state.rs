@@ -224,8 +224,11 @@ pub fn chain(
         let uid = *app_uid.get_or_init(|| owner.take().and_then(|f| f()));
         *owned.entry(task.pid).or_insert_with(|| {
             uid.is_some_and(|u| {
-                proven.set(Some(*task));
-                identity::uids_of(task).is_ok_and(|uids| identity::all_uids_are(&uids, u))
+                let uids = identity::uids_of(task);
+                if uids.is_ok() {
+                    proven.set(Some(*task));
+                }
+                uids.is_ok_and(|uids| identity::all_uids_are(&uids, u))
             })
         })
     };

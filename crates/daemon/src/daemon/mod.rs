@@ -110,7 +110,7 @@ fn take_legacy_journal(
     journal: &Journal,
     session_of: impl Fn(&crate::identity::TaskId) -> Option<u64>,
 ) {
-    if cfg.journal != Config::default().journal {
+    if cfg.journal != std::path::Path::new(crate::journal::DEFAULT_PATH) {
         return;
     }
     let legacy = std::path::Path::new(crate::journal::LEGACY_PATH);
