@@ -124,7 +124,7 @@ impl Layout {
 /// be off. Refused, with the fix.
 fn own_autogroup_at_zero() -> Result<()> {
     let me = std::process::id() as i32;
-    match uxsched_daemon::actuators::autogroup::get(me) {
+    match uxsched_os::autogroup::get(me) {
         Ok(0) => Ok(()),
         Ok(nice) => bail!(
             "this session's autogroup is at nice {nice}, not 0 (left by an earlier run?): the app would start boosted in every mode; \

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use uxsched_daemon::identity::stat;
+use uxsched_os::identity::stat;
 
 /// Where the records live: tmpfs, so a reboot (which undoes all of it) also clears them.
 pub const DIR: &str = "/run/uxsched-bench";

@@ -35,7 +35,7 @@ fn stat_field(fields: &[String], n: usize) -> io::Result<i64> {
 }
 
 /// The threads of a process, or an empty list when it has exited (the daemon's reader).
-pub use uxsched_daemon::identity::threads;
+pub use uxsched_os::identity::threads;
 
 /// A thread's name (`comm`), as models set it with `PR_SET_NAME`.
 pub fn thread_name(pid: i32, tid: i32) -> Option<String> {

@@ -208,7 +208,7 @@ fn fifo_is_bounded_by_rttime_and_restored() {
 #[test]
 #[ignore = "needs root: make test runs it as root"]
 fn schedqos_sets_policy_nice_and_slice_on_both_sides_and_restores_exactly() {
-    use uxsched_daemon::actuators::sched;
+    use uxsched_os::sched;
     let _serial = serial();
     let scratch = Scratch::new("mode-schedqos");
     let s = Subjects::start(&scratch);

@@ -2,11 +2,11 @@
 //! degrades one mechanism with a clear message; none is fatal.
 
 use crate::actuators::cgroup::{find_mounts, Hierarchy};
-use crate::actuators::sched;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::Path;
 use tracing::{info, warn};
+use uxsched_os::sched;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Features {

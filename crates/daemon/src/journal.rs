@@ -13,12 +13,12 @@
 //! someone else), so a restarted daemon restores what a killed one left behind, and restoring
 //! twice is harmless: the second pass finds the kernel no longer holds the applied value.
 
-use crate::actuators::sched::SchedAttr;
 use crate::actuators::Key;
-use crate::identity::TaskId;
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
+use uxsched_os::identity::TaskId;
+use uxsched_os::sched::SchedAttr;
 
 /// One kind of setting and its value.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -26,11 +26,11 @@
 //! HZ=250), so a runaway is demoted within the limit plus one tick plus one check interval.
 //! The checks run on a thread of their own at SCHED_FIFO 99 (`rt_guard.rs`).
 
-use crate::identity::TaskId;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::io;
 use std::time::{Duration, Instant};
 use tracing::{debug, warn};
+use uxsched_os::identity::TaskId;
 
 /// How often the RT-boosted threads' run time is read while any is boosted and busy.
 pub const CHECK: Duration = Duration::from_millis(5);
@@ -97,7 +97,7 @@ impl Reader {
             std::collections::hash_map::Entry::Occupied(o) => (o.into_mut(), false),
             std::collections::hash_map::Entry::Vacant(v) => {
                 let schedstat = std::fs::File::open(task_file(task, "schedstat"))?;
-                if !crate::identity::still_same(task) {
+                if !uxsched_os::identity::still_same(task) {
                     return Err(io::ErrorKind::NotFound.into()); // the tid was recycled
                 }
                 let o = Open {
@@ -515,7 +515,7 @@ mod tests {
             42
         );
         assert!(voluntary("Name:\tx\n").is_err());
-        let me = crate::identity::task_id(std::process::id() as i32).unwrap();
+        let me = uxsched_os::identity::task_id(std::process::id() as i32).unwrap();
         assert!(read(&me).unwrap().run_ns > 0);
     }
 
@@ -525,7 +525,7 @@ mod tests {
     fn the_reader_follows_a_sleeping_thread_through_one_descriptor() {
         // SAFETY: gettid has no preconditions.
         let tid = unsafe { libc::gettid() };
-        let me = crate::identity::task_id(tid).unwrap();
+        let me = uxsched_os::identity::task_id(tid).unwrap();
         let mut r = Reader::default();
         let run_and_sleep = || {
             let mut x = 0u64;

@@ -17,8 +17,6 @@
 //! the reconciler counts the guard's write as uxsched's own ([`RtGuard::demoted_by_guard`]), and
 //! wakes the loop, which then gives the thread the fair boost for its cool-down.
 
-use crate::actuators::sched::{self, SchedAttr};
-use crate::identity::{self, TaskId};
 use crate::rt_budget::{self, Limits, RtBudget};
 use crate::sources::Event;
 use std::collections::{BTreeSet, HashMap};
@@ -26,6 +24,8 @@ use std::sync::mpsc::Sender;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use tracing::warn;
+use uxsched_os::identity::{self, TaskId};
+use uxsched_os::sched::{self, SchedAttr};
 
 /// The guard's priority: above every real-time thread uxsched makes (the lever's FIFO 2, grants
 /// up to 98), as rtkit's watchdog.

@@ -3,11 +3,11 @@
 //! Built by scanning /proc; the policies read it and nothing else, so they stay pure.
 
 use crate::config::Config;
-use crate::identity::{self, TaskId};
 use crate::sources::tracker::{Critical, CriticalKind};
 use serde::Serialize;
 use std::collections::{HashMap, VecDeque};
 use std::io;
+use uxsched_os::identity::{self, TaskId};
 
 /// How many previously focused apps are remembered as "background apps" (bounded memory).
 pub const MAX_BACKGROUND_APPS: usize = 16;

@@ -5,8 +5,8 @@ mod common;
 
 use common::*;
 use std::time::Duration;
-use uxsched_daemon::actuators::ioprio;
 use uxsched_daemon::api::Request;
+use uxsched_os::ioprio;
 
 const T: Duration = Duration::from_secs(5);
 
@@ -181,7 +181,7 @@ fn autogroup_nice_alone_fails_across_sessions_the_foreground_group_works() {
     // uxsched mode: the app's own autogroup raised instead.
     let d = Daemon::start("uxsched", "");
     d.focus(Some(fg.pid()));
-    let ag = uxsched_daemon::actuators::autogroup::get;
+    let ag = uxsched_os::autogroup::get;
     wait_until("autogroup raised", T, || ag(fg.pid()).unwrap() == -19);
     let with_autogroup = cpu_share(fg.pid(), window);
     eprintln!(
@@ -411,7 +411,7 @@ fn a_failed_queued_move_forgets_its_row_and_is_listed() {
     let mut rec = Reconciler::new(journal, Some(groups), 0);
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let cfg = uxsched_daemon::Config::default();
-        let kthreadd = uxsched_daemon::identity::task_id(2).unwrap();
+        let kthreadd = uxsched_os::identity::task_id(2).unwrap();
         let home = h.current(2).unwrap();
         let mut desired = Desired::nothing(&cfg);
         let target = Target {

@@ -8,7 +8,7 @@ mod common;
 use common::*;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
-use uxsched_daemon::actuators::{autogroup, ioprio};
+use uxsched_os::{autogroup, ioprio};
 
 const T: Duration = Duration::from_secs(5);
 

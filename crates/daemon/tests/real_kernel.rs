@@ -6,8 +6,8 @@ mod common;
 
 use common::*;
 use std::time::Duration;
-use uxsched_daemon::actuators::sched::SCHED_FLAG_RESET_ON_FORK;
 use uxsched_daemon::journal::Journal;
+use uxsched_os::sched::SCHED_FLAG_RESET_ON_FORK;
 
 const T: Duration = Duration::from_secs(5);
 
@@ -82,8 +82,8 @@ fn uxsched_mode_gives_every_app_thread_a_short_slice_and_sigterm_restores_all() 
     let default_slice = before.iter().find(|b| b.0 == worker).unwrap().1.runtime;
     assert_ne!(default_slice, 100_000, "the short slice is not the default");
 
-    let autogroup = uxsched_daemon::actuators::autogroup::get;
-    if uxsched_daemon::actuators::autogroup::enabled() {
+    let autogroup = uxsched_os::autogroup::get;
+    if uxsched_os::autogroup::enabled() {
         assert_eq!(
             autogroup(ui).unwrap(),
             -19,
@@ -283,7 +283,7 @@ fn without_writable_cgroups_the_reconciler_degrades_to_sched_only() {
     let journal = Journal::open(&dir.path().join("j.sqlite"), |_| None).unwrap();
     let mut rec = Reconciler::new(journal, None, attr(0).runtime);
     let app = App::spawn("");
-    let task = uxsched_daemon::identity::task_id(app.pid()).unwrap();
+    let task = uxsched_os::identity::task_id(app.pid()).unwrap();
     let cfg = uxsched_daemon::Config::default();
     let mut desired = Desired::nothing(&cfg);
     desired.threads.insert(
@@ -356,7 +356,7 @@ fn a_second_daemon_on_the_same_journal_refuses_to_start_and_touches_nothing() {
 #[test]
 #[ignore = "needs root: make test runs it as root"]
 fn the_rt_lever_runs_the_critical_set_at_fifo_and_demotes_a_busy_loop() {
-    use uxsched_daemon::actuators::sched::{SCHED_FIFO, SCHED_OTHER};
+    use uxsched_os::sched::{SCHED_FIFO, SCHED_OTHER};
     require_root();
     let _s = serial();
     let d = Daemon::start(
@@ -369,19 +369,19 @@ fn the_rt_lever_runs_the_critical_set_at_fifo_and_demotes_a_busy_loop() {
     // never raises, and nice 19).
     let fair = |pid: i32| {
         for t in tids(pid) {
-            let Ok(a) = uxsched_daemon::actuators::sched::get(t) else {
+            let Ok(a) = uxsched_os::sched::get(t) else {
                 continue; // a thread that exited meanwhile
             };
             if a.is_rt() {
                 continue; // the daemon's own canary watchdog (rtapi, FIFO 99)
             }
-            let normal = uxsched_daemon::actuators::sched::SchedAttr {
+            let normal = uxsched_os::sched::SchedAttr {
                 policy: SCHED_OTHER,
                 nice: 0,
                 runtime: 0,
                 ..a
             };
-            let set = uxsched_daemon::actuators::sched::set(t, &normal);
+            let set = uxsched_os::sched::set(t, &normal);
             assert!(set.is_ok() || !tids(pid).contains(&t), "tid {t}: {set:?}");
         }
     };

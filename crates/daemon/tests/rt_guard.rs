@@ -5,11 +5,11 @@
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
-use uxsched_daemon::actuators::sched::{self, SchedAttr, SCHED_FIFO, SCHED_OTHER};
-use uxsched_daemon::identity;
 use uxsched_daemon::rt_budget::Limits;
 use uxsched_daemon::rt_guard::RtGuard;
 use uxsched_daemon::sources::Event;
+use uxsched_os::identity;
+use uxsched_os::sched::{self, SchedAttr, SCHED_FIFO, SCHED_OTHER};
 
 fn fair(nice: i32) -> SchedAttr {
     SchedAttr {

@@ -15,7 +15,7 @@ use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use uxsched_client::{Ask, Client, Error, Policy, Refusal, Reply, Request, Until};
-use uxsched_daemon::actuators::sched::{self, SCHED_FIFO};
+use uxsched_os::sched::{self, SCHED_FIFO};
 
 const ASK_ENV: &str = "UXSCHED_TEST_ASK";
 const THEN_ENV: &str = "UXSCHED_TEST_THEN";

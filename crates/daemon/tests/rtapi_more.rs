@@ -19,7 +19,7 @@ use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 use uxsched_client::{Ask, Client, Error, Policy, Refusal, Reply, Request, Until};
-use uxsched_daemon::actuators::sched::{self, SCHED_OTHER};
+use uxsched_os::sched::{self, SCHED_OTHER};
 
 const WHAT_ENV: &str = "UXSCHED_TEST_WHAT";
 const ON_ENV: &str = "UXSCHED_TEST_ON";

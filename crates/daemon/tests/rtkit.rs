@@ -12,7 +12,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
-use uxsched_daemon::actuators::sched::{self, SCHED_OTHER, SCHED_RR};
+use uxsched_os::sched::{self, SCHED_OTHER, SCHED_RR};
 
 /// Not a test: the entry point of the child processes.
 #[test]

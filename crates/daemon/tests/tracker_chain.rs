@@ -163,7 +163,7 @@ fn the_partner_an_app_waits_on_is_raised_with_it_and_restored() {
     d.focus(Some(app));
     // The default lever: the critical set at SCHED_FIFO 2 (its threads relay and sleep, far
     // under the run-time budget).
-    use uxsched_daemon::actuators::sched::{self, SCHED_FIFO, SCHED_OTHER};
+    use uxsched_os::sched::{self, SCHED_FIFO, SCHED_OTHER};
     let fifo1 = |t: i32| {
         sched::get(t).is_ok_and(|a| {
             a.policy == SCHED_FIFO && a.priority == uxsched_daemon::policy::RT_PRIORITY

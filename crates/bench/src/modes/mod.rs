@@ -18,7 +18,7 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::path::PathBuf;
-use uxsched_daemon::actuators::sched::{self, SchedAttr};
+use uxsched_os::sched::{self, SchedAttr};
 
 pub use daemon::{daemon_available, daemon_config};
 

@@ -11,7 +11,7 @@
 
 use super::{app_threads, background_threads, ignore_gone, Changes, Mode, Targets};
 use anyhow::Result;
-use uxsched_daemon::actuators::sched::{SCHED_BATCH, SCHED_OTHER};
+use uxsched_os::sched::{SCHED_BATCH, SCHED_OTHER};
 
 /// USER_INTERACTIVE: (policy, nice, slice in ns).
 pub const USER_INTERACTIVE: (u32, i32, u64) = (SCHED_OTHER, -4, 8_000_000);

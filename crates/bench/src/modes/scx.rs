@@ -24,7 +24,7 @@ use std::io::Read;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-use uxsched_daemon::actuators::sched;
+use uxsched_os::sched;
 use uxsched_scx::{Boosts, Class, PinnedBoosts};
 
 const STATE: &str = "/sys/kernel/sched_ext/state";

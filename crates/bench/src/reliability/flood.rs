@@ -128,7 +128,7 @@ fn works(daemon: &Daemon) -> Result<bool> {
         let end = std::time::Instant::now() + Duration::from_secs(5);
         let mut boosted = false;
         while !boosted && std::time::Instant::now() < end {
-            boosted = uxsched_daemon::actuators::sched::get(pid).is_ok_and(|a| a.nice < 0);
+            boosted = uxsched_os::sched::get(pid).is_ok_and(|a| a.nice < 0);
             std::thread::sleep(Duration::from_millis(20));
         }
         boosted

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::io;
-use uxsched_daemon::actuators::{autogroup, ioprio, sched};
+use uxsched_os::{autogroup, ioprio, sched};
 
 /// What one thread looks like to the scheduler.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -151,7 +151,7 @@ pub fn leftover_groups(name: &str) -> io::Result<Vec<String>> {
 
 /// The threads of a process (empty once it has exited).
 pub fn threads(pid: i32) -> Vec<i32> {
-    uxsched_daemon::identity::threads(pid)
+    uxsched_os::identity::threads(pid)
 }
 
 /// RSS of a process in KiB (`VmRSS`).

@@ -17,7 +17,7 @@ use std::collections::VecDeque;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-use uxsched_daemon::identity::{still_same, task_id, TaskId};
+use uxsched_os::identity::{still_same, task_id, TaskId};
 
 /// How long after its birth a recycler is inspected: past the focus coalescing (100 ms) and a
 /// rescan (200 ms).

@@ -432,7 +432,7 @@ impl Waiter {
 
     /// `SCHED_FIFO` 1 (reset on fork) for the waiting child.
     fn make_fifo(&self) -> io::Result<()> {
-        use crate::actuators::sched::{self, SchedAttr};
+        use uxsched_os::sched::{self, SchedAttr};
         let mut fifo = SchedAttr::ordinary();
         fifo.policy = sched::SCHED_FIFO;
         fifo.priority = 1;

@@ -18,10 +18,10 @@ pub mod sched;
 pub mod unit;
 pub mod unit_weight;
 
-use crate::identity::TaskId;
 use crate::journal::{Kind, Value};
 use serde::{Deserialize, Serialize};
 use std::io;
+use uxsched_os::identity::TaskId;
 
 /// The kernel object a setting lives on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -84,7 +84,7 @@ pub trait Actuator {
 /// The live thread behind a thread or process key (its identity re-checked), else `None`.
 pub(crate) fn reach_task(key: &Key) -> Option<i32> {
     match key {
-        Key::Thread(t) | Key::Process(t) => crate::identity::still_same(t).then_some(t.tid),
+        Key::Thread(t) | Key::Process(t) => uxsched_os::identity::still_same(t).then_some(t.tid),
         Key::Session(_) | Key::Unit(_) => None,
     }
 }

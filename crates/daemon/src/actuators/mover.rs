@@ -19,12 +19,12 @@
 //!   daemon's children.
 
 use super::cgroup::{Groups, Hierarchy};
-use crate::identity::{self, TaskId};
 use std::collections::HashMap;
 use std::io;
 use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use tracing::{debug, warn};
+use uxsched_os::identity::{self, TaskId};
 
 /// Bound on remembered failures (a group that refuses every move must not grow memory).
 const MAX_FAILED: usize = 256;
@@ -84,7 +84,7 @@ impl Mover {
             .name("uxsched-mover".into())
             .spawn(move || {
                 // The loop's priority: a queued move must not wait behind the load either.
-                if let Err(e) = super::sched::set(0, &super::sched::own_fair()) {
+                if let Err(e) = uxsched_os::sched::set(0, &uxsched_os::own::own_fair()) {
                     warn!("the cgroup mover cannot raise itself to nice -20 ({e}): moves may wait behind the load");
                 }
                 for job in rx {

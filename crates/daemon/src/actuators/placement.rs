@@ -4,10 +4,10 @@
 
 use super::cgroup::{Groups, Hierarchy};
 use super::{Actuator, Key};
-use crate::identity::{self, TaskId};
 use crate::journal::{Kind, Value};
 use std::io;
 use std::rc::Rc;
+use uxsched_os::identity::{self, TaskId};
 
 pub struct Placement(pub Rc<Groups>);
 

@@ -7,13 +7,13 @@
 //! ≥ 5.6; the pidfd also pins the process identity) and issues `POSIX_FADV_WILLNEED` from the
 //! file position over the window. Nothing is journalled: page cache is not a setting to restore.
 
-use crate::identity::{self, Pidfd};
 use crate::state::AppId;
 use std::collections::HashMap;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
+use uxsched_os::identity::{self, Pidfd};
 
 /// At most this many descriptors are examined per scan (bounded work per app).
 const MAX_FDS: usize = 256;

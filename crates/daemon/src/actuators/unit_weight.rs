@@ -5,12 +5,12 @@
 
 use super::unit::{self, Owner, Systemd, Unit};
 use super::{Actuator, Key};
-use crate::identity::TaskId;
 use crate::journal::{Kind, Value};
 use std::cell::RefCell;
 use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use uxsched_os::identity::TaskId;
 
 pub struct UnitWeight {
     /// The cgroup2 mount, searched for a unit's directory once the thread that named it left.

@@ -23,13 +23,13 @@
 //! the next pass notices, says why once, and from then on the stock levers apply.
 
 use super::{Backend, BackendConfig, BackendStatus};
-use crate::identity::TaskId;
 use crate::policy::{Desired, Target};
 use crate::state::{Role, State};
 use std::collections::BTreeMap;
 use std::io;
 use std::time::Duration;
 use tracing::{debug, info, warn};
+use uxsched_os::identity::TaskId;
 use uxsched_scx::{Class, Error, Options, Scheduler, STAT_NAMES};
 
 pub struct Scx {

@@ -11,13 +11,13 @@
 
 use super::Daemon;
 use crate::config::{Lever, Mode};
-use crate::identity::TaskId;
 use crate::policy::{critical_target, Desired};
 use crate::sources::tracker::{Critical, CriticalKind};
 use crate::sources::Event;
 use crate::state;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+use uxsched_os::identity::TaskId;
 
 impl Daemon {
     /// The tracker sends a set per change, often several within 100 µs of one keystroke (one

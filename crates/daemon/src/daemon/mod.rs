@@ -56,7 +56,7 @@ struct Daemon {
     tracker: Option<TrackerHandle>,
     tracker_state: String,
     /// The tracker's thread's loan of real time to this loop (repaid after each event).
-    loan: crate::actuators::sched::Loan,
+    loan: uxsched_os::own::Loan,
     /// The tracker's latest critical set for the app in front.
     critical: Vec<Critical>,
     /// How apps are placed on this machine (see [`reconciler`]).
@@ -74,7 +74,7 @@ struct Daemon {
     rt_suspended_until: Option<Instant>,
     /// When the tracker decided each new critical thread (monotonic ns), until its boost is
     /// written; then the latency goes to `boost_latency` (the latest [`LATENCIES`]).
-    boost_pending: Vec<(crate::identity::TaskId, u64)>,
+    boost_pending: Vec<(uxsched_os::identity::TaskId, u64)>,
     boost_latency: std::collections::VecDeque<u64>,
     /// The last answer of [`Daemon::placement_now`]: app, when, what.
     placement_seen: Option<(crate::state::AppId, Instant, placement::Placement)>,
@@ -82,7 +82,10 @@ struct Daemon {
     /// for every partner batch, and a pass reads it afresh.
     owner_seen: std::cell::Cell<Option<(crate::state::AppId, Option<u32>)>>,
     /// The journal's write count and the lever's threads at the last `publish_rt`.
-    published: Option<(u64, std::collections::BTreeSet<crate::identity::TaskId>)>,
+    published: Option<(
+        u64,
+        std::collections::BTreeSet<uxsched_os::identity::TaskId>,
+    )>,
     /// Stock levers or the sched_ext scheduler (`backend/`).
     backend: Box<dyn crate::backend::Backend>,
     /// When the last pass asked for by the cgroup mover was due.
@@ -108,7 +111,7 @@ const LATENCIES: usize = 4096;
 fn take_legacy_journal(
     cfg: &Config,
     journal: &Journal,
-    session_of: impl Fn(&crate::identity::TaskId) -> Option<u64>,
+    session_of: impl Fn(&uxsched_os::identity::TaskId) -> Option<u64>,
 ) {
     if cfg.journal != std::path::Path::new(crate::journal::DEFAULT_PATH) {
         return;
@@ -139,9 +142,9 @@ pub fn run(cfg: Config) -> anyhow::Result<()> {
         warn!("cannot bound the daemon's own real-time threads (RLIMIT_RTTIME): {e}");
     }
     let _lock = JournalLock::acquire(&cfg.journal)?;
-    let session_of = |t: &crate::identity::TaskId| {
-        crate::identity::still_same(t)
-            .then(|| crate::actuators::autogroup::read(t.pid).ok())
+    let session_of = |t: &uxsched_os::identity::TaskId| {
+        uxsched_os::identity::still_same(t)
+            .then(|| uxsched_os::autogroup::read(t.pid).ok())
             .flatten()
             .map(|(id, _)| id)
     };
@@ -162,7 +165,7 @@ pub fn run(cfg: Config) -> anyhow::Result<()> {
     let backend = crate::backend::start(&cfg.backend).context("starting the backend")?;
     let sources_alive = start_sources(&cfg, &tx);
     // `run` is the loop's thread: the tracker's thread lends it real time for new members.
-    let loan = crate::actuators::sched::Loan::to_this_thread();
+    let loan = uxsched_os::own::Loan::to_this_thread();
     let (tracker, tracker_state) = start_tracker(&cfg, &tx, loan.clone());
     let rt_lever = cfg.tracker.lever == crate::config::Lever::Rt;
     let canary = (cfg.rtapi.enabled || rt_lever)
@@ -258,8 +261,8 @@ impl Daemon {
         // the fair class's top, where it still waited 3–5 ms under load; so the tracker's
         // thread lends it real time for each hand-over of new members (`sched::Loan`), and it
         // is not real-time otherwise (`actuators::sched::raise_own` says what that cost).
-        let fair = crate::actuators::sched::own_fair();
-        if let Err(e) = crate::actuators::sched::set(0, &fair) {
+        let fair = uxsched_os::own::own_fair();
+        if let Err(e) = uxsched_os::sched::set(0, &fair) {
             warn!("the daemon's loop cannot raise itself to nice -20 ({e}): boosts may wait behind the load");
         }
         let rescan = Duration::from_millis(self.cfg.rescan_ms);
@@ -394,7 +397,7 @@ impl Daemon {
     fn thread_request(
         &mut self,
         req: &uxsched_client::Request,
-        peer: &crate::rtapi::peer::Peer,
+        peer: &uxsched_os::peer::Peer,
         conn: u64,
     ) -> anyhow::Result<uxsched_client::Reply> {
         use uxsched_client::Reply;

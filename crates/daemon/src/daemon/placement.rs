@@ -4,11 +4,11 @@
 //! check walks every process).
 
 use super::Daemon;
-use crate::identity::TaskId;
 use crate::state::AppId;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 use tracing::warn;
+use uxsched_os::identity::TaskId;
 
 /// The placement decisions for one app (`State::autogroup`, `State::rt_needs_fg`,
 /// `State::rt_keeps_home`; `rt_refused`: no cgroup open to the app takes real-time threads).
@@ -135,7 +135,7 @@ impl Daemon {
     /// terminal's session also holds its shell and whatever that starts (a build), which must
     /// not be raised with it.
     fn autogroup_applies(&self, pid: i32, home: Option<&str>) -> bool {
-        use crate::actuators::autogroup;
+        use uxsched_os::autogroup;
         if !autogroup::enabled() || autogroup::get(pid).is_err() {
             return false;
         }
@@ -166,7 +166,7 @@ impl Daemon {
         use crate::actuators::Key;
         use crate::journal::{Kind, Value};
         let g = self.rec.groups.as_ref()?;
-        let main = crate::identity::TaskId {
+        let main = uxsched_os::identity::TaskId {
             tid: app.pid,
             pid: app.pid,
             start: app.start,

@@ -2,21 +2,21 @@
 //! guard and the canary, and the "critical → boosted" latency of the tracker's new members.
 
 use super::{Daemon, LATENCIES};
-use crate::actuators::sched;
 use crate::config::Mode;
 use crate::journal::{Kind, Value};
 use crate::policy::Desired;
+use uxsched_os::sched;
 
 impl Daemon {
     /// New critical threads' boosts are written — `only` these, each at its time (the fast
     /// path), or, after a full pass, those the journal now holds a scheduling row for (the rest
     /// were not boosted: filtered out, gone): record how long after the tracker's decision (in
     /// the `uxsched` mode, the one that boosts them).
-    pub(super) fn boosts_written(&mut self, only: Option<&[(crate::identity::TaskId, u64)]>) {
+    pub(super) fn boosts_written(&mut self, only: Option<&[(uxsched_os::identity::TaskId, u64)]>) {
         let now = uxsched_tracker::procfs::monotonic_ns();
         let mut done = Vec::new();
         let journal = &self.rec.journal;
-        let held = |task: &crate::identity::TaskId| {
+        let held = |task: &uxsched_os::identity::TaskId| {
             let key = crate::actuators::Key::Thread(*task);
             journal.get(Kind::Sched, &key).is_ok_and(|e| e.is_some())
         };
@@ -79,7 +79,7 @@ impl Daemon {
     }
 
     /// The threads the `uxsched` mode's `rt` lever asks to run real-time (none otherwise).
-    pub(super) fn rt_lever_threads(&self, desired: &Desired) -> Vec<crate::identity::TaskId> {
+    pub(super) fn rt_lever_threads(&self, desired: &Desired) -> Vec<uxsched_os::identity::TaskId> {
         if self.mode != Mode::Uxsched || self.cfg.tracker.lever != crate::config::Lever::Rt {
             return Vec::new();
         }

@@ -2,7 +2,6 @@
 //! cgroup hierarchy — each reports what it could not do instead of failing the daemon.
 
 use crate::actuators::cgroup::{Groups, Hierarchy};
-use crate::actuators::sched::Loan;
 use crate::config::{Config, SourceName};
 use crate::journal::Journal;
 use crate::reconcile::Reconciler;
@@ -12,6 +11,7 @@ use std::collections::BTreeMap;
 use std::sync::mpsc;
 use std::time::Duration;
 use tracing::warn;
+use uxsched_os::own::Loan;
 
 /// Start the `rt` lever's guard when the config asks for that lever; without the guard (no
 /// SCHED_FIFO 99) or the canary the lever cannot be bounded, and the fair lever is used.

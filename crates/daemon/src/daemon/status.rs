@@ -2,12 +2,12 @@
 //! current settings read from the kernel, sources, problems — kept apart from the loop that acts.
 
 use super::Daemon;
-use crate::actuators::{ioprio, sched};
 use crate::api::{Boosted, Settings, SourceStatus, Status};
 use crate::journal::Value;
 use crate::sources::tracker::CriticalKind;
 use crate::state;
 use std::collections::BTreeMap;
+use uxsched_os::{ioprio, sched};
 
 impl Daemon {
     pub(super) fn status(&self) -> Status {
@@ -38,7 +38,7 @@ impl Daemon {
                 Boosted {
                     tid,
                     pid: e.via.pid,
-                    comm: crate::identity::stat(tid)
+                    comm: uxsched_os::identity::stat(tid)
                         .map(|s| s.comm)
                         .unwrap_or_else(|_| "(exited)".into()),
                     role: info
@@ -103,13 +103,13 @@ impl Daemon {
 
     /// The kernel's value now for the kind of `like`.
     fn current(&self, tid: i32, like: &Value) -> std::io::Result<Value> {
-        use crate::actuators::autogroup;
+        use uxsched_os::autogroup;
         Ok(match like {
             Value::Sched(_) => Value::Sched(sched::get(tid)?),
             Value::Ioprio(_) => Value::Ioprio(ioprio::get(tid)?),
             Value::Autogroup(_) => Value::Autogroup(autogroup::get(tid)?),
             Value::Unit(_) => {
-                let pid = crate::identity::tgid(tid)?;
+                let pid = uxsched_os::identity::tgid(tid)?;
                 let unit =
                     crate::actuators::unit::unit_of(pid)?.ok_or(std::io::ErrorKind::NotFound)?;
                 Value::Unit(crate::actuators::unit::weight(&unit)?)

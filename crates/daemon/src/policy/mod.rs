@@ -11,10 +11,10 @@ mod vtcfs;
 
 use crate::actuators::cgroup::Group;
 use crate::config::{Config, Mode};
-use crate::identity::TaskId;
 use crate::state::{App, State};
 use std::collections::BTreeMap;
 pub use uxsched::critical_target;
+use uxsched_os::identity::TaskId;
 
 /// What one thread should have. `None` = leave that setting as it was.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -44,12 +44,8 @@ pub struct Target {
 
 /// The real-time priority of the tracker's `rt` lever: one above the lowest, below every RT
 /// thread someone else asked for (audio servers, threaded IRQs at 50, watchdogs at 99). The
-/// lowest, 1, is the daemon's tracker thread ([`OWN_RT_PRIORITY`]).
+/// lowest is the daemon's tracker thread (`uxsched_os::own::OWN_RT_PRIORITY`).
 pub const RT_PRIORITY: u32 = 2;
-
-/// The daemon's tracker thread: above the load, below the chain it finds
-/// (`actuators::sched::raise_own`).
-pub const OWN_RT_PRIORITY: u32 = 1;
 
 /// A real-time scheduling class and priority.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -70,8 +66,8 @@ impl RtPolicy {
     /// The kernel's policy number.
     pub fn number(self) -> u32 {
         match self {
-            RtPolicy::Fifo => crate::actuators::sched::SCHED_FIFO,
-            RtPolicy::Rr => crate::actuators::sched::SCHED_RR,
+            RtPolicy::Fifo => uxsched_os::sched::SCHED_FIFO,
+            RtPolicy::Rr => uxsched_os::sched::SCHED_RR,
         }
     }
 }
@@ -104,9 +100,7 @@ impl Desired {
             t.nice = t.nice.map(|n| n.clamp(cfg.min_nice, 19));
             t.autogroup_nice = t.autogroup_nice.map(|n| n.clamp(cfg.min_nice, 19));
             t.slice_ns = t.slice_ns.map(|s| s.clamp(100_000, 100_000_000));
-            t.uclamp_min = t
-                .uclamp_min
-                .map(|u| u.min(crate::actuators::sched::UCLAMP_SCALE));
+            t.uclamp_min = t.uclamp_min.map(|u| u.min(uxsched_os::sched::UCLAMP_SCALE));
             t.rt = t.rt.map(|r| Rt {
                 priority: r.priority.clamp(1, 99),
                 ..r
@@ -150,8 +144,8 @@ pub fn for_mode(mode: Mode) -> &'static dyn Policy {
 
 #[cfg(test)]
 pub(crate) mod test_state {
-    use crate::identity::TaskId;
     use crate::state::{App, AppId, Role, State, ThreadInfo};
+    use uxsched_os::identity::TaskId;
 
     /// A foreground app with pid 100: UI thread 100, render thread 101, worker 102.
     pub fn fg_state() -> State {

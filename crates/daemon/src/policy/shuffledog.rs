@@ -7,9 +7,9 @@
 
 use super::{Desired, Policy, Target};
 use crate::actuators::cgroup::Group;
-use crate::actuators::ioprio::{encode, CLASS_BE, CLASS_RT};
 use crate::config::Config;
 use crate::state::{Role, State};
+use uxsched_os::ioprio::{encode, CLASS_BE, CLASS_RT};
 
 pub struct Shuffledog;
 
@@ -67,8 +67,8 @@ impl Policy for Shuffledog {
 mod tests {
     use super::super::test_state::{fg_state, tid};
     use super::*;
-    use crate::identity::TaskId;
     use crate::state::{App, AppId, ThreadInfo};
+    use uxsched_os::identity::TaskId;
 
     #[test]
     fn critical_below_ui_background_demoted() {

@@ -14,8 +14,8 @@
 use super::{Desired, Policy, Rt, RtPolicy, Target, RT_PRIORITY};
 use crate::actuators::cgroup::Group;
 use crate::config::{self, Config};
-use crate::identity::TaskId;
 use crate::state::{Role, State};
+use uxsched_os::identity::TaskId;
 
 pub struct Uxsched;
 
@@ -150,8 +150,8 @@ mod tests {
 
     #[test]
     fn the_trackers_chain_gets_the_ui_threads_boost() {
-        use crate::identity::TaskId;
         use crate::sources::tracker::{Critical, CriticalKind};
+        use uxsched_os::identity::TaskId;
         let mut s = fg_state();
         s.focus.as_mut().unwrap().threads[2].role = Role::Critical;
         s.chain = vec![Critical {
@@ -175,8 +175,8 @@ mod tests {
 
     #[test]
     fn the_rt_lever_puts_the_critical_set_at_fifo_1_except_threads_over_budget() {
-        use crate::identity::TaskId;
         use crate::sources::tracker::{Critical, CriticalKind};
+        use uxsched_os::identity::TaskId;
         let mut cfg = Config::default();
         cfg.tracker.lever = config::Lever::Rt;
         let mut s = fg_state();

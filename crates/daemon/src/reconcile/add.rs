@@ -14,10 +14,11 @@
 //! got its critical boost up to `min_focus_interval_ms` (100 ms) late.
 
 use super::{names, Keep, Reconciler};
-use crate::actuators::{sched, Key};
-use crate::identity::TaskId;
+use crate::actuators::Key;
 use crate::journal::{Entry, JournalError, Kind, Value};
 use crate::policy::{Desired, Target};
+use uxsched_os::identity::TaskId;
+use uxsched_os::sched;
 
 /// What the fast path does for one thread: a first change, or the update of uxsched's own row
 /// to a wish that is the same or stronger.

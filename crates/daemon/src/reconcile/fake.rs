@@ -3,14 +3,14 @@
 //! exits and recycled tids — everything the real actuators reach through /proc and syscalls.
 
 use super::{Reconciler, Tasks};
-use crate::actuators::sched::{SchedAttr, Uclamp, SCHED_OTHER};
 use crate::actuators::{Actuator, Key};
-use crate::identity::TaskId;
 use crate::journal::{Journal, Kind, Value};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashSet};
 use std::io;
 use std::rc::Rc;
+use uxsched_os::identity::TaskId;
+use uxsched_os::sched::{SchedAttr, Uclamp, SCHED_OTHER};
 
 pub const DEFAULT_SLICE: u64 = 2_800_000;
 
@@ -179,7 +179,7 @@ impl Actuator for FakeActuator {
 
     fn holds(&self, now: &Value, applied: &Value) -> bool {
         match (now, applied) {
-            (Value::Sched(n), Value::Sched(a)) => crate::actuators::sched::holds(n, a),
+            (Value::Sched(n), Value::Sched(a)) => uxsched_os::sched::holds(n, a),
             _ => now == applied,
         }
     }
@@ -213,7 +213,7 @@ impl Actuator for FakeActuator {
 /// reads back as the default; `uclamp.min` changes only with SCHED_FLAG_UTIL_CLAMP_MIN (refused
 /// with EOPNOTSUPP on a kernel without uclamp: `old.uclamp` is `None`), which is not kept.
 fn kernel_sched_write(old: &SchedAttr, a: &SchedAttr) -> io::Result<SchedAttr> {
-    use crate::actuators::sched::{SCHED_FLAG_UTIL_CLAMP_MAX, SCHED_FLAG_UTIL_CLAMP_MIN};
+    use uxsched_os::sched::{SCHED_FLAG_UTIL_CLAMP_MAX, SCHED_FLAG_UTIL_CLAMP_MIN};
     let mut a = *a;
     if a.runtime == 0 {
         a.runtime = DEFAULT_SLICE;

@@ -44,7 +44,6 @@ use crate::actuators::placement::Placement;
 use crate::actuators::sched::Sched;
 use crate::actuators::unit_weight::UnitWeight;
 use crate::actuators::{Actuator, Key};
-use crate::identity::{self, TaskId};
 use crate::journal::{Entry, Journal, JournalError, Kind, Value};
 use crate::policy::{Desired, Target};
 use std::collections::{BTreeMap, HashSet};
@@ -52,6 +51,7 @@ use std::io;
 use std::rc::Rc;
 use tracing::{debug, info, warn};
 use uxsched_model::weights::shares_to_cgroup_weight;
+use uxsched_os::identity::{self, TaskId};
 
 /// Bound on the remembered "warned once" / "yielded" / failure keys (no unbounded memory as
 /// apps come and go).

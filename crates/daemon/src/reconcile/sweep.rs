@@ -6,11 +6,11 @@
 use super::{gone, group_name, Reconciler, Wants};
 use crate::actuators::cgroup::{Group, Hierarchy};
 use crate::actuators::{Actuator, Key};
-use crate::identity;
 use crate::journal::{Entry, JournalError, Kind, Value};
 use crate::policy::Desired;
 use std::collections::{BTreeMap, HashSet};
 use tracing::{debug, info, warn};
+use uxsched_os::identity;
 
 /// Objects whose I/O priority is uxsched's own to hold: wanted or journalled.
 pub(super) fn protected(wants: &Wants, entries: &[Entry]) -> HashSet<Key> {

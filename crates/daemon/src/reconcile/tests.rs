@@ -3,13 +3,13 @@
 //! the app exits; I/O priority inherited by children; a change landing on a recycled tid).
 
 use super::fake::{default_attr, reconciler, Shared, World};
-use crate::actuators::ioprio::{encode, CLASS_BE, CLASS_RT};
 use crate::actuators::Key;
-use crate::identity::TaskId;
 use crate::journal::Kind;
 use crate::policy::Target;
 use std::cell::RefCell;
 use std::rc::Rc;
+use uxsched_os::identity::TaskId;
+use uxsched_os::ioprio::{encode, CLASS_BE, CLASS_RT};
 
 const SHELL_SESSION: u64 = 7;
 const BE4: u16 = 0x4004;
@@ -341,8 +341,8 @@ fn on_a_systemd_machine_the_apps_unit_is_raised_in_place_and_put_back() {
 /// its cool-down — and unfocus still restores the fair original, not an intermediate value.
 #[test]
 fn the_rt_lever_demoted_to_fair_and_back_still_restores_the_original() {
-    use crate::actuators::sched::{SCHED_FIFO, SCHED_FLAG_RESET_ON_FORK, SCHED_OTHER};
     use crate::policy::{Rt, RtPolicy};
+    use uxsched_os::sched::{SCHED_FIFO, SCHED_FLAG_RESET_ON_FORK, SCHED_OTHER};
     let (w, _dir, app, mut rec) = one_app();
     w.borrow_mut().tasks.get_mut(&100).unwrap().sched = default_attr(3);
     let fifo = Target {

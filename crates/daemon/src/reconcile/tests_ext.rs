@@ -3,11 +3,11 @@
 //! levers, and a thread that inherited `SCHED_EXT` restored to `SCHED_OTHER`.
 
 use super::fake::{default_attr, reconciler, World, DEFAULT_SLICE};
-use crate::actuators::sched::{SCHED_EXT, SCHED_FLAG_RESET_ON_FORK, SCHED_OTHER};
 use crate::config::Config;
 use crate::policy::{Desired, Target};
 use std::cell::RefCell;
 use std::rc::Rc;
+use uxsched_os::sched::{SCHED_EXT, SCHED_FLAG_RESET_ON_FORK, SCHED_OTHER};
 
 use super::fake::want;
 
@@ -51,7 +51,7 @@ fn an_inherited_sched_ext_is_taken_for_sched_other_only_when_the_backend_says_so
     let w = Rc::new(RefCell::new(World::default()));
     let dir = tempfile::tempdir().unwrap();
     let born = w.borrow_mut().spawn(101, 100, 1, None);
-    w.borrow_mut().tasks.get_mut(&101).unwrap().sched = crate::actuators::sched::SchedAttr {
+    w.borrow_mut().tasks.get_mut(&101).unwrap().sched = uxsched_os::sched::SchedAttr {
         policy: SCHED_EXT,
         ..default_attr(0)
     };

@@ -3,9 +3,9 @@
 //! (nice and custom slice) on release, exit, crash recovery and a recycled tid.
 
 use super::fake::{default_attr, reconciler};
-use crate::actuators::sched::{SCHED_FIFO, SCHED_FLAG_RESET_ON_FORK, SCHED_OTHER, SCHED_RR};
 use crate::config::Config;
 use crate::policy::{Rt, RtPolicy, Target};
+use uxsched_os::sched::{SCHED_FIFO, SCHED_FLAG_RESET_ON_FORK, SCHED_OTHER, SCHED_RR};
 
 use super::fake::one_thread as app;
 

@@ -5,10 +5,10 @@
 //! journal from before clamps were journalled still loads and restores without touching them.
 
 use super::fake::{default_attr, reconciler, Shared};
-use crate::actuators::sched::{SchedAttr, Uclamp};
 use crate::actuators::Key;
-use crate::identity::TaskId;
 use crate::policy::Target;
+use uxsched_os::identity::TaskId;
+use uxsched_os::sched::{SchedAttr, Uclamp};
 
 const DEFAULT_CLAMPS: Uclamp = Uclamp { min: 0, max: 1024 };
 

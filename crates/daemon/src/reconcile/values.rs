@@ -3,10 +3,10 @@
 
 use super::Reconciler;
 use crate::actuators::cgroup::Group;
-use crate::actuators::sched;
 use crate::actuators::unit;
 use crate::journal::{Kind, Value};
 use crate::policy::Target;
+use uxsched_os::sched;
 
 impl Reconciler {
     /// A fair thread's attributes with a nice (only ever raised) and a custom slice; `None` when

@@ -5,14 +5,14 @@
 //! journalled original itself (the daemon's loop is an ordinary thread too and may be starved),
 //! logs one line, and tells the loop, which drops the grants and refuses RT for a while.
 
-use crate::actuators::sched::{self, SchedAttr};
-use crate::identity::{self, TaskId};
 use crate::sources::Event;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tracing::warn;
+use uxsched_os::identity::{self, TaskId};
+use uxsched_os::sched::{self, SchedAttr};
 
 /// The watchdog's priority: above every grant (`max_rt_priority` ≤ 98).
 pub const WATCHDOG_PRIORITY: u32 = 99;

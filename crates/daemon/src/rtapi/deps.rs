@@ -15,13 +15,13 @@
 //! (X runs, with every uid, as the caller) and/or absolute paths of executables
 //! (`/proc/X/exe`, e.g. a system media server).
 
-use super::peer::Caller;
 use super::Refused;
-use crate::identity::{self, TaskId};
 use crate::policy::Desired;
 use std::collections::BTreeMap;
 use tracing::info;
 use uxsched_client::proto::{Refusal, Until};
+use uxsched_os::identity::{self, TaskId};
+use uxsched_os::peer::Caller;
 
 /// The rule entry that lets a client name processes of its own uid.
 pub const SAME_UID: &str = "same-uid";

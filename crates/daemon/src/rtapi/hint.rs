@@ -32,13 +32,13 @@
 //! start and on every pass), which the kernel would apply anyway; `u` is reported as given.
 //! Where the kernel has no uclamp the reply says so and only nice and slice are given.
 
-use super::peer::Caller;
 use super::Refused;
-use crate::identity::{self, TaskId};
 use crate::policy::Desired;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 use uxsched_client::proto::{Refusal, Session, Until};
+use uxsched_os::identity::{self, TaskId};
+use uxsched_os::peer::Caller;
 
 /// The controller's gain per report (see the module doc).
 pub const GAIN: f64 = 0.5;
@@ -127,8 +127,7 @@ struct Boost {
 
 /// `uclamp.min` of the strongest boost and the system's limit, or why there is none.
 fn uclamp_caps(high: u32) -> Result<(u32, u32), String> {
-    crate::actuators::sched::uclamp_support()
-        .map_err(|why| format!("{why}: nice and slice only"))?;
+    uxsched_os::sched::uclamp_support().map_err(|why| format!("{why}: nice and slice only"))?;
     if high == 0 {
         return Err("`[rtapi] hint_uclamp_max = 0`: nice and slice only".into());
     }
@@ -505,7 +504,7 @@ mod tests {
         );
         // Turned off by the config: said so.
         let off = Hints::new(3_000_000, 0);
-        match (&off.uclamp, crate::actuators::sched::uclamp_support()) {
+        match (&off.uclamp, uxsched_os::sched::uclamp_support()) {
             (Err(e), Ok(())) => assert!(e.contains("hint_uclamp_max = 0"), "{e}"),
             (Err(e), Err(k)) => assert!(e.contains(k), "{e}"),
             (Ok(_), _) => panic!("hint_uclamp_max = 0 still gives uclamp"),

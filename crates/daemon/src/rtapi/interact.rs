@@ -5,13 +5,13 @@
 //! `min_nice`) while it handles it. The paper promotes the task "temporarily"; here the bound is
 //! explicit: without an end, the boost lapses after `interaction_max_ms`.
 
-use super::peer::Caller;
 use super::Refused;
-use crate::identity::{self, TaskId};
 use crate::policy::Desired;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 use uxsched_client::proto::Refusal;
+use uxsched_os::identity::{self, TaskId};
+use uxsched_os::peer::Caller;
 
 /// The user-interactive boost: the daemon's `min_nice` and the `uxsched` mode's slice.
 #[derive(Debug, Clone, Copy)]

@@ -22,17 +22,16 @@ pub mod deps;
 pub mod hint;
 pub mod interact;
 mod more;
-pub mod peer;
 pub mod rtkit;
 
-use crate::identity::{self, TaskId};
 use crate::policy::{Desired, Rt, RtPolicy};
 use config::RtApi;
-use peer::{Caller, Peer};
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
 use tracing::{info, warn};
 use uxsched_client::proto::{Ask, Policy, Refusal, Request, Until};
+use uxsched_os::identity::{self, TaskId};
+use uxsched_os::peer::{self, Caller, Peer};
 
 /// A refusal: the machine-readable reason and what to do, in words.
 pub type Refused = (Refusal, String);
@@ -370,7 +369,7 @@ impl Grants {
         req: &Request,
         task: TaskId,
     ) -> Result<uxsched_client::Granted, Refused> {
-        let now = crate::actuators::sched::get(task.tid);
+        let now = uxsched_os::sched::get(task.tid);
         let result = match now {
             _ if !peer.alive() || !identity::still_same(&task) => Err((
                 Refusal::Identity,
@@ -408,7 +407,7 @@ fn is_rt(ask: &Ask) -> bool {
 }
 
 /// Whether the kernel's attributes `a` give what `ask` asked.
-fn holds(ask: &Ask, a: &crate::actuators::sched::SchedAttr) -> bool {
+fn holds(ask: &Ask, a: &uxsched_os::sched::SchedAttr) -> bool {
     match *ask {
         Ask::Realtime { policy, priority } => {
             let p = match policy {
@@ -424,12 +423,8 @@ fn holds(ask: &Ask, a: &crate::actuators::sched::SchedAttr) -> bool {
 }
 
 /// The kernel's attributes as the reply shows them.
-fn granted(
-    tid: i32,
-    a: &crate::actuators::sched::SchedAttr,
-    until: Until,
-) -> uxsched_client::Granted {
-    use crate::actuators::sched::*;
+fn granted(tid: i32, a: &uxsched_os::sched::SchedAttr, until: Until) -> uxsched_client::Granted {
+    use uxsched_os::sched::*;
     let policy = match a.policy {
         SCHED_OTHER => "other",
         SCHED_FIFO => "fifo",

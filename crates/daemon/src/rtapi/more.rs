@@ -2,12 +2,12 @@
 //! interaction hints — with the same approval (a `[[rtapi.allow]]` rule for the caller) and
 //! limits (the user's rate for the requests that create something; per-user caps in each).
 
-use super::peer::Caller;
 use super::{Grants, Refused};
-use crate::identity::TaskId;
 use std::time::Instant;
 use tracing::info;
 use uxsched_client::proto::{Ask, Refusal, Reply, Request};
+use uxsched_os::identity::TaskId;
+use uxsched_os::peer::Caller;
 
 impl Grants {
     /// Handle `req` if it is not a thread's own grant (`None`: it is; the caller goes on).

@@ -16,8 +16,6 @@
 //! what policy, limits or identity refuse (rtkit's EPERM/EBUSY), `InvalidArgs` for a malformed
 //! ask, `Failed` when the kernel does not hold the change; the message gives uxsched's reason.
 
-use super::peer::Peer;
-use crate::identity::{self, Pidfd, TaskId};
 use crate::sources::Event;
 use serde::{Deserialize, Serialize};
 use std::os::fd::AsFd;
@@ -26,6 +24,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tracing::{info, warn};
 use uxsched_client::proto::{Ask, Policy, Refusal, Reply, Request, Until};
+use uxsched_os::identity::{self, Pidfd, TaskId};
+use uxsched_os::peer::Peer;
 use zbus::fdo;
 use zbus::message::Header;
 use zbus::names::BusName;
@@ -314,7 +314,7 @@ impl RealtimeKit {
     }
 
     /// The process a request is for: the caller's own, or with `same_user_processes` another
-    /// of its uid (whose every uid [`super::peer::thread_of`] checks is the caller's).
+    /// of its uid (whose every uid [`uxsched_os::peer::thread_of`] checks is the caller's).
     fn target(&self, caller: Caller, process: Option<u64>) -> fdo::Result<Peer> {
         let own = process.is_none_or(|p| p == 0 || p == caller.pid as u64);
         if own {

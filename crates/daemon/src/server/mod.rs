@@ -10,13 +10,11 @@
 //! [`REQUEST_TIMEOUT`] is dropped.
 
 use crate::api::{Request, Response, MAX_REQUEST};
-use crate::rtapi::peer::Peer;
 use crate::sources::Event;
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::Shutdown;
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::io::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,6 +23,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tracing::{debug, warn};
 use uxsched_client::proto::{self as v1, Refusal, Reply};
+use uxsched_os::peer::{peer_uid, Peer};
 
 mod framing;
 use framing::too_slow;
@@ -109,36 +108,6 @@ impl Slots {
         }
         self.uids.retain(|_, n| *n > 0);
     }
-}
-
-/// The uid of the process at the other end of the Unix socket `stream`.
-pub fn peer_uid(stream: &impl AsRawFd) -> std::io::Result<u32> {
-    peer_cred(stream).map(|c| c.uid)
-}
-
-/// `SO_PEERCRED` of the connected Unix socket `stream`: the peer's pid, uid and gid as of
-/// `connect(2)`.
-pub fn peer_cred(stream: &impl AsRawFd) -> std::io::Result<libc::ucred> {
-    let mut cred = libc::ucred {
-        pid: 0,
-        uid: 0,
-        gid: 0,
-    };
-    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
-    // SAFETY: `cred` and `len` are valid for writes of the sizes given.
-    let r = unsafe {
-        libc::getsockopt(
-            stream.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_PEERCRED,
-            &mut cred as *mut libc::ucred as *mut libc::c_void,
-            &mut len,
-        )
-    };
-    if r != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(cred)
 }
 
 pub struct Server {

@@ -17,9 +17,9 @@ pub mod x11;
 
 use crate::api::{Request, Response};
 use crate::config::SourceName;
-use crate::identity;
 use crate::state::AppId;
 use std::sync::mpsc::Sender;
+use uxsched_os::identity;
 
 /// Everything the daemon loop reacts to.
 pub enum Event {
@@ -43,7 +43,7 @@ pub enum Event {
     /// A real-time API request (protocol v1) on connection `conn` from `peer`.
     Thread {
         request: uxsched_client::Request,
-        peer: std::sync::Arc<crate::rtapi::peer::Peer>,
+        peer: std::sync::Arc<uxsched_os::peer::Peer>,
         conn: u64,
         reply: Sender<uxsched_client::Reply>,
     },

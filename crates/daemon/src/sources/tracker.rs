@@ -5,13 +5,13 @@
 //! a client's claim; the daemon still bounds what partners may get (`state.rs`).
 
 use super::Event;
-use crate::actuators::sched::Loan;
-use crate::identity::TaskId;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
 use std::sync::Arc;
 use std::time::Duration;
 use tracing::{debug, info, warn};
+use uxsched_os::identity::TaskId;
+use uxsched_os::own::Loan;
 use uxsched_tracker::{Kind, Member, Status, Tracker, TrackerConfig};
 
 /// The longest the tracker thread sleeps without events, a focus change or an episode to time
@@ -141,7 +141,7 @@ pub fn spawn(
             // killed it when the thread was real-time already.
             // Ready only once raised: the daemon (and `status`) then never sees the tracker
             // running at the load's priority (under 6 hogs the thread waited to raise itself).
-            crate::actuators::sched::raise_own("tracker thread");
+            uxsched_os::own::raise_own("tracker thread");
             let _ = ready_tx.send(Ok(()));
             run(tracker, &focus_rx, &woken, &events, &loan);
         })

@@ -50,7 +50,7 @@ fn active_pid(conn: &impl Connection, root: Window, atoms: &Atoms) -> XResult<Op
 
 /// Whose processes this display's windows may name: the X server's uid.
 fn display_owner(conn: &x11rb::rust_connection::RustConnection, any: bool) -> Owner {
-    match crate::server::peer_uid(conn.stream()) {
+    match uxsched_os::peer::peer_uid(conn.stream()) {
         Ok(uid) => {
             if uid == 0 && !any {
                 tracing::warn!(

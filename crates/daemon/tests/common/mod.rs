@@ -14,9 +14,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use uxsched_daemon::actuators::cgroup::Hierarchy;
-use uxsched_daemon::actuators::ioprio;
-use uxsched_daemon::actuators::sched::{self, SchedAttr};
 use uxsched_daemon::api::{self, Request, Status};
+use uxsched_os::ioprio;
+use uxsched_os::sched::{self, SchedAttr};
 
 pub const ROLE_ENV: &str = "UXSCHED_TEST_ROLE";
 pub const CONFIG_ENV: &str = "UXSCHED_TEST_CONFIG";
@@ -296,11 +296,11 @@ impl Drop for App {
 }
 
 pub fn tids(pid: i32) -> Vec<i32> {
-    uxsched_daemon::identity::threads(pid)
+    uxsched_os::identity::threads(pid)
 }
 
 pub fn comm(tid: i32) -> String {
-    uxsched_daemon::identity::stat(tid)
+    uxsched_os::identity::stat(tid)
         .map(|s| s.comm)
         .unwrap_or_default()
 }
@@ -459,6 +459,6 @@ pub fn set_nice(tid: i32, nice: i32) {
 /// The calling thread at SCHED_OTHER nice 0 (the tests may run under `chrt -i 0`; uxsched
 /// changes only fair-class threads, and children inherit this).
 pub fn ordinary() {
-    let a = uxsched_daemon::actuators::sched::SchedAttr::ordinary();
-    uxsched_daemon::actuators::sched::set(0, &a).unwrap();
+    let a = uxsched_os::sched::SchedAttr::ordinary();
+    uxsched_os::sched::set(0, &a).unwrap();
 }

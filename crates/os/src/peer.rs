@@ -12,6 +12,36 @@ use std::path::PathBuf;
 /// connected, taken by the kernel at connect time.
 const SO_PEERPIDFD: libc::c_int = 77;
 
+/// The uid of the process at the other end of the Unix socket `stream`.
+pub fn peer_uid(stream: &impl AsRawFd) -> std::io::Result<u32> {
+    peer_cred(stream).map(|c| c.uid)
+}
+
+/// `SO_PEERCRED` of the connected Unix socket `stream`: the peer's pid, uid and gid as of
+/// `connect(2)`.
+pub fn peer_cred(stream: &impl AsRawFd) -> std::io::Result<libc::ucred> {
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: 0,
+        gid: 0,
+    };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: `cred` and `len` are valid for writes of the sizes given.
+    let r = unsafe {
+        libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            &mut cred as *mut libc::ucred as *mut libc::c_void,
+            &mut len,
+        )
+    };
+    if r != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(cred)
+}
+
 /// The process that connected: uid and pid from `SO_PEERCRED`, and a pidfd that names that
 /// very process for as long as the connection lives.
 #[derive(Debug)]
@@ -27,7 +57,7 @@ impl Peer {
     /// that the newer kernels close).
     pub fn of(stream: &impl AsRawFd) -> io::Result<Peer> {
         let fd = stream.as_raw_fd();
-        let cred = crate::server::peer_cred(stream)?;
+        let cred = peer_cred(stream)?;
         let mut pidfd: libc::c_int = -1;
         let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
         // SAFETY: `pidfd` and `len` are valid for writes of the sizes given.

@@ -17,7 +17,7 @@ pub struct TaskId {
     pub start: u64,
 }
 
-pub use uxsched_os::task::{parse_stat, stat, Stat};
+pub use crate::task::{parse_stat, stat, Stat};
 
 fn proc_root() -> PathBuf {
     PathBuf::from("/proc")
@@ -25,8 +25,7 @@ fn proc_root() -> PathBuf {
 
 /// The process (tgid) a task belongs to, from `/proc/<tid>/status`.
 pub fn tgid(tid: i32) -> io::Result<i32> {
-    let text =
-        uxsched_os::procfs::read_to_string(proc_root().join(tid.to_string()).join("status"))?;
+    let text = crate::procfs::read_to_string(proc_root().join(tid.to_string()).join("status"))?;
     text.lines()
         .find_map(|l| l.strip_prefix("Tgid:"))
         .and_then(|v| v.trim().parse().ok())
@@ -49,7 +48,7 @@ pub fn task_id(tid: i32) -> io::Result<TaskId> {
 /// the first was of `task`'s process (a recycled pid has another start time).
 pub fn uids_of(task: &TaskId) -> io::Result<[u32; 4]> {
     let path = proc_root().join(task.pid.to_string()).join("status");
-    let status = uxsched_os::procfs::read_to_string(&path)?;
+    let status = crate::procfs::read_to_string(&path)?;
     let uids = parse_uids(&status).ok_or_else(|| {
         io::Error::new(
             io::ErrorKind::InvalidData,
@@ -89,7 +88,7 @@ pub fn still_same(id: &TaskId) -> bool {
     let held = handles().open.remove(id);
     let handle = match held {
         Some((handle, _)) => handle,
-        None => match uxsched_os::task::StatHandle::open(id.pid, id.tid) {
+        None => match crate::task::StatHandle::open(id.pid, id.tid) {
             Ok(handle) => handle,
             Err(_) => return false,
         },
@@ -107,12 +106,12 @@ pub const HANDLES: usize = 256;
 
 #[derive(Default)]
 struct Handles {
-    open: std::collections::HashMap<TaskId, (uxsched_os::task::StatHandle, u64)>,
+    open: std::collections::HashMap<TaskId, (crate::task::StatHandle, u64)>,
     uses: u64,
 }
 
 impl Handles {
-    fn keep(&mut self, id: TaskId, handle: uxsched_os::task::StatHandle) {
+    fn keep(&mut self, id: TaskId, handle: crate::task::StatHandle) {
         if self.open.len() >= HANDLES {
             let oldest = self.open.iter().min_by_key(|(_, (_, used))| *used);
             if let Some(oldest) = oldest.map(|(id, _)| *id) {
@@ -210,9 +209,9 @@ impl Process {
 pub fn observe(pid: i32) -> io::Result<(Process, Pidfd)> {
     let pidfd = Pidfd::open(pid)?;
     let dir = proc_root().join(pid.to_string());
-    let status = uxsched_os::procfs::read_to_string(dir.join("status"))?;
+    let status = crate::procfs::read_to_string(dir.join("status"))?;
     let start = stat(pid)?.start;
-    let cgroup = uxsched_os::procfs::read_to_string(dir.join("cgroup"))?;
+    let cgroup = crate::procfs::read_to_string(dir.join("cgroup"))?;
     if pidfd.exited() {
         return Err(io::Error::new(io::ErrorKind::NotFound, "exited"));
     }

@@ -27,7 +27,7 @@ fn children(pid: i32) -> Vec<i32> {
     crate::identity::threads(pid)
         .into_iter()
         .filter_map(|tid| {
-            uxsched_os::procfs::read_to_string(format!("/proc/{pid}/task/{tid}/children")).ok()
+            crate::procfs::read_to_string(format!("/proc/{pid}/task/{tid}/children")).ok()
         })
         .flat_map(|t| {
             t.split_whitespace()
