@@ -17,6 +17,7 @@
 //! Real-time grants need a hard `RLIMIT_RTTIME` of at most 200 ms on the process (the kernel
 //! then stops a runaway thread): [`limit_rttime`] sets it.
 
+pub mod control;
 pub mod proto;
 
 pub use proto::{Ask, Granted, Policy, Refusal, Reply, Request, Session, Until};

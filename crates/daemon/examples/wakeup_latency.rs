@@ -17,7 +17,7 @@ use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-use uxsched_daemon::api::{self, Request};
+use uxsched_client::control::{self, Request};
 
 const PERIOD_NS: i64 = 10_000_000;
 const WARMUP_SAMPLES: usize = 50;
@@ -134,7 +134,7 @@ fn measure(config: &str, secs: u64) -> Vec<f64> {
     }
     let mut task = task.spawn().unwrap();
     if let Some(d) = &daemon {
-        api::call(
+        control::call(
             &d.socket,
             &Request::Focus {
                 pid: Some(task.id() as i32),

@@ -9,7 +9,6 @@
 //! that ties them together is [`daemon`]. See docs/daemon.md.
 
 pub mod actuators;
-pub mod api;
 pub mod backend;
 pub mod config;
 pub mod daemon;

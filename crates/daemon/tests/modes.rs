@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use std::time::Duration;
-use uxsched_daemon::api::Request;
+use uxsched_client::control::Request;
 use uxsched_os::ioprio;
 
 const T: Duration = Duration::from_secs(5);

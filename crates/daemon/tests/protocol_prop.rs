@@ -10,8 +10,8 @@ use std::io::{self, BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::sync::mpsc;
 use std::time::Duration;
+use uxsched_client::control::{Response, MAX_REQUEST};
 use uxsched_client::proto::{Ask, Policy, Refusal, Reply, Request, Until};
-use uxsched_daemon::api::{Response, MAX_REQUEST};
 use uxsched_daemon::server::{parse_request, read_line, Incoming, Server};
 use uxsched_daemon::sources::Event;
 

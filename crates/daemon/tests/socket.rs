@@ -13,7 +13,7 @@ use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use uxsched_daemon::api::{self, Request};
+use uxsched_client::control::{self, Request};
 
 const HOG_CONNECTIONS: usize = 64;
 
@@ -54,7 +54,7 @@ fn hog(socket: &Path) -> ! {
             }
         }
         if rx.recv_timeout(Duration::from_millis(50)).is_ok() {
-            let reply = match api::call(socket, &Request::Status) {
+            let reply = match control::call(socket, &Request::Status) {
                 Ok(_) => "ok".to_owned(),
                 Err(e) => e.to_string(),
             };

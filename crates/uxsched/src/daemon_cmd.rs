@@ -5,7 +5,7 @@ use crate::exit::bad_input;
 use anyhow::Context;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use uxsched_daemon::api::{self, Request, Status};
+use uxsched_client::control::{self, Request, Status};
 use uxsched_daemon::backend;
 use uxsched_daemon::config::{self, Config, Mode};
 
@@ -139,9 +139,9 @@ pub(crate) fn socket_path(arg: &SocketArg) -> anyhow::Result<PathBuf> {
     }
 }
 
-fn send(socket: &Path, req: &Request) -> anyhow::Result<api::Response> {
-    api::call(socket, req).map_err(|e| match e {
-        api::ClientError::Refused(msg) => bad_input(msg),
+fn send(socket: &Path, req: &Request) -> anyhow::Result<control::Response> {
+    control::call(socket, req).map_err(|e| match e {
+        control::ClientError::Refused(msg) => bad_input(msg),
         other => anyhow::Error::new(other),
     })
 }
@@ -293,7 +293,7 @@ fn render_status(s: &Status) -> String {
 }
 
 /// `backend: scx (vtcfs, partial mode) running`, its classes and counters.
-fn render_backend(o: &mut String, b: &backend::BackendStatus) {
+fn render_backend(o: &mut String, b: &uxsched_client::control::BackendStatus) {
     let detail = if b.detail.is_empty() {
         String::new()
     } else {
@@ -323,7 +323,7 @@ mod tests {
         let mut o = String::new();
         render_backend(
             &mut o,
-            &backend::BackendStatus {
+            &uxsched_client::control::BackendStatus {
                 kind: "scx".into(),
                 detail: "mcfs, partial mode".into(),
                 state: "fell back to the stock levers: SysRq-S (kind 67)".into(),
@@ -337,7 +337,7 @@ mod tests {
              SCHED_EXT threads by class: interactive=2\n  counters: enqueued=41 stolen=0\n"
         );
         let mut o = String::new();
-        let stock = backend::BackendStatus {
+        let stock = uxsched_client::control::BackendStatus {
             kind: "stock".into(),
             state: "running".into(),
             ..Default::default()

@@ -10,7 +10,7 @@ use rand_chacha::ChaCha8Rng;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-use uxsched_daemon::api::{self, Request};
+use uxsched_client::control::{self, Request};
 
 const PER_SECOND: u32 = 100;
 const CLIENTS: usize = 8;
@@ -64,7 +64,7 @@ pub fn run(
                     let at = start + Duration::from_secs(1) * n as u32 / PER_SECOND;
                     std::thread::sleep(at.saturating_duration_since(Instant::now()));
                     let pid = pids[rng.gen_range(0..pids.len())];
-                    let _ = api::call(socket, &Request::Focus { pid: Some(pid) });
+                    let _ = control::call(socket, &Request::Focus { pid: Some(pid) });
                     sent.fetch_add(1, Ordering::Relaxed);
                 }
             });

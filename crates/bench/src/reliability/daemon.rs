@@ -6,7 +6,7 @@ use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-use uxsched_daemon::api::{self, Request};
+use uxsched_client::control::{self, Request};
 
 const READY_TIMEOUT: Duration = Duration::from_secs(20);
 const STOP_TIMEOUT: Duration = Duration::from_secs(20);
@@ -68,7 +68,7 @@ impl Daemon {
             .context("starting uxsched daemon")?;
         self.child = Some(child);
         let start = Instant::now();
-        while api::call(&self.socket(), &Request::Status).is_err() {
+        while control::call(&self.socket(), &Request::Status).is_err() {
             if !self.alive() {
                 bail!(
                     "the daemon exited before answering; its log: {}",
@@ -144,8 +144,8 @@ impl Daemon {
 
     /// Ask the daemon to focus `pid` (`None`: clear). A refusal (the process exited) is normal
     /// in churn and not an error here.
-    pub fn focus(&self, pid: Option<i32>) -> Result<(), api::ClientError> {
-        api::call(&self.socket(), &Request::Focus { pid }).map(|_| ())
+    pub fn focus(&self, pid: Option<i32>) -> Result<(), control::ClientError> {
+        control::call(&self.socket(), &Request::Focus { pid }).map(|_| ())
     }
 
     /// Rows left in the journal (after a stop: boosts nobody restored), counted over every

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-use uxsched_daemon::api::{self, Request};
+use uxsched_client::control::{self, Request};
 
 const ROLE: &str = "UXSCHED_BENCH_ROLE";
 const CONFIG: &str = "UXSCHED_BENCH_CONFIG";
@@ -48,7 +48,7 @@ impl Daemon {
             .spawn()
             .unwrap();
         let end = Instant::now() + Duration::from_secs(20);
-        while api::call(&socket, &Request::Status).is_err() {
+        while control::call(&socket, &Request::Status).is_err() {
             assert!(Instant::now() < end, "the daemon did not start");
             std::thread::sleep(Duration::from_millis(20));
         }

@@ -9,6 +9,7 @@ pub mod scx;
 use crate::policy::Desired;
 use crate::state::State;
 use serde::{Deserialize, Deserializer, Serialize};
+use uxsched_client::control::BackendStatus;
 
 /// `[backend]` of the daemon's config.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -91,25 +92,6 @@ impl ScxPolicy {
             ScxPolicy::Facfs => uxsched_scx::Policy::Facfs,
         }
     }
-}
-
-/// What `uxsched status` shows of the backend.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct BackendStatus {
-    /// `stock` or `scx`.
-    pub kind: String,
-    /// The scheduler's policy and mode (`vtcfs, partial`); empty for stock.
-    #[serde(default)]
-    pub detail: String,
-    /// `running`, or why the daemon fell back to the stock levers.
-    pub state: String,
-    /// Threads in SCHED_EXT with a class in the boost map, by class name.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub classes: Vec<(String, u64)>,
-    /// The scheduler's counters (`uxsched_scx::STAT_NAMES`), summed over CPUs; after a
-    /// fallback, their last reading.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub counters: Vec<(String, u64)>,
 }
 
 /// One backend: reshapes each pass's desired settings into its own levers.

@@ -22,13 +22,14 @@
 //! the scheduler (error, watchdog, SysRq-S) it moves every `SCHED_EXT` thread to the fair class;
 //! the next pass notices, says why once, and from then on the stock levers apply.
 
-use super::{Backend, BackendConfig, BackendStatus};
+use super::{Backend, BackendConfig};
 use crate::policy::{Desired, Target};
 use crate::state::{Role, State};
 use std::collections::BTreeMap;
 use std::io;
 use std::time::Duration;
 use tracing::{debug, info, warn};
+use uxsched_client::control::BackendStatus;
 use uxsched_os::identity::TaskId;
 use uxsched_scx::{Class, Error, Options, Scheduler, STAT_NAMES};
 

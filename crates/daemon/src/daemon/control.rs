@@ -2,12 +2,12 @@
 //! each source's word, merged by precedence into the one app in front.
 
 use super::Daemon;
-use crate::api::{Request, Response};
 use crate::config::{Mode, SourceName};
 use crate::sources::explicit;
 use crate::state::AppId;
 use std::time::Instant;
 use tracing::info;
+use uxsched_client::control::{Request, Response};
 
 impl Daemon {
     pub(super) fn handle(&mut self, request: Request, uid: u32) -> Response {

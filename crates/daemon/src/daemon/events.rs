@@ -2,11 +2,11 @@
 //! watchdog asks, and what the loop does about it before its next pass.
 
 use super::Daemon;
-use crate::api::{Request, Response};
 use crate::sources::Event;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use tracing::{info, warn};
+use uxsched_client::control::{Request, Response};
 
 /// Whether the loop goes on.
 #[derive(Debug, PartialEq, Eq)]

@@ -2,11 +2,11 @@
 //! current settings read from the kernel, sources, problems — kept apart from the loop that acts.
 
 use super::Daemon;
-use crate::api::{Boosted, Settings, SourceStatus, Status};
 use crate::journal::Value;
 use crate::sources::tracker::CriticalKind;
 use crate::state;
 use std::collections::BTreeMap;
+use uxsched_client::control::{Boosted, Settings, SourceStatus, Status};
 use uxsched_os::{ioprio, sched};
 
 impl Daemon {
@@ -96,7 +96,9 @@ impl Daemon {
             problems,
             tracker: self.tracker_state.clone(),
             placement: self.placement.clone(),
-            boost_latency: crate::api::LatencySummary::of_ns(self.boost_latency.iter().copied()),
+            boost_latency: uxsched_client::control::LatencySummary::of_ns(
+                self.boost_latency.iter().copied(),
+            ),
             backend: Some(self.backend.status()),
         }
     }

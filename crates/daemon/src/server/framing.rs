@@ -2,8 +2,8 @@
 //! parsing into a control request or a real-time API request.
 
 use super::REQUEST_TIMEOUT;
-use crate::api::{Request, MAX_REQUEST};
 use std::io::{self, Read};
+use uxsched_client::control::{Request, MAX_REQUEST};
 use uxsched_client::proto as v1;
 
 /// Read one request line (without its newline) from `r`, at most [`MAX_REQUEST`] bytes; the

@@ -9,7 +9,6 @@
 //! request line longer than [`MAX_REQUEST`] bytes is refused, and one that has not arrived within
 //! [`REQUEST_TIMEOUT`] is dropped.
 
-use crate::api::{Request, Response, MAX_REQUEST};
 use crate::sources::Event;
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
@@ -22,6 +21,7 @@ use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tracing::{debug, warn};
+use uxsched_client::control::{Request, Response, MAX_REQUEST};
 use uxsched_client::proto::{self as v1, Refusal, Reply};
 use uxsched_os::peer::{peer_uid, Peer};
 

@@ -15,10 +15,10 @@ pub mod mutter;
 pub mod tracker;
 pub mod x11;
 
-use crate::api::{Request, Response};
 use crate::config::SourceName;
 use crate::state::AppId;
 use std::sync::mpsc::Sender;
+use uxsched_client::control::{Request, Response};
 use uxsched_os::identity;
 
 /// Everything the daemon loop reacts to.

@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
+use uxsched_client::control::{self, Request, Status};
 use uxsched_daemon::actuators::cgroup::Hierarchy;
-use uxsched_daemon::api::{self, Request, Status};
 use uxsched_os::ioprio;
 use uxsched_os::sched::{self, SchedAttr};
 
@@ -121,7 +121,7 @@ impl Daemon {
         self.child = Some(child);
         let socket = self.socket.clone();
         wait_until("daemon status", Duration::from_secs(20), || {
-            api::call(&socket, &Request::Status).is_ok()
+            control::call(&socket, &Request::Status).is_ok()
         });
     }
 
@@ -139,14 +139,14 @@ impl Daemon {
     }
 
     pub fn status(&self) -> Status {
-        api::call(&self.socket, &Request::Status)
+        control::call(&self.socket, &Request::Status)
             .unwrap()
             .status
             .unwrap()
     }
 
-    pub fn send(&self, req: Request) -> Result<api::Response, api::ClientError> {
-        api::call(&self.socket, &req)
+    pub fn send(&self, req: Request) -> Result<control::Response, control::ClientError> {
+        control::call(&self.socket, &req)
     }
 
     pub fn focus(&self, pid: Option<i32>) {

@@ -140,7 +140,7 @@ pub struct Status {
     pub boost_latency: Option<LatencySummary>,
     /// The backend (stock levers or sched_ext), its state and counters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub backend: Option<crate::backend::BackendStatus>,
+    pub backend: Option<BackendStatus>,
 }
 
 /// Percentiles of a latency, µs.
@@ -183,6 +183,25 @@ pub enum ClientError {
     Reply(#[from] serde_json::Error),
     #[error("the daemon refused: {0}")]
     Refused(String),
+}
+
+/// What `uxsched status` shows of the backend.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BackendStatus {
+    /// `stock` or `scx`.
+    pub kind: String,
+    /// The scheduler's policy and mode (`vtcfs, partial`); empty for stock.
+    #[serde(default)]
+    pub detail: String,
+    /// `running`, or why the daemon fell back to the stock levers.
+    pub state: String,
+    /// Threads in SCHED_EXT with a class in the boost map, by class name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub classes: Vec<(String, u64)>,
+    /// The scheduler's counters (`uxsched_scx::STAT_NAMES`), summed over CPUs; after a
+    /// fallback, their last reading.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub counters: Vec<(String, u64)>,
 }
 
 #[cfg(test)]
