@@ -5,11 +5,11 @@
 //! ([`crate::policy`]) only decide; the engine applies their decisions and writes the one event
 //! log ([`crate::log`]) that every metric and picture is computed from.
 //!
-//! Files: [`build`] (workload → runtime state), [`program`] (what a task does next, and the
-//! synchronisation objects), [`fair`] (hierarchical fair class over cgroups), [`rt`] (RT
-//! class and throttling), [`balance`] (CPU selection and load balancing), [`bandwidth`]
-//! (cgroup CPU quotas), [`blockdev`] (the block device tasks read from), [`core`] (dispatch,
-//! accounting, ticks, the scheduling loop).
+//! Files: [`build`] (workload → runtime state), [`program`] (what a task does next), [`sync`]
+//! (the synchronisation objects tasks share), [`fair`] (hierarchical fair class over cgroups),
+//! [`rt`] (RT class and throttling), [`balance`] (CPU selection and load balancing),
+//! [`bandwidth`] (cgroup CPU quotas), [`blockdev`] (the block device tasks read from), [`core`]
+//! (dispatch, accounting, ticks, the scheduling loop).
 
 mod balance;
 mod bandwidth;
@@ -22,6 +22,7 @@ mod pagecache;
 mod program;
 mod queue;
 mod rt;
+mod sync;
 mod wheel;
 
 use crate::log::{Record, RunMeta, Sink};
@@ -220,7 +221,7 @@ pub struct Sim {
     groups: Vec<Group>,
     /// Entity of group `g` on CPU `c`, `g * ncpus + c` (`usize::MAX` for the root group).
     group_ents: Vec<usize>,
-    sync: program::SyncObjects,
+    sync: sync::SyncObjects,
     blockdev: blockdev::BlockDev,
     pagecache: pagecache::PageCache,
     queue: queue::EventQueue,

@@ -1,24 +1,15 @@
-//! What a task does next: its compiled program, and the synchronisation objects tasks share.
+//! What a task does next: its compiled program, run op by op at each instant.
 //!
 //! Names (locks, conditions, barriers, suspend points, channels, timers) are interned to indices
-//! when the workload is built. Semantics follow rt-app where it defines them:
-//! - mutexes hand ownership to the first waiter in FIFO order on unlock (no priority
-//!   inheritance — rt-app's `pi_enabled` is not modelled). glibc's futex mutex does not hand
-//!   over: it wakes one waiter that must take the lock again, and a running task may take it
-//!   first; the two differ only with a third contender in that window (docs/fidelity.md);
-//! - `signal` wakes one waiter, `broad` all, and a signal with no waiter is lost;
-//! - a barrier releases its waiters when every task whose program uses it has arrived;
-//! - `resume` wakes every task suspended on that name;
-//! - timers are per task and drift-free: each arrival moves the next deadline one period on;
-//!   in `relative` mode a late arrival restarts the period from now, in `absolute` mode it
-//!   catches up without sleeping;
-//! - messages carry the sender's interaction; a task woken by `signal`/`resume` adopts the
-//!   waker's interaction if it has none, so a chain of hand-offs stays one interaction.
+//! of the shared [`SyncObjects`] when the workload is built; their semantics are in
+//! [`super::sync`]. Timers are per task and drift-free: each arrival moves the next deadline one
+//! period on; in `relative` mode a late arrival restarts the period from now, in `absolute` mode
+//! it catches up without sleeping.
 
+use super::sync::SyncObjects;
 use super::{Segment, Sim, State};
 use crate::log::Record;
-use crate::workload::{Event, TaskSpec};
-use std::collections::{HashMap, VecDeque};
+use crate::workload::{Event, FileSpec, Phase, TaskSpec};
 use uxsched_model::Nanos;
 
 /// A compiled event.
@@ -80,64 +71,6 @@ pub struct Cursor {
     loop_done_pending: bool,
 }
 
-#[derive(Default)]
-struct Interner(HashMap<String, usize>);
-
-impl Interner {
-    fn get(&mut self, name: &str) -> usize {
-        let n = self.0.len();
-        *self.0.entry(name.to_string()).or_insert(n)
-    }
-}
-
-/// The shared objects, by interned index.
-#[derive(Default)]
-pub struct SyncObjects {
-    mutex_names: Interner,
-    cond_names: Interner,
-    barrier_names: Interner,
-    suspend_names: Interner,
-    chan_names: Interner,
-    timer_names: Interner,
-    mutex_owner: Vec<Option<u32>>,
-    mutex_waiters: Vec<VecDeque<u32>>,
-    cond_waiters: Vec<VecDeque<u32>>,
-    /// Per barrier: distinct tasks using it, and arrivals so far.
-    barrier_users: Vec<Vec<u32>>,
-    barrier_waiting: Vec<Vec<u32>>,
-    suspended: Vec<Vec<u32>>,
-    /// Per channel: queued messages (the interaction they carry) and blocked receivers.
-    chan_msgs: Vec<VecDeque<Option<(u64, u32)>>>,
-    chan_receivers: Vec<VecDeque<u32>>,
-}
-
-fn grow<T: Default>(v: &mut Vec<T>, i: usize) {
-    if v.len() <= i {
-        v.resize_with(i + 1, T::default);
-    }
-}
-
-impl SyncObjects {
-    /// Size every table once all programs are compiled.
-    pub fn finish_barriers(&mut self) {
-        let n = self.mutex_names.0.len();
-        self.mutex_owner.resize(n, None);
-        self.mutex_waiters.resize_with(n, Default::default);
-        self.cond_waiters
-            .resize_with(self.cond_names.0.len(), Default::default);
-        self.barrier_users
-            .resize_with(self.barrier_names.0.len(), Default::default);
-        self.barrier_waiting
-            .resize_with(self.barrier_names.0.len(), Default::default);
-        self.suspended
-            .resize_with(self.suspend_names.0.len(), Default::default);
-        self.chan_msgs
-            .resize_with(self.chan_names.0.len(), Default::default);
-        self.chan_receivers
-            .resize_with(self.chan_names.0.len(), Default::default);
-    }
-}
-
 /// Compile one task's phases, interning every name. `interactions` collects interaction kinds.
 pub fn compile(
     tid: u32,
@@ -145,89 +78,28 @@ pub fn compile(
     phase_masks: Vec<Option<Vec<u64>>>,
     s: &mut SyncObjects,
     interactions: &mut Vec<String>,
-    files: &[crate::workload::FileSpec],
+    files: &[FileSpec],
 ) -> Result<Cursor, String> {
-    let mut interaction = |name: &str| -> u32 {
-        match interactions.iter().position(|n| n == name) {
-            Some(i) => i as u32,
-            None => {
-                interactions.push(name.to_string());
-                (interactions.len() - 1) as u32
-            }
-        }
+    let mut c = Compiler {
+        tid,
+        task: t,
+        s,
+        interactions,
+        files,
     };
     let mut phases = Vec::new();
     let mut masks = Vec::new();
     for (p, mask) in t.phases.iter().zip(phase_masks) {
         let mut ops = Vec::with_capacity(p.events.len());
         for e in &p.events {
-            ops.push(match e {
-                Event::Run(w) => Op::Run(*w),
-                Event::Runtime(d) => Op::Runtime(*d),
-                Event::Sleep(d) => Op::Sleep(*d),
-                Event::Io(d) => Op::Io(*d),
-                Event::Read { file, bytes } => Op::Read {
-                    file: files.iter().position(|f| f.name == *file).ok_or_else(|| {
-                        format!(
-                            "task `{}`, phase `{}`: file `{file}` is not declared",
-                            t.name, p.name
-                        )
-                    })?,
-                    bytes: *bytes,
-                },
-                Event::Timer {
-                    name,
-                    period,
-                    absolute,
-                } => {
-                    if *period == 0 {
-                        return Err(format!(
-                            "task `{}`, phase `{}`: timer `{name}` has a zero period",
-                            t.name, p.name
-                        ));
-                    }
-                    let timer = s.timer_names.get(&format!("{tid}/{name}"));
-                    Op::Timer {
-                        timer,
-                        period: *period,
-                        absolute: *absolute,
-                    }
-                }
-                Event::Lock(m) => Op::Lock(s.mutex_names.get(m)),
-                Event::Unlock(m) => Op::Unlock(s.mutex_names.get(m)),
-                Event::Wait { cond, mutex } => Op::Wait {
-                    cond: s.cond_names.get(cond),
-                    mutex: s.mutex_names.get(mutex),
-                },
-                Event::Signal(c) => Op::Signal(s.cond_names.get(c)),
-                Event::Broadcast(c) => Op::Broadcast(s.cond_names.get(c)),
-                Event::SignalWait { cond, mutex } => Op::SignalWait {
-                    cond: s.cond_names.get(cond),
-                    mutex: s.mutex_names.get(mutex),
-                },
-                Event::Barrier(b) => {
-                    let i = s.barrier_names.get(b);
-                    grow(&mut s.barrier_users, i);
-                    if !s.barrier_users[i].contains(&tid) {
-                        s.barrier_users[i].push(tid);
-                    }
-                    Op::Barrier(i)
-                }
-                Event::Suspend(n) => Op::Suspend(s.suspend_names.get(n)),
-                Event::Resume(n) => Op::Resume(s.suspend_names.get(n)),
-                Event::Send(c) => Op::Send(s.chan_names.get(c)),
-                Event::Recv(c) => Op::Recv(s.chan_names.get(c)),
-                Event::Yield => Op::Yield,
-                Event::Begin(n) => Op::Begin(interaction(n)),
-                Event::End(n) => Op::End(interaction(n)),
-            });
+            ops.push(c.op(p, e)?);
         }
         if !ops.is_empty() && p.loops > 0 {
             phases.push((ops, p.loops));
             masks.push(mask);
         }
     }
-    let timers = vec![None; s.timer_names.0.len()];
+    let timers = vec![None; c.s.timer_names.len()];
     Ok(Cursor {
         phases,
         masks,
@@ -241,6 +113,90 @@ pub fn compile(
         relock: None,
         loop_done_pending: false,
     })
+}
+
+/// One task's compilation: the names it interns go into the shared tables.
+struct Compiler<'a> {
+    tid: u32,
+    task: &'a TaskSpec,
+    s: &'a mut SyncObjects,
+    interactions: &'a mut Vec<String>,
+    files: &'a [FileSpec],
+}
+
+impl Compiler<'_> {
+    /// The op of event `e` of phase `p`; errors name the task and the phase.
+    fn op(&mut self, p: &Phase, e: &Event) -> Result<Op, String> {
+        let (tid, s) = (self.tid, &mut *self.s);
+        Ok(match e {
+            Event::Run(w) => Op::Run(*w),
+            Event::Runtime(d) => Op::Runtime(*d),
+            Event::Sleep(d) => Op::Sleep(*d),
+            Event::Io(d) => Op::Io(*d),
+            Event::Read { file, bytes } => Op::Read {
+                file: self
+                    .files
+                    .iter()
+                    .position(|f| f.name == *file)
+                    .ok_or_else(|| {
+                        format!(
+                            "task `{}`, phase `{}`: file `{file}` is not declared",
+                            self.task.name, p.name
+                        )
+                    })?,
+                bytes: *bytes,
+            },
+            Event::Timer {
+                name,
+                period,
+                absolute,
+            } => {
+                if *period == 0 {
+                    return Err(format!(
+                        "task `{}`, phase `{}`: timer `{name}` has a zero period",
+                        self.task.name, p.name
+                    ));
+                }
+                let timer = s.timer_names.get(&format!("{tid}/{name}"));
+                Op::Timer {
+                    timer,
+                    period: *period,
+                    absolute: *absolute,
+                }
+            }
+            Event::Lock(m) => Op::Lock(s.mutex_names.get(m)),
+            Event::Unlock(m) => Op::Unlock(s.mutex_names.get(m)),
+            Event::Wait { cond, mutex } => Op::Wait {
+                cond: s.cond_names.get(cond),
+                mutex: s.mutex_names.get(mutex),
+            },
+            Event::Signal(c) => Op::Signal(s.cond_names.get(c)),
+            Event::Broadcast(c) => Op::Broadcast(s.cond_names.get(c)),
+            Event::SignalWait { cond, mutex } => Op::SignalWait {
+                cond: s.cond_names.get(cond),
+                mutex: s.mutex_names.get(mutex),
+            },
+            Event::Barrier(b) => Op::Barrier(s.barrier_user(b, tid)),
+            Event::Suspend(n) => Op::Suspend(s.suspend_names.get(n)),
+            Event::Resume(n) => Op::Resume(s.suspend_names.get(n)),
+            Event::Send(c) => Op::Send(s.chan_names.get(c)),
+            Event::Recv(c) => Op::Recv(s.chan_names.get(c)),
+            Event::Yield => Op::Yield,
+            Event::Begin(n) => Op::Begin(self.interaction(n)),
+            Event::End(n) => Op::End(self.interaction(n)),
+        })
+    }
+
+    /// The index of an interaction kind, added on first use.
+    fn interaction(&mut self, name: &str) -> u32 {
+        match self.interactions.iter().position(|n| n == name) {
+            Some(i) => i as u32,
+            None => {
+                self.interactions.push(name.to_string());
+                (self.interactions.len() - 1) as u32
+            }
+        }
+    }
 }
 
 /// What the running task does after its zero-time operations.
@@ -321,134 +277,144 @@ impl Sim {
             };
             // Ops that block leave the cursor *after* themselves, so a woken task continues.
             self.tasks[t].prog.loop_done_pending = self.tasks[t].prog.advance();
-            match op {
-                Op::Run(w) if w > 0 => {
-                    self.tasks[t].seg = Segment::Work(w);
-                    return Next::Cpu;
-                }
-                Op::Runtime(d) if d > 0 => {
-                    self.tasks[t].seg = Segment::Busy(d);
-                    return Next::Cpu;
-                }
-                Op::Run(_) | Op::Runtime(_) => {}
-                Op::Sleep(d) => {
-                    self.tasks[t].work_end = self.now;
-                    self.sleep_until(tid, self.now + d);
-                    return Next::Blocked;
-                }
-                Op::Io(d) if d > 0 => {
-                    self.io_submit(tid, d);
-                    return Next::Blocked;
-                }
-                Op::Io(_) => {}
-                Op::Read { file, bytes } => {
-                    if !self.page_read(tid, file, bytes) {
-                        return Next::Blocked;
-                    }
-                }
-                Op::Timer {
-                    timer,
-                    period,
-                    absolute,
-                } => {
-                    let now = self.now;
-                    let next =
-                        self.tasks[t].prog.timers[timer].map_or(now + period, |n| n + period);
-                    let slack = next as i64 - now as i64;
-                    self.emit(Record::Period {
-                        t: now,
-                        task: tid,
-                        slack,
-                    });
-                    let next = if next < now && !absolute {
-                        now + period
-                    } else {
-                        next
-                    };
-                    self.tasks[t].prog.timers[timer] = Some(next);
-                    if next > now {
-                        self.sleep_until(tid, next);
-                        return Next::Blocked;
-                    }
-                }
-                Op::Lock(m) => {
-                    if !self.try_lock(tid, m) {
-                        return Next::Blocked;
-                    }
-                }
-                Op::Unlock(m) => self.unlock(tid, m),
-                Op::Wait { cond, mutex } => {
-                    self.cond_wait(tid, cond, mutex);
-                    return Next::Blocked;
-                }
-                Op::Signal(c) => self.cond_signal(tid, c, false),
-                Op::Broadcast(c) => self.cond_signal(tid, c, true),
-                Op::SignalWait { cond, mutex } => {
-                    self.cond_signal(tid, cond, false);
-                    self.cond_wait(tid, cond, mutex);
-                    return Next::Blocked;
-                }
-                Op::Barrier(b) => {
-                    if !self.barrier_arrive(tid, b) {
-                        return Next::Blocked;
-                    }
-                }
-                Op::Suspend(s) => {
-                    self.sync.suspended[s].push(tid);
-                    self.tasks[t].state = State::Blocked;
-                    return Next::Blocked;
-                }
-                Op::Resume(s) => {
-                    for w in std::mem::take(&mut self.sync.suspended[s]) {
-                        self.wake_with_carry(w, tid);
-                    }
-                }
-                Op::Send(c) => {
-                    let carry = self.tasks[t].carry;
-                    if let Some(r) = self.sync.chan_receivers[c].pop_front() {
-                        self.tasks[r as usize].carry = carry;
-                        self.wake(r, Some(tid));
-                    } else {
-                        self.sync.chan_msgs[c].push_back(carry);
-                    }
-                }
-                Op::Recv(c) => match self.sync.chan_msgs[c].pop_front() {
-                    Some(carry) => self.tasks[t].carry = carry,
-                    None => {
-                        self.sync.chan_receivers[c].push_back(tid);
-                        self.tasks[t].state = State::Blocked;
-                        return Next::Blocked;
-                    }
-                },
-                Op::Yield => return Next::Yield,
-                Op::Begin(name) => {
-                    let id = self.next_interaction;
-                    self.next_interaction += 1;
-                    self.tasks[t].carry = Some((id, name));
-                    let now = self.now;
-                    self.emit(Record::InteractionBegin {
-                        t: now,
-                        id,
-                        name,
-                        task: tid,
-                    });
-                }
-                Op::End(name) => {
-                    // Only the interaction of that kind ends; another carried one goes on.
-                    if let Some((id, _)) = self.tasks[t].carry.filter(|&(_, k)| k == name) {
-                        self.tasks[t].carry = None;
-                        let now = self.now;
-                        self.emit(Record::InteractionEnd {
-                            t: now,
-                            id,
-                            task: tid,
-                        });
-                    }
-                }
+            if let Some(next) = self.do_op(tid, op) {
+                return next;
             }
         }
         // A program of only zero-time operations in an endless loop never needs the CPU.
         Next::Exit
+    }
+
+    /// Do one op of the running task `tid`: `Some` when the task stops there (it needs the
+    /// CPU, blocked or yielded), `None` when its next op follows at the same instant.
+    fn do_op(&mut self, tid: u32, op: Op) -> Option<Next> {
+        let t = tid as usize;
+        let goes_on = match op {
+            Op::Run(w) if w > 0 => {
+                self.tasks[t].seg = Segment::Work(w);
+                return Some(Next::Cpu);
+            }
+            Op::Runtime(d) if d > 0 => {
+                self.tasks[t].seg = Segment::Busy(d);
+                return Some(Next::Cpu);
+            }
+            Op::Io(d) if d > 0 => {
+                self.io_submit(tid, d);
+                false
+            }
+            Op::Run(_) | Op::Runtime(_) | Op::Io(_) => true,
+            Op::Sleep(d) => {
+                self.tasks[t].work_end = self.now;
+                self.sleep_until(tid, self.now + d);
+                false
+            }
+            Op::Read { file, bytes } => self.page_read(tid, file, bytes),
+            Op::Timer {
+                timer,
+                period,
+                absolute,
+            } => self.timer_arrive(tid, timer, period, absolute),
+            Op::Lock(m) => self.try_lock(tid, m),
+            Op::Unlock(m) => {
+                self.unlock(tid, m);
+                true
+            }
+            Op::Wait { cond, mutex } => {
+                self.cond_wait(tid, cond, mutex);
+                false
+            }
+            Op::Signal(c) => {
+                self.cond_signal(tid, c, false);
+                true
+            }
+            Op::Broadcast(c) => {
+                self.cond_signal(tid, c, true);
+                true
+            }
+            Op::SignalWait { cond, mutex } => {
+                self.cond_signal(tid, cond, false);
+                self.cond_wait(tid, cond, mutex);
+                false
+            }
+            Op::Barrier(b) => self.barrier_arrive(tid, b),
+            Op::Suspend(s) => {
+                self.suspend(tid, s);
+                false
+            }
+            Op::Resume(s) => {
+                self.resume(tid, s);
+                true
+            }
+            Op::Send(c) => {
+                self.chan_send(tid, c);
+                true
+            }
+            Op::Recv(c) => self.chan_recv(tid, c),
+            Op::Yield => return Some(Next::Yield),
+            Op::Begin(name) => {
+                self.interaction_begin(tid, name);
+                true
+            }
+            Op::End(name) => {
+                self.interaction_end(tid, name);
+                true
+            }
+        };
+        (!goes_on).then_some(Next::Blocked)
+    }
+
+    /// A timer arrival: logs the slack to the deadline and sleeps until it unless it has
+    /// passed (returns false when the task sleeps). A late arrival restarts the period from now
+    /// in `relative` mode and catches up in `absolute` mode.
+    fn timer_arrive(&mut self, tid: u32, timer: usize, period: Nanos, absolute: bool) -> bool {
+        let t = tid as usize;
+        let now = self.now;
+        let next = self.tasks[t].prog.timers[timer].map_or(now + period, |n| n + period);
+        let slack = next as i64 - now as i64;
+        self.emit(Record::Period {
+            t: now,
+            task: tid,
+            slack,
+        });
+        let next = if next < now && !absolute {
+            now + period
+        } else {
+            next
+        };
+        self.tasks[t].prog.timers[timer] = Some(next);
+        if next > now {
+            self.sleep_until(tid, next);
+            return false;
+        }
+        true
+    }
+
+    /// A new interaction of kind `name`, carried by the task from now on.
+    fn interaction_begin(&mut self, tid: u32, name: u32) {
+        let id = self.next_interaction;
+        self.next_interaction += 1;
+        self.tasks[tid as usize].carry = Some((id, name));
+        let now = self.now;
+        self.emit(Record::InteractionBegin {
+            t: now,
+            id,
+            name,
+            task: tid,
+        });
+    }
+
+    /// End the carried interaction if it is of kind `name`; another carried one goes on.
+    fn interaction_end(&mut self, tid: u32, name: u32) {
+        let t = tid as usize;
+        if let Some((id, _)) = self.tasks[t].carry.filter(|&(_, k)| k == name) {
+            self.tasks[t].carry = None;
+            let now = self.now;
+            self.emit(Record::InteractionEnd {
+                t: now,
+                id,
+                task: tid,
+            });
+        }
     }
 
     /// Set the affinity of the phase the task enters. If its CPU is no longer allowed, it leaves
@@ -486,69 +452,5 @@ impl Sim {
         let gen = t.wake_gen;
         self.queue
             .push(at, super::queue::Ev::Wake { task: tid, gen });
-    }
-
-    fn try_lock(&mut self, tid: u32, m: usize) -> bool {
-        match self.sync.mutex_owner[m] {
-            None => {
-                self.sync.mutex_owner[m] = Some(tid);
-                true
-            }
-            Some(o) if o == tid => true,
-            Some(_) => {
-                self.sync.mutex_waiters[m].push_back(tid);
-                self.tasks[tid as usize].state = State::Blocked;
-                false
-            }
-        }
-    }
-
-    fn unlock(&mut self, tid: u32, m: usize) {
-        if self.sync.mutex_owner[m] != Some(tid) {
-            return; // unlocking a mutex one does not hold is a no-op, as rt-app tolerates
-        }
-        self.sync.mutex_owner[m] = self.sync.mutex_waiters[m].pop_front();
-        if let Some(w) = self.sync.mutex_owner[m] {
-            self.wake(w, Some(tid));
-        }
-    }
-
-    fn cond_wait(&mut self, tid: u32, cond: usize, mutex: usize) {
-        self.unlock(tid, mutex);
-        self.sync.cond_waiters[cond].push_back(tid);
-        let t = &mut self.tasks[tid as usize];
-        t.state = State::Blocked;
-        t.prog.relock = Some(mutex);
-    }
-
-    fn cond_signal(&mut self, tid: u32, cond: usize, all: bool) {
-        while let Some(w) = self.sync.cond_waiters[cond].pop_front() {
-            self.wake_with_carry(w, tid);
-            if !all {
-                break;
-            }
-        }
-    }
-
-    fn barrier_arrive(&mut self, tid: u32, b: usize) -> bool {
-        self.sync.barrier_waiting[b].push(tid);
-        if self.sync.barrier_waiting[b].len() < self.sync.barrier_users[b].len() {
-            self.tasks[tid as usize].state = State::Blocked;
-            return false;
-        }
-        for w in std::mem::take(&mut self.sync.barrier_waiting[b]) {
-            if w != tid {
-                self.wake(w, Some(tid));
-            }
-        }
-        true
-    }
-
-    /// Wake `w` on behalf of `waker`, handing over the waker's interaction if `w` has none.
-    fn wake_with_carry(&mut self, w: u32, waker: u32) {
-        if self.tasks[w as usize].carry.is_none() {
-            self.tasks[w as usize].carry = self.tasks[waker as usize].carry;
-        }
-        self.wake(w, Some(waker));
     }
 }
