@@ -54,6 +54,16 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
 }
 
+impl Series {
+    /// A series with no points yet.
+    pub fn named(name: impl Into<String>) -> Series {
+        Series {
+            name: name.into(),
+            points: vec![],
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum FigureKind {
     /// Lines with markers over a numeric x axis.
