@@ -72,10 +72,7 @@ fn alarm(ctx: &Ctx, o: &mut Outcome) -> Result<(), String> {
     };
     let mut series = Vec::new();
     for (label, sched, param, pol) in SCHEMES {
-        let mut s = Series {
-            name: label.into(),
-            points: vec![],
-        };
+        let mut s = Series::named(label);
         for &n in &ns {
             s.points
                 .push((n as f64, alarm_max_delay(n, pol, &spec(sched, param, dur))?));
@@ -88,7 +85,7 @@ fn alarm(ctx: &Ctx, o: &mut Outcome) -> Result<(), String> {
     let (cfs, mcfs, rt) = (
         at(&series[0], pick).unwrap_or(0.0),
         at(&series[1], pick).unwrap_or(0.0),
-        series[2].points.iter().map(|p| p.1).fold(0.0, f64::max),
+        peak(&series[2]),
     );
     o.claims.push(claim(
         SEED,
@@ -155,10 +152,7 @@ fn cut_rates(ctx: &Ctx, o: &mut Outcome) -> Result<(), String> {
     let mut series = Vec::new();
     let mut worst = Vec::new();
     for &c in rates {
-        let mut s = Series {
-            name: format!("c={c}"),
-            points: vec![],
-        };
+        let mut s = Series::named(format!("c={c}"));
         for &n in &ns {
             let r = spec("mcfs", &format!("mcfs.cut_rate={c}"), dur);
             s.points.push((
@@ -166,7 +160,7 @@ fn cut_rates(ctx: &Ctx, o: &mut Outcome) -> Result<(), String> {
                 alarm_max_delay(n, SchedPolicy::Normal { nice: -20 }, &r)?,
             ));
         }
-        worst.push((c, s.points.iter().map(|p| p.1).fold(0.0, f64::max)));
+        worst.push((c, peak(&s)));
         series.push(s);
     }
     let monotone = worst.windows(2).all(|w| w[1].1 <= w[0].1 + 0.5);
@@ -305,6 +299,52 @@ fn read_between(log: &VecSink, from: Nanos, to: Nanos) -> usize {
         .count()
 }
 
+/// Figs. 7–9's series, one per scheme: playback prolongation (s), cumulative buffer-writing
+/// delay (ms), both scaled to the paper's 3:59, and hackbench's execution time relative to CFS.
+struct Music {
+    prolong: Vec<Series>,
+    delay: Vec<Series>,
+    slow: Vec<Series>,
+}
+
+impl Music {
+    /// Every scheme at each hackbench load in `ns`, `blocks` of music each.
+    fn run(ns: &[usize], blocks: u64, scale: f64) -> Result<Music, String> {
+        let (mut prolong, mut delay, mut slow) = (Vec::new(), Vec::new(), Vec::new());
+        let mut base_reads = Vec::new();
+        for (si, scheme) in SCHEMES.iter().enumerate() {
+            let mut p = Series::named(scheme.0);
+            let mut d = p.clone();
+            let mut h = p.clone();
+            for (i, &n) in ns.iter().enumerate() {
+                let (pr, de, reads) = music_run(n, scheme, blocks)?;
+                p.points.push((n as f64, pr * scale / 1000.0));
+                d.points.push((n as f64, de * scale));
+                if si == 0 {
+                    base_reads.push(reads);
+                }
+                if n > 0 && reads > 0 {
+                    h.points
+                        .push((n as f64, base_reads[i] as f64 / reads as f64));
+                }
+            }
+            prolong.push(p);
+            delay.push(d);
+            slow.push(h);
+        }
+        Ok(Music {
+            prolong,
+            delay,
+            slow,
+        })
+    }
+}
+
+/// The largest y of a series (0 when empty).
+fn peak(s: &Series) -> f64 {
+    s.points.iter().map(|p| p.1).fold(0.0, f64::max)
+}
+
 fn music(ctx: &Ctx, o: &mut Outcome) -> Result<(), String> {
     let blocks: u64 = if ctx.quick { 50 } else { 500 };
     let ns: Vec<usize> = if ctx.quick {
@@ -313,33 +353,61 @@ fn music(ctx: &Ctx, o: &mut Outcome) -> Result<(), String> {
         vec![0, 1, 3, 5, 7, 10, 15]
     };
     let scale = 239.0 / (blocks as f64 * 0.02); // to the paper's 3 min 59 s
-    let (mut prolong, mut delay, mut slow) = (Vec::new(), Vec::new(), Vec::new());
-    let mut base_reads = Vec::new();
-    for (si, scheme) in SCHEMES.iter().enumerate() {
-        let mut p = Series {
-            name: scheme.0.into(),
-            points: vec![],
-        };
-        let mut d = p.clone();
-        let mut h = p.clone();
-        for (i, &n) in ns.iter().enumerate() {
-            let (pr, de, reads) = music_run(n, scheme, blocks)?;
-            p.points.push((n as f64, pr * scale / 1000.0));
-            d.points.push((n as f64, de * scale));
-            if si == 0 {
-                base_reads.push(reads);
-            }
-            if n > 0 && reads > 0 {
-                h.points
-                    .push((n as f64, base_reads[i] as f64 / reads as f64));
-            }
-        }
-        prolong.push(p);
-        delay.push(d);
-        slow.push(h);
+    let m = Music::run(&ns, blocks, scale)?;
+    playback_claims(&m, o);
+    slowdown_claim(&m, o);
+    for (file, title, y, s) in [
+        (
+            "seed002-fig7",
+            "Seed 002 Fig. 7: playback prolongation (scaled to 3:59)",
+            "s",
+            m.prolong,
+        ),
+        (
+            "seed002-fig8",
+            "Seed 002 Fig. 8: cumulative buffer-writing delay (scaled to 3:59)",
+            "ms",
+            m.delay,
+        ),
+        (
+            "seed002-fig9",
+            "Seed 002 Fig. 9: hackbench execution time normalized to CFS",
+            "× CFS",
+            m.slow,
+        ),
+    ] {
+        o.figures.push(Figure {
+            file: file.into(),
+            title: title.into(),
+            x_label: "hackbench groups (nice 0)".into(),
+            y_label: y.into(),
+            kind: FigureKind::Lines,
+            categories: vec![],
+            series: s,
+        });
     }
-    let worst = |s: &Series| s.points.iter().map(|p| p.1).fold(0.0, f64::max);
-    let (pc, pm, pr) = (worst(&prolong[0]), worst(&prolong[1]), worst(&prolong[2]));
+    o.notes.push(format!(
+        "Music scenario: 1 CPU; {} s of music simulated and scaled ×{scale:.1} to the paper's 3:59; \
+         the decoder (nice −20, or FIFO under RT) needs 2 ms of CPU per 20 ms block (assumed) and \
+         keeps up to 4 blocks (80 ms, assumed) ahead of a FIFO-99 output task that plays one block \
+         per 20 ms. Buffer-writing delay per block = gap between consecutive block writes − 20 ms. \
+         The player starts after 1 s of hackbench: started together with hundreds of hackbench \
+         tasks it waits seconds behind their first slices (all start at min_vruntime + a slice, \
+         START_DEBIT, and it has already run its prefill), a fork-storm effect that swamped an \
+         earlier run. Hackbench here runs at nice 0 (\"normal\", as the paper says for this experiment); its \
+         execution time is the inverse of messages read during the nominal playback time.",
+        blocks as f64 * 0.02
+    ));
+    Ok(())
+}
+
+/// Figs. 7–8's claims: playback prolongation and buffer-writing delay, CFS vs MCFS vs RT.
+fn playback_claims(m: &Music, o: &mut Outcome) {
+    let (pc, pm, pr) = (
+        peak(&m.prolong[0]),
+        peak(&m.prolong[1]),
+        peak(&m.prolong[2]),
+    );
     o.claims.push(claim(
         SEED,
         "Fig. 7",
@@ -358,7 +426,7 @@ fn music(ctx: &Ctx, o: &mut Outcome) -> Result<(), String> {
          lacks (the media server's normal-priority threads, I/O)"
             .into(),
     ));
-    let (dc, dm, dr) = (worst(&delay[0]), worst(&delay[1]), worst(&delay[2]));
+    let (dc, dm, dr) = (peak(&m.delay[0]), peak(&m.delay[1]), peak(&m.delay[2]));
     let v = if dc > 10_000.0 && dm < dc && dr < dc {
         Verdict::Reproduced
     } else if dm < dc && dr < dc {
@@ -386,8 +454,12 @@ fn music(ctx: &Ctx, o: &mut Outcome) -> Result<(), String> {
                 .into(),
         },
     ));
-    let slow_m = worst(&slow[1]);
-    let slow_r = worst(&slow[2]);
+}
+
+/// Fig. 9's claim: hackbench's execution time with the player, MCFS and RT against CFS.
+fn slowdown_claim(m: &Music, o: &mut Outcome) {
+    let slow_m = peak(&m.slow[1]);
+    let slow_r = peak(&m.slow[2]);
     o.claims.push(claim(
         SEED,
         "Fig. 9",
@@ -405,47 +477,4 @@ fn music(ctx: &Ctx, o: &mut Outcome) -> Result<(), String> {
          of work alone (MCFS preempts hackbench less often, so pipes drain in longer runs)"
             .into(),
     ));
-    for (file, title, y, s) in [
-        (
-            "seed002-fig7",
-            "Seed 002 Fig. 7: playback prolongation (scaled to 3:59)",
-            "s",
-            prolong,
-        ),
-        (
-            "seed002-fig8",
-            "Seed 002 Fig. 8: cumulative buffer-writing delay (scaled to 3:59)",
-            "ms",
-            delay,
-        ),
-        (
-            "seed002-fig9",
-            "Seed 002 Fig. 9: hackbench execution time normalized to CFS",
-            "× CFS",
-            slow,
-        ),
-    ] {
-        o.figures.push(Figure {
-            file: file.into(),
-            title: title.into(),
-            x_label: "hackbench groups (nice 0)".into(),
-            y_label: y.into(),
-            kind: FigureKind::Lines,
-            categories: vec![],
-            series: s,
-        });
-    }
-    o.notes.push(format!(
-        "Music scenario: 1 CPU; {} s of music simulated and scaled ×{scale:.1} to the paper's 3:59; \
-         the decoder (nice −20, or FIFO under RT) needs 2 ms of CPU per 20 ms block (assumed) and \
-         keeps up to 4 blocks (80 ms, assumed) ahead of a FIFO-99 output task that plays one block \
-         per 20 ms. Buffer-writing delay per block = gap between consecutive block writes − 20 ms. \
-         The player starts after 1 s of hackbench: started together with hundreds of hackbench \
-         tasks it waits seconds behind their first slices (all start at min_vruntime + a slice, \
-         START_DEBIT, and it has already run its prefill), a fork-storm effect that swamped an \
-         earlier run. Hackbench here runs at nice 0 (\"normal\", as the paper says for this experiment); its \
-         execution time is the inverse of messages read during the nominal playback time.",
-        blocks as f64 * 0.02
-    ));
-    Ok(())
 }
