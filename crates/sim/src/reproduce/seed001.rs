@@ -156,28 +156,7 @@ fn io_prefetch(o: &mut Outcome) -> Result<(), String> {
         "from the second trial every page is cached: no read-ahead, only the CPU of the reads"
             .into(),
     ));
-    let series = |name: &str, x: &[f64]| Series {
-        name: name.into(),
-        points: x
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (i as f64 + 1.0, t / 1e3))
-            .collect(),
-    };
-    o.figures.push(Figure {
-        file: "seed001-fig7-8".into(),
-        title: "Seed 001 Figs. 7–8: 30 MB sequential read per trial, read-ahead ×1 / ×8 / ×16"
-            .into(),
-        x_label: "trial".into(),
-        y_label: "s".into(),
-        kind: FigureKind::Lines,
-        categories: vec![],
-        series: vec![
-            series("stock (128 KiB)", &stock),
-            series("EIMOS ×8", &x8),
-            series("EIMOS ×16", &x16),
-        ],
-    });
+    o.figures.push(prefetch_figure(&stock, &x8, &x16));
     o.notes.push(
         "I/O (Figs. 6–8): the benchmark's 48-byte reads go through an 8 KiB BufferedInputStream, \
          so the file is read 8 KiB per read(), each followed by 171 µs of CPU (1 µs per 48-byte \
@@ -190,17 +169,37 @@ fn io_prefetch(o: &mut Outcome) -> Result<(), String> {
     Ok(())
 }
 
+/// Figs. 7–8's lines: each trial's time (s) with stock read-ahead, ×8 and ×16.
+fn prefetch_figure(stock: &[f64], x8: &[f64], x16: &[f64]) -> Figure {
+    let series = |name: &str, x: &[f64]| Series {
+        name: name.into(),
+        points: x
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (i as f64 + 1.0, t / 1e3))
+            .collect(),
+    };
+    Figure {
+        file: "seed001-fig7-8".into(),
+        title: "Seed 001 Figs. 7–8: 30 MB sequential read per trial, read-ahead ×1 / ×8 / ×16"
+            .into(),
+        x_label: "trial".into(),
+        y_label: "s".into(),
+        kind: FigureKind::Lines,
+        categories: vec![],
+        series: vec![
+            series("stock (128 KiB)", stock),
+            series("EIMOS ×8", x8),
+            series("EIMOS ×16", x16),
+        ],
+    }
+}
+
 pub fn run(ctx: &Ctx) -> Result<Outcome, String> {
     let work = if ctx.quick { SEC / 5 } else { 2 * SEC };
     let mut o = Outcome::default();
-    let mut stock = Series {
-        name: "stock (cfs)".into(),
-        points: vec![],
-    };
-    let mut eimos = Series {
-        name: "EIMOS".into(),
-        points: vec![],
-    };
+    let mut stock = Series::named("stock (cfs)");
+    let mut eimos = Series::named("EIMOS");
     let cases = [
         (0, false, "alone"),
         (10, false, "10 copies, root group"),

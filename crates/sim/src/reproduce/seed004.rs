@@ -96,7 +96,21 @@ fn background(
 
 /// The browsing session: `t_load` of page load, then `t_scroll` of scrolling.
 pub fn browsing(t_load: Nanos, t_scroll: Nanos) -> Workload {
-    let frames = (t_load + t_scroll) / VSYNC;
+    let mut tasks = frame_threads((t_load + t_scroll) / VSYNC).to_vec();
+    tasks.extend(background_threads(t_load, t_scroll));
+    Workload {
+        name: "seed004-browsing".into(),
+        duration: Some(t_load + t_scroll),
+        platform: Some(platform()),
+        groups: vec![],
+        tasks,
+        files: vec![],
+    }
+}
+
+/// The UI thread (its work begins a frame at each vsync and hands it on) and the render thread
+/// (it ends the frame), for `frames` frames.
+fn frame_threads(frames: u64) -> [TaskSpec; 2] {
     // UI-thread work per frame (reference-CPU time: a core at 1.512 GHz), varying as layout does.
     let ui_work = [2500, 3000, 2200, 4000, 2600, 3400].map(|us| us * US);
     let mut ui_events = Vec::new();
@@ -130,56 +144,52 @@ pub fn browsing(t_load: Nanos, t_scroll: Nanos) -> Workload {
             ],
         )],
     );
+    [ui, render]
+}
+
+/// The network, parser, JavaScript and raster threads: busy through the page load; while
+/// scrolling, ~0.4 s bursts of new content every ~2 s.
+fn background_threads(t_load: Nanos, t_scroll: Nanos) -> Vec<TaskSpec> {
     let ms = |x: f64| (x * MS as f64) as Nanos;
     let bg = |name, load, burst, quiet| background(name, load, burst, quiet, t_load, t_scroll);
-    Workload {
-        name: "seed004-browsing".into(),
-        duration: Some(t_load + t_scroll),
-        platform: Some(platform()),
-        groups: vec![],
-        tasks: vec![
-            ui,
-            render,
-            // page load: busy; scrolling: ~0.4 s bursts of new content every ~2 s
-            bg(
-                "net0",
-                (ms(1.0), ms(4.0)),
-                (20, ms(1.0), ms(19.0)),
-                ms(1600.0),
-            ),
-            bg(
-                "net1",
-                (ms(0.8), ms(6.2)),
-                (16, ms(1.0), ms(24.0)),
-                ms(1700.0),
-            ),
-            bg(
-                "parser",
-                (ms(14.0), ms(6.0)),
-                (10, ms(20.0), ms(20.0)),
-                ms(1650.0),
-            ),
-            bg(
-                "js",
-                (ms(8.0), ms(8.0)),
-                (20, ms(10.0), ms(10.0)),
-                ms(1550.0),
-            ),
-            bg(
-                "raster0",
-                (ms(5.0), ms(7.0)),
-                (40, ms(6.0), ms(4.0)),
-                ms(1620.0),
-            ),
-            bg(
-                "raster1",
-                (ms(4.0), ms(9.0)),
-                (36, ms(6.0), ms(5.0)),
-                ms(1580.0),
-            ),
-        ],
-        files: vec![],
-    }
+    vec![
+        bg(
+            "net0",
+            (ms(1.0), ms(4.0)),
+            (20, ms(1.0), ms(19.0)),
+            ms(1600.0),
+        ),
+        bg(
+            "net1",
+            (ms(0.8), ms(6.2)),
+            (16, ms(1.0), ms(24.0)),
+            ms(1700.0),
+        ),
+        bg(
+            "parser",
+            (ms(14.0), ms(6.0)),
+            (10, ms(20.0), ms(20.0)),
+            ms(1650.0),
+        ),
+        bg(
+            "js",
+            (ms(8.0), ms(8.0)),
+            (20, ms(10.0), ms(10.0)),
+            ms(1550.0),
+        ),
+        bg(
+            "raster0",
+            (ms(5.0), ms(7.0)),
+            (40, ms(6.0), ms(4.0)),
+            ms(1620.0),
+        ),
+        bg(
+            "raster1",
+            (ms(4.0), ms(9.0)),
+            (36, ms(6.0), ms(5.0)),
+            ms(1580.0),
+        ),
+    ]
 }
 
 /// Frame times of one run.
@@ -313,41 +323,7 @@ fn claims(out: &mut Outcome, results: &Results) {
     ];
     for ((gov, cfs, fa), (_, said)) in results.iter().zip(paper) {
         let (d95, d99) = (change(cfs, fa, 95.0), change(cfs, fa, 99.0));
-        let dynamic = matches!(*gov, "interactive" | "ondemand");
-        let (verdict, reason) = if dynamic {
-            let worse = d95 > 3.0 || d99 > 3.0;
-            match (d95 < -3.0, d99 < -3.0) {
-                (true, true) => (
-                    Verdict::Reproduced,
-                    "FA-CFS lowers the tail under a dynamic governor".to_string(),
-                ),
-                (true, false) | (false, true) if !worse => (
-                    Verdict::Partly,
-                    "only one of p95 / p99 improves by more than 3 %".to_string(),
-                ),
-                (true, false) | (false, true) => (
-                    Verdict::Not,
-                    "mixed: one percentile improves, the other worsens by more than 3 %"
-                        .to_string(),
-                ),
-                _ if !worse => (
-                    Verdict::Not,
-                    format!("no change beyond ±3 % averaged over {} sessions", cfs.len()),
-                ),
-                _ => (Verdict::Not, "FA-CFS lengthens the tail here".to_string()),
-            }
-        } else if d95.abs() <= 5.0 && d99.abs() <= 7.0 {
-            (
-                Verdict::Reproduced,
-                "within the paper's ±7 % band for a governor with few or no frequency changes"
-                    .to_string(),
-            )
-        } else {
-            (
-                Verdict::Not,
-                "FA-CFS changes the tail more than the paper's ±7 %".to_string(),
-            )
-        };
+        let (verdict, reason) = percentile_verdict(gov, d95, d99, cfs.len());
         out.claims.push(Claim {
             seed: "004",
             source: "Tables 1–2".into(),
@@ -362,6 +338,51 @@ fn claims(out: &mut Outcome, results: &Results) {
             reason,
         });
     }
+    out.claims.push(late_frames_claim(results));
+}
+
+/// Tables 1–2's verdict on FA-CFS's change of p95 and p99 (%) under `gov`, over `sessions`
+/// sessions: a dynamic governor's tail should shrink, a static one's barely move.
+fn percentile_verdict(gov: &str, d95: f64, d99: f64, sessions: usize) -> (Verdict, String) {
+    let dynamic = matches!(gov, "interactive" | "ondemand");
+    if dynamic {
+        let worse = d95 > 3.0 || d99 > 3.0;
+        match (d95 < -3.0, d99 < -3.0) {
+            (true, true) => (
+                Verdict::Reproduced,
+                "FA-CFS lowers the tail under a dynamic governor".to_string(),
+            ),
+            (true, false) | (false, true) if !worse => (
+                Verdict::Partly,
+                "only one of p95 / p99 improves by more than 3 %".to_string(),
+            ),
+            (true, false) | (false, true) => (
+                Verdict::Not,
+                "mixed: one percentile improves, the other worsens by more than 3 %".to_string(),
+            ),
+            _ if !worse => (
+                Verdict::Not,
+                format!("no change beyond ±3 % averaged over {sessions} sessions"),
+            ),
+            _ => (Verdict::Not, "FA-CFS lengthens the tail here".to_string()),
+        }
+    } else if d95.abs() <= 5.0 && d99.abs() <= 7.0 {
+        (
+            Verdict::Reproduced,
+            "within the paper's ±7 % band for a governor with few or no frequency changes"
+                .to_string(),
+        )
+    } else {
+        (
+            Verdict::Not,
+            "FA-CFS changes the tail more than the paper's ±7 %".to_string(),
+        )
+    }
+}
+
+/// Fig. 3–4's claim: frames over 16.6 ms under the interactive governor (`results[0]`), CFS vs
+/// FA-CFS.
+fn late_frames_claim(results: &Results) -> Claim {
     // Fig. 3–4 is one 19-s session; ours pools every session so one lucky run cannot decide.
     let (cfs, fa) = (results[0].1.concat(), results[0].2.concat());
     let (cfs, fa) = (&cfs, &fa);
@@ -392,7 +413,7 @@ fn claims(out: &mut Outcome, results: &Results) {
             "FA-CFS does not reduce late frames here".to_string(),
         )
     };
-    out.claims.push(Claim {
+    Claim {
         seed: "004",
         source: "Fig. 3–4".into(),
         claim: "frames over 16.6 ms, interactive governor".into(),
@@ -407,7 +428,7 @@ fn claims(out: &mut Outcome, results: &Results) {
         ),
         verdict,
         reason,
-    });
+    }
 }
 
 /// Fig. 3–4: frames per 1-ms bin of frame time, CFS and FA-CFS under interactive.
