@@ -40,95 +40,125 @@ pub fn to_svg(f: &Figure) -> String {
             .filter(|y| y.is_finite())
             .fold(0.0, f64::max),
     );
-    let plot_w = WIDTH - LEFT - RIGHT;
-    let plot_h = HEIGHT - TOP - BOTTOM;
-    let sx = |x: f64| LEFT + (x - x0) / (x1 - x0) * plot_w;
-    let sy = |y: f64| TOP + plot_h - y / y1 * plot_h;
-    axes(&mut s, f, y1, plot_w, plot_h);
+    let plot = Plot {
+        x0,
+        x1,
+        y1,
+        w: WIDTH - LEFT - RIGHT,
+        h: HEIGHT - TOP - BOTTOM,
+    };
+    axes(&mut s, f, y1, plot.w, plot.h);
     match f.kind {
-        FigureKind::Lines => {
-            for x in ticks(x0, x1) {
-                let _ = writeln!(
-                    s,
-                    r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
-                    sx(x),
-                    TOP + plot_h + 16.0,
-                    num(x)
-                );
-            }
-            for (i, ser) in f.series.iter().enumerate() {
-                let c = COLORS[i % COLORS.len()];
-                let pts: Vec<String> = ser
-                    .points
-                    .iter()
-                    .map(|&(x, y)| format!("{:.1},{:.1}", sx(x), sy(y)))
-                    .collect();
-                let _ = writeln!(
-                    s,
-                    r#"<polyline fill="none" stroke="{c}" stroke-width="2" points="{}"/>"#,
-                    pts.join(" ")
-                );
-                for &(x, y) in &ser.points {
-                    let _ = writeln!(
-                        s,
-                        r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{c}"/>"#,
-                        sx(x),
-                        sy(y)
-                    );
-                }
-            }
-        }
-        FigureKind::Bars => {
-            let groups = f.categories.len().max(1) as f64;
-            let group_w = plot_w / groups;
-            let n = f.series.len().max(1) as f64;
-            let bar_w = group_w * 0.8 / n;
-            // Labels wider than their slot (about 6 px a character) are slanted.
-            let widest = f
-                .categories
-                .iter()
-                .map(|c| c.chars().count())
-                .max()
-                .unwrap_or(0);
-            let slant = widest as f64 * 6.0 > group_w;
-            for (g, cat) in f.categories.iter().enumerate() {
-                let (x, y) = (LEFT + (g as f64 + 0.5) * group_w, TOP + plot_h + 16.0);
-                if slant {
-                    let _ = writeln!(
-                        s,
-                        r#"<text transform="translate({x:.1},{:.1}) rotate(-35)" text-anchor="end" font-size="9">{}</text>"#,
-                        y - 6.0,
-                        xml(cat)
-                    );
-                } else {
-                    let _ = writeln!(
-                        s,
-                        r#"<text x="{x:.1}" y="{y:.1}" text-anchor="middle">{}</text>"#,
-                        xml(cat)
-                    );
-                }
-            }
-            for (i, ser) in f.series.iter().enumerate() {
-                let c = COLORS[i % COLORS.len()];
-                for &(x, y) in &ser.points {
-                    let bx = LEFT + x * group_w + group_w * 0.1 + i as f64 * bar_w;
-                    let _ = writeln!(
-                        s,
-                        r#"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{c}"><title>{}: {}</title></rect>"#,
-                        bx,
-                        sy(y),
-                        bar_w,
-                        TOP + plot_h - sy(y),
-                        xml(&ser.name),
-                        num(y)
-                    );
-                }
-            }
-        }
+        FigureKind::Lines => lines(&mut s, f, &plot),
+        FigureKind::Bars => bars(&mut s, f, &plot),
     }
     legend(&mut s, f);
     s.push_str("</svg>\n");
     s
+}
+
+/// The plot area: its data ranges (x from `x0` to `x1`, y from 0 to `y1`) and its size in px.
+struct Plot {
+    x0: f64,
+    x1: f64,
+    y1: f64,
+    w: f64,
+    h: f64,
+}
+
+impl Plot {
+    /// The px column of data x.
+    fn sx(&self, x: f64) -> f64 {
+        LEFT + (x - self.x0) / (self.x1 - self.x0) * self.w
+    }
+
+    /// The px row of data y.
+    fn sy(&self, y: f64) -> f64 {
+        TOP + self.h - y / self.y1 * self.h
+    }
+}
+
+/// A line chart's x tick labels, and each series as a polyline with a marker per point.
+fn lines(s: &mut String, f: &Figure, plot: &Plot) {
+    for x in ticks(plot.x0, plot.x1) {
+        let _ = writeln!(
+            s,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+            plot.sx(x),
+            TOP + plot.h + 16.0,
+            num(x)
+        );
+    }
+    for (i, ser) in f.series.iter().enumerate() {
+        let c = COLORS[i % COLORS.len()];
+        let pts: Vec<String> = ser
+            .points
+            .iter()
+            .map(|&(x, y)| format!("{:.1},{:.1}", plot.sx(x), plot.sy(y)))
+            .collect();
+        let _ = writeln!(
+            s,
+            r#"<polyline fill="none" stroke="{c}" stroke-width="2" points="{}"/>"#,
+            pts.join(" ")
+        );
+        for &(x, y) in &ser.points {
+            let _ = writeln!(
+                s,
+                r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{c}"/>"#,
+                plot.sx(x),
+                plot.sy(y)
+            );
+        }
+    }
+}
+
+/// A bar chart's category labels (slanted when wider than their slot, about 6 px a
+/// character), and one bar per point, the series side by side in each category.
+fn bars(s: &mut String, f: &Figure, plot: &Plot) {
+    let groups = f.categories.len().max(1) as f64;
+    let group_w = plot.w / groups;
+    let n = f.series.len().max(1) as f64;
+    let bar_w = group_w * 0.8 / n;
+    let widest = f
+        .categories
+        .iter()
+        .map(|c| c.chars().count())
+        .max()
+        .unwrap_or(0);
+    let slant = widest as f64 * 6.0 > group_w;
+    for (g, cat) in f.categories.iter().enumerate() {
+        let (x, y) = (LEFT + (g as f64 + 0.5) * group_w, TOP + plot.h + 16.0);
+        if slant {
+            let _ = writeln!(
+                s,
+                r#"<text transform="translate({x:.1},{:.1}) rotate(-35)" text-anchor="end" font-size="9">{}</text>"#,
+                y - 6.0,
+                xml(cat)
+            );
+        } else {
+            let _ = writeln!(
+                s,
+                r#"<text x="{x:.1}" y="{y:.1}" text-anchor="middle">{}</text>"#,
+                xml(cat)
+            );
+        }
+    }
+    for (i, ser) in f.series.iter().enumerate() {
+        let c = COLORS[i % COLORS.len()];
+        for &(x, y) in &ser.points {
+            let bx = LEFT + x * group_w + group_w * 0.1 + i as f64 * bar_w;
+            let _ = writeln!(
+                s,
+                r#"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{c}"><title>{}: {}</title></rect>"#,
+                bx,
+                plot.sy(y),
+                bar_w,
+                TOP + plot.h - plot.sy(y),
+                xml(&ser.name),
+                num(y)
+            );
+        }
+    }
 }
 
 fn axes(s: &mut String, f: &Figure, y1: f64, plot_w: f64, plot_h: f64) {

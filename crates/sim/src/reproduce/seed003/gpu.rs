@@ -72,40 +72,18 @@ fn gpu_point(bg: &[Context], dispatcher: &mut dyn Dispatcher, duration: Nanos) -
     (fg, per_batch)
 }
 
+/// One Fig. 6 panel's result: (batch ms, the trade-off inflight, the game's frame time (ms) at
+/// inflight 1 and at 15).
+type Knee = (u64, f64, f64, f64);
+
+/// Fig. 6: the game's frame time and the background's speed as FIFO's inflight goes 1…15.
 pub(super) fn fig6(dur: Nanos, out: &mut Outcome) {
     let mut knees = Vec::new();
     let mut bg_series = Vec::new();
     for (panel, exec_ms) in [("a", 7u64), ("b", 4u64)] {
-        let points: Vec<(f64, f64, f64)> = (1..=15)
-            .map(|inflight| {
-                let (fg, bg) =
-                    gpu_point(&gpu_generator(exec_ms * MS), &mut Fifo::new(inflight), dur);
-                (inflight as f64, fg, bg)
-            })
-            .collect();
-        let best_bg = points.iter().map(|p| p.2).fold(f64::INFINITY, f64::min);
-        // The trade-off point: the smallest inflight within 2 % of the best background speed.
-        let knee = points
-            .iter()
-            .find(|p| p.2 <= best_bg * 1.02)
-            .map_or(15.0, |p| p.0);
-        knees.push((exec_ms, knee, points[0].1, points[14].1));
-        out.figures.push(Figure {
-            file: format!("seed003-fig6{panel}"),
-            title: format!("Seed 003 Fig. 6{panel}: game frame time vs inflight, background batches of {exec_ms} ms (FIFO)"),
-            x_label: "inflight".into(),
-            y_label: "foreground frame time (ms)".into(),
-            kind: FigureKind::Lines,
-            categories: vec![],
-            series: vec![Series {
-                name: "OpenFlappyBird-like".into(),
-                points: points.iter().map(|p| (p.0, p.1)).collect(),
-            }],
-        });
-        bg_series.push(Series {
-            name: format!("GPUGenerator {exec_ms} ms batches"),
-            points: points.iter().map(|p| (p.0, p.2)).collect(),
-        });
+        let (knee, bg) = fig6_panel(panel, exec_ms, dur, out);
+        knees.push(knee);
+        bg_series.push(bg);
     }
     out.figures.push(Figure {
         file: "seed003-fig6-background".into(),
@@ -116,6 +94,45 @@ pub(super) fn fig6(dur: Nanos, out: &mut Outcome) {
         categories: vec![],
         series: bg_series,
     });
+    fig6_claims(&knees, out);
+}
+
+/// One panel (background batches of `exec_ms`): pushes its figure of the game's frame time and
+/// returns its knee and the background's series.
+fn fig6_panel(panel: &str, exec_ms: u64, dur: Nanos, out: &mut Outcome) -> (Knee, Series) {
+    let points: Vec<(f64, f64, f64)> = (1..=15)
+        .map(|inflight| {
+            let (fg, bg) = gpu_point(&gpu_generator(exec_ms * MS), &mut Fifo::new(inflight), dur);
+            (inflight as f64, fg, bg)
+        })
+        .collect();
+    let best_bg = points.iter().map(|p| p.2).fold(f64::INFINITY, f64::min);
+    // The trade-off point: the smallest inflight within 2 % of the best background speed.
+    let knee = points
+        .iter()
+        .find(|p| p.2 <= best_bg * 1.02)
+        .map_or(15.0, |p| p.0);
+    out.figures.push(Figure {
+        file: format!("seed003-fig6{panel}"),
+        title: format!("Seed 003 Fig. 6{panel}: game frame time vs inflight, background batches of {exec_ms} ms (FIFO)"),
+        x_label: "inflight".into(),
+        y_label: "foreground frame time (ms)".into(),
+        kind: FigureKind::Lines,
+        categories: vec![],
+        series: vec![Series {
+            name: "OpenFlappyBird-like".into(),
+            points: points.iter().map(|p| (p.0, p.1)).collect(),
+        }],
+    });
+    let bg = Series {
+        name: format!("GPUGenerator {exec_ms} ms batches"),
+        points: points.iter().map(|p| (p.0, p.2)).collect(),
+    };
+    ((exec_ms, knee, points[0].1, points[14].1), bg)
+}
+
+/// Fig. 6's claims: the frame time grows with inflight, and the knee follows eq. 1.
+fn fig6_claims(knees: &[Knee], out: &mut Outcome) {
     let grows = knees.iter().all(|k| k.3 > k.2 * 2.0);
     out.claims.push(Claim {
         seed: "003",
