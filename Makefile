@@ -24,7 +24,9 @@ test: setup
 	CARGO=$(CARGO) bash scripts/test.sh
 
 ## Lints as errors (CI runs this too). `--release`: shares the artifacts `make test` builds.
+## scripts/layers.py: the daemon's modules import each other without a circle (docs/architecture.md).
 check: setup
+	python3 scripts/layers.py crates/daemon/src
 	$(CARGO) clippy --workspace --all-targets --locked --release -- -D warnings
 
 fmt:

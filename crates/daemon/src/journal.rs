@@ -13,62 +13,11 @@
 //! someone else), so a restarted daemon restores what a killed one left behind, and restoring
 //! twice is harmless: the second pass finds the kernel no longer holds the applied value.
 
-use crate::actuators::Key;
+use crate::types::Key;
+use crate::types::{Kind, Value};
 use rusqlite::{params, Connection, OptionalExtension};
-use serde::{Deserialize, Serialize};
 use std::path::Path;
 use uxsched_os::identity::TaskId;
-use uxsched_os::sched::SchedAttr;
-
-/// One kind of setting and its value.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Value {
-    Sched(SchedAttr),
-    /// A cgroup path relative to the hierarchy's mount.
-    Cgroup(String),
-    /// An encoded I/O priority.
-    Ioprio(u16),
-    /// The nice value of the task's session autogroup.
-    Autogroup(i32),
-    /// A systemd unit's `CPUWeight` (`cpu.weight` units; `actuators::unit::UNSET` = not set).
-    Unit(u64),
-}
-
-/// The kinds of setting, the journal's second key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Kind {
-    Sched,
-    Cgroup,
-    Ioprio,
-    Autogroup,
-    Unit,
-}
-
-impl Kind {
-    pub fn name(self) -> &'static str {
-        match self {
-            Kind::Sched => "sched",
-            Kind::Cgroup => "cgroup",
-            Kind::Ioprio => "ioprio",
-            Kind::Autogroup => "autogroup",
-            Kind::Unit => "unit",
-        }
-    }
-}
-
-impl Value {
-    pub fn kind(&self) -> Kind {
-        match self {
-            Value::Sched(_) => Kind::Sched,
-            Value::Cgroup(_) => Kind::Cgroup,
-            Value::Ioprio(_) => Kind::Ioprio,
-            Value::Autogroup(_) => Kind::Autogroup,
-            Value::Unit(_) => Kind::Unit,
-        }
-    }
-}
 
 /// One journalled change: the object it was made on, the thread it was made for (whose exit
 /// ends it), the object's original value and the value uxsched applied.

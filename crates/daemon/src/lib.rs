@@ -22,5 +22,6 @@ pub mod rtapi;
 pub mod server;
 pub mod sources;
 pub mod state;
+pub mod types;
 
 pub use config::{Config, Mode};

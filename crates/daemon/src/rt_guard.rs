@@ -18,7 +18,7 @@
 //! wakes the loop, which then gives the thread the fair boost for its cool-down.
 
 use crate::rt_budget::{self, Limits, RtBudget};
-use crate::sources::Event;
+use crate::types::Event;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};

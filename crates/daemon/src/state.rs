@@ -3,7 +3,8 @@
 //! Built by scanning /proc; the policies read it and nothing else, so they stay pure.
 
 use crate::config::Config;
-use crate::sources::tracker::{Critical, CriticalKind};
+use crate::types::AppId;
+use crate::types::{Critical, CriticalKind};
 use serde::Serialize;
 use std::collections::{HashMap, VecDeque};
 use std::io;
@@ -33,38 +34,6 @@ impl Role {
     /// On the interaction's path: what the `uxsched` mode raises as critical.
     pub fn is_critical(self) -> bool {
         matches!(self, Role::Ui | Role::Render | Role::Critical)
-    }
-}
-
-/// A process as uxsched tracks it: pid plus start time (see `identity`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-pub struct AppId {
-    pub pid: i32,
-    pub start: u64,
-}
-
-impl AppId {
-    /// The identity of a live process now.
-    pub fn of(pid: i32) -> std::io::Result<AppId> {
-        let id = identity::task_id(pid)?;
-        if id.pid != pid {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                format!("{pid} is a thread of process {}, not a process", id.pid),
-            ));
-        }
-        Ok(AppId {
-            pid,
-            start: id.start,
-        })
-    }
-
-    pub fn alive(&self) -> bool {
-        identity::still_same(&TaskId {
-            tid: self.pid,
-            pid: self.pid,
-            start: self.start,
-        })
     }
 }
 
@@ -101,7 +70,7 @@ pub struct State {
     pub autogroup: bool,
     /// Threads outside the app that the tracker found on its interactions' path (partners'
     /// threads, kernel workers), already bounded by the config and ownership rules.
-    pub chain: Vec<crate::sources::tracker::Critical>,
+    pub chain: Vec<crate::types::Critical>,
     /// Threads of the `rt` lever that used up their run-time budget: on the fair lever until
     /// their cool-down ends (`rt_budget.rs`).
     pub rt_demoted: std::collections::BTreeSet<TaskId>,

@@ -208,7 +208,8 @@ fn autogroup_nice_alone_fails_across_sessions_the_foreground_group_works() {
 #[test]
 #[ignore = "needs root: make test runs it as root"]
 fn cgroup_v2_groups_move_whole_processes_and_back() {
-    use uxsched_daemon::actuators::cgroup::{find_mounts, Group, Groups, Hierarchy};
+    use uxsched_daemon::actuators::cgroup::{find_mounts, Groups, Hierarchy};
+    use uxsched_daemon::types::Group;
     require_root();
     let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
     let mount = find_mounts(&info)
@@ -266,7 +267,8 @@ fn set_fifo(tid: i32, fifo: bool) -> Result<(), i32> {
 #[test]
 #[ignore = "needs root: make test runs it as root"]
 fn the_fg_group_takes_real_time_threads_that_a_new_cgroup_refuses() {
-    use uxsched_daemon::actuators::cgroup::{Group, Groups, Hierarchy};
+    use uxsched_daemon::actuators::cgroup::{Groups, Hierarchy};
+    use uxsched_daemon::types::Group;
     require_root();
     let _s = serial();
     let h = Hierarchy::detect().expect("this test needs a cgroup hierarchy");
@@ -327,7 +329,8 @@ fn the_fg_group_takes_real_time_threads_that_a_new_cgroup_refuses() {
 fn moves_are_made_off_the_callers_thread_in_order_and_failures_handed_back() {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
-    use uxsched_daemon::actuators::cgroup::{Group, Groups, Hierarchy};
+    use uxsched_daemon::actuators::cgroup::{Groups, Hierarchy};
+    use uxsched_daemon::types::Group;
     require_root();
     let _s = serial();
     let h = Hierarchy::detect().expect("this test needs a cgroup hierarchy");
@@ -394,11 +397,13 @@ fn moves_are_made_off_the_callers_thread_in_order_and_failures_handed_back() {
 #[ignore = "needs root: make test runs it as root"]
 fn a_failed_queued_move_forgets_its_row_and_is_listed() {
     use std::rc::Rc;
-    use uxsched_daemon::actuators::cgroup::{Group, Groups, Hierarchy};
-    use uxsched_daemon::actuators::Key;
-    use uxsched_daemon::journal::{Journal, Kind};
-    use uxsched_daemon::policy::{Desired, Target};
+    use uxsched_daemon::actuators::cgroup::{Groups, Hierarchy};
+    use uxsched_daemon::journal::Journal;
     use uxsched_daemon::reconcile::Reconciler;
+    use uxsched_daemon::types::Group;
+    use uxsched_daemon::types::Key;
+    use uxsched_daemon::types::Kind;
+    use uxsched_daemon::types::{Desired, Target};
     require_root();
     let _s = serial();
     let h = Hierarchy::detect().expect("this test needs a cgroup hierarchy");

@@ -13,7 +13,7 @@ use std::time::Duration;
 use uxsched_client::control::{Response, MAX_REQUEST};
 use uxsched_client::proto::{Ask, Policy, Refusal, Reply, Request, Until};
 use uxsched_daemon::server::{parse_request, read_line, Incoming, Server};
-use uxsched_daemon::sources::Event;
+use uxsched_daemon::types::Event;
 
 /// Hands out its bytes in the chunk sizes given (cycled), as a socket may.
 struct Chunked<'a> {

@@ -268,9 +268,10 @@ fn threads_exiting_mid_change_are_harmless() {
 #[test]
 #[ignore = "needs root: make test runs it as root"]
 fn without_writable_cgroups_the_reconciler_degrades_to_sched_only() {
-    use uxsched_daemon::actuators::cgroup::{Group, Groups, Hierarchy};
-    use uxsched_daemon::policy::{Desired, Target};
+    use uxsched_daemon::actuators::cgroup::{Groups, Hierarchy};
     use uxsched_daemon::reconcile::Reconciler;
+    use uxsched_daemon::types::Group;
+    use uxsched_daemon::types::{Desired, Target};
     require_root();
     let _s = serial();
     // A read-only "cgroupfs": creating the groups fails with an error, not a panic.
@@ -309,7 +310,8 @@ fn without_writable_cgroups_the_reconciler_degrades_to_sched_only() {
 #[test]
 #[ignore = "needs root: make test runs it as root"]
 fn the_kernel_is_asked_which_groups_take_real_time_threads() {
-    use uxsched_daemon::actuators::cgroup::{Group, Groups, Hierarchy};
+    use uxsched_daemon::actuators::cgroup::{Groups, Hierarchy};
+    use uxsched_daemon::types::Group;
     require_root();
     let _s = serial();
     let h = Hierarchy::detect().expect("a cgroup hierarchy with the cpu controller");

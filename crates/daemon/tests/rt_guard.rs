@@ -7,7 +7,7 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 use uxsched_daemon::rt_budget::Limits;
 use uxsched_daemon::rt_guard::RtGuard;
-use uxsched_daemon::sources::Event;
+use uxsched_daemon::types::Event;
 use uxsched_os::identity;
 use uxsched_os::sched::{self, SchedAttr, SCHED_FIFO, SCHED_OTHER};
 

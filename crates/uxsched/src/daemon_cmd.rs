@@ -6,7 +6,7 @@ use anyhow::Context;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use uxsched_client::control::{self, Request, Status};
-use uxsched_daemon::backend;
+use uxsched_daemon::config::backend;
 use uxsched_daemon::config::{self, Config, Mode};
 
 #[derive(clap::Args)]
@@ -98,7 +98,7 @@ pub fn run(c: Commands) -> anyhow::Result<ExitCode> {
                 cfg.backend.policy = backend::ScxPolicy::parse(&p).map_err(bad_input)?;
             }
             // Refused before anything is touched: no silent fallback to the stock levers.
-            backend::check(&cfg.backend).map_err(|e| bad_input(format!("--backend scx: {e}")))?;
+            uxsched_daemon::backend::check(&cfg.backend).map_err(|e| bad_input(format!("--backend scx: {e}")))?;
             run_daemon(cfg)
         }
         Commands::Status { json, socket } => status(&socket_path(&socket)?, json),

@@ -1,8 +1,10 @@
 //! A session's autogroup nice as an [`Actuator`]; reading and writing it is
 //! `uxsched_os::autogroup`.
 
-use super::{Actuator, Key};
-use crate::journal::{Kind, Value};
+use crate::types::Key;
+
+use super::Actuator;
+use crate::types::{Kind, Value};
 use std::io;
 use uxsched_os::autogroup::{get, members, read, set};
 use uxsched_os::identity::{self, TaskId};

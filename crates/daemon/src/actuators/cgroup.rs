@@ -14,6 +14,7 @@
 //! (`cpu.weight`) moves whole processes through `cgroup.procs` (a non-threaded v2 group holds
 //! all threads of a process), so restoring one thread there restores its process.
 
+use crate::types::Group;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
@@ -31,23 +32,6 @@ pub enum Hierarchy {
 pub enum Granularity {
     Thread,
     Process,
-}
-
-/// The two groups uxsched manages.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Group {
-    Fg,
-    Bg,
-}
-
-impl Group {
-    fn dir(self) -> &'static str {
-        match self {
-            Group::Fg => "fg",
-            Group::Bg => "bg",
-        }
-    }
 }
 
 /// Parse `/proc/self/mountinfo` text for the v1 `cpu` and the v2 mounts.

@@ -1,7 +1,9 @@
 //! I/O priority of one thread as an [`Actuator`]; the system calls are `uxsched_os::ioprio`.
 
-use super::{Actuator, Key};
-use crate::journal::{Kind, Value};
+use crate::types::Key;
+
+use super::Actuator;
+use crate::types::{Kind, Value};
 use std::io;
 use uxsched_os::identity::{self, TaskId};
 use uxsched_os::ioprio::{get, set};

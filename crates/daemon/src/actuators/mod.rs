@@ -18,38 +18,10 @@ pub mod sched;
 pub mod unit;
 pub mod unit_weight;
 
-use crate::journal::{Kind, Value};
-use serde::{Deserialize, Serialize};
+use crate::types::Key;
+use crate::types::{Kind, Value};
 use std::io;
 use uxsched_os::identity::TaskId;
-
-/// The kernel object a setting lives on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Key {
-    /// One thread (sched attributes, ioprio, cgroup v1 placement).
-    Thread(TaskId),
-    /// One process, by its leader's identity (cgroup v2 moves whole processes).
-    Process(TaskId),
-    /// One session's autogroup, by the kernel's autogroup id (a sequence number the kernel
-    /// never reuses while it runs).
-    Session(u64),
-    /// One systemd unit, by its cgroup's id (the cgroup2 directory's inode number, which the
-    /// kernel does not reuse while it runs).
-    Unit(u64),
-}
-
-impl Key {
-    /// How logs and `status` name the object.
-    pub fn describe(&self) -> String {
-        match self {
-            Key::Thread(t) => format!("thread {}", t.tid),
-            Key::Process(t) => format!("process {}", t.pid),
-            Key::Session(id) => format!("autogroup-{id}"),
-            Key::Unit(id) => format!("unit cgroup {id}"),
-        }
-    }
-}
 
 /// One kernel interface as the reconciler sees it.
 pub trait Actuator {

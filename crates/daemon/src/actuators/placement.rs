@@ -3,8 +3,9 @@
 //! so a placement is the process's, journalled and restored once for all its threads.
 
 use super::cgroup::{Groups, Hierarchy};
-use super::{Actuator, Key};
-use crate::journal::{Kind, Value};
+use super::Actuator;
+use crate::types::Key;
+use crate::types::{Kind, Value};
 use std::io;
 use std::rc::Rc;
 use uxsched_os::identity::{self, TaskId};

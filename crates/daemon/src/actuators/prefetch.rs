@@ -7,7 +7,7 @@
 //! ≥ 5.6; the pidfd also pins the process identity) and issues `POSIX_FADV_WILLNEED` from the
 //! file position over the window. Nothing is journalled: page cache is not a setting to restore.
 
-use crate::state::AppId;
+use crate::types::AppId;
 use std::collections::HashMap;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};

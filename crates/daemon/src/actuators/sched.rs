@@ -1,8 +1,10 @@
 //! Scheduling attributes of one thread as an [`Actuator`]. The `sched_getattr(2)` /
 //! `sched_setattr(2)` layer itself is `uxsched_os::sched`.
 
-use super::{Actuator, Key};
-use crate::journal::{Kind, Value};
+use crate::types::Key;
+
+use super::Actuator;
+use crate::types::{Kind, Value};
 use std::io;
 use uxsched_os::identity::TaskId;
 

@@ -4,8 +4,9 @@
 //! through any process still in it.
 
 use super::unit::{self, Owner, Systemd, Unit};
-use super::{Actuator, Key};
-use crate::journal::{Kind, Value};
+use super::Actuator;
+use crate::types::Key;
+use crate::types::{Kind, Value};
 use std::cell::RefCell;
 use std::io;
 use std::os::unix::fs::MetadataExt;

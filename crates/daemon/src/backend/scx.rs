@@ -22,9 +22,11 @@
 //! the scheduler (error, watchdog, SysRq-S) it moves every `SCHED_EXT` thread to the fair class;
 //! the next pass notices, says why once, and from then on the stock levers apply.
 
-use super::{Backend, BackendConfig};
-use crate::policy::{Desired, Target};
+use crate::config::backend::BackendConfig;
+
+use super::Backend;
 use crate::state::{Role, State};
+use crate::types::{Desired, Target};
 use std::collections::BTreeMap;
 use std::io;
 use std::time::Duration;
@@ -242,7 +244,8 @@ fn counters_of(s: &Scheduler) -> Option<Vec<(String, u64)>> {
 mod tests {
     use super::*;
     use crate::policy::test_state::{fg_state, tid};
-    use crate::state::{App, AppId, ThreadInfo};
+    use crate::state::{App, ThreadInfo};
+    use crate::types::AppId;
 
     #[test]
     fn the_app_and_the_background_switch_with_their_classes_and_only_ioprio_stays() {
@@ -281,8 +284,8 @@ mod tests {
                 nice: Some(-10),
                 slice_ns: Some(100_000),
                 ioprio: Some(4),
-                rt: Some(crate::policy::Rt {
-                    policy: crate::policy::RtPolicy::Fifo,
+                rt: Some(crate::types::Rt {
+                    policy: crate::types::RtPolicy::Fifo,
                     priority: 1,
                 }),
                 ..Target::default()

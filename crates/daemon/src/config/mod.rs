@@ -2,12 +2,17 @@
 //! unknown keys and out-of-range values rejected during parsing, so that the error carries the
 //! key's name and its line (`TOML parse error at line 5, column 12`).
 
+use crate::types::SourceName;
 use serde::{Deserialize, Deserializer, Serialize};
 use std::path::{Path, PathBuf};
 
+pub mod backend;
+pub mod rtapi;
+pub mod rtkit;
+
 /// The documented default configuration file, shipped as `packaging/uxsched.toml` and printed
 /// by `uxsched config default` (one source of truth).
-pub const DEFAULT_TOML: &str = include_str!("../../../packaging/uxsched.toml");
+pub const DEFAULT_TOML: &str = include_str!("../../../../packaging/uxsched.toml");
 
 /// Where the daemon and its clients look when no `--config` is given.
 pub const DEFAULT_PATH: &str = "/etc/uxsched/uxsched.toml";
@@ -61,16 +66,6 @@ impl std::fmt::Display for Mode {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
     }
-}
-
-/// Focus sources that exist (see `sources/`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SourceName {
-    Explicit,
-    Android,
-    Mutter,
-    X11,
 }
 
 /// Declares a deserializer that rejects values outside `lo..=hi` with the key's name, so toml
@@ -173,11 +168,11 @@ pub struct Config {
     pub x11: X11,
     pub tracker: Tracker,
     /// The real-time request API (docs/api.md): who may ask for what, and rtkit's limits.
-    pub rtapi: crate::rtapi::config::RtApi,
+    pub rtapi: rtapi::RtApi,
     /// rtkit's D-Bus interface, served with the real-time API's policy (`rtapi/rtkit.rs`).
-    pub rtkit: crate::rtapi::rtkit::Rtkit,
+    pub rtkit: rtkit::Rtkit,
     /// How the wishes reach the scheduler: the stock levers or the sched_ext scheduler.
-    pub backend: crate::backend::BackendConfig,
+    pub backend: backend::BackendConfig,
 }
 
 /// The delay-critical thread tracker (BPF): who follows the interaction and what they get.

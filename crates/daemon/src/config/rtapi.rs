@@ -4,9 +4,15 @@
 //! --actions-burst-sec=20 --actions-per-burst-max=25 --canary-refuse-sec=300`), with a faster
 //! canary and a bound on simultaneous real-time grants (seed 002 §III.B).
 
-use crate::config::ranged;
+use super::ranged;
 use serde::{Deserialize, Deserializer, Serialize};
 use std::path::PathBuf;
+
+/// The rule entry that lets a client name processes of its own uid.
+pub const SAME_UID: &str = "same-uid";
+
+/// The `uclamp.min` of the strongest boost by default: Pixel ADPF's `UclampMin_High`.
+pub const UCLAMP_HIGH: u32 = 384;
 
 ranged!(rttime_max_us, u64, "rttime_max_us", 1_000, 200_000);
 ranged!(
@@ -105,10 +111,7 @@ pub struct Allow {
 /// `dependencies`: each entry `"same-uid"` or an absolute path.
 fn dependencies<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
     let v = Vec::<String>::deserialize(d)?;
-    match v
-        .iter()
-        .find(|e| *e != super::deps::SAME_UID && !e.starts_with('/'))
-    {
+    match v.iter().find(|e| *e != SAME_UID && !e.starts_with('/')) {
         Some(bad) => Err(serde::de::Error::custom(format!(
             "`dependencies` entry {bad:?} is neither \"same-uid\" nor an absolute executable path"
         ))),
@@ -131,7 +134,7 @@ impl Default for RtApi {
             canary_refuse_ms: 300_000,
             max_dependency_threads: 64,
             interaction_max_ms: 1_000,
-            hint_uclamp_max: super::hint::UCLAMP_HIGH,
+            hint_uclamp_max: UCLAMP_HIGH,
             allow: vec![Allow::default()],
         }
     }
@@ -144,7 +147,7 @@ impl Default for Allow {
             executables: Vec::new(),
             max_rt_priority: 20,
             min_nice: -15,
-            dependencies: vec![super::deps::SAME_UID.into()],
+            dependencies: vec![SAME_UID.into()],
         }
     }
 }

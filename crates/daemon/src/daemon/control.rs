@@ -2,9 +2,10 @@
 //! each source's word, merged by precedence into the one app in front.
 
 use super::Daemon;
-use crate::config::{Mode, SourceName};
+use crate::config::Mode;
 use crate::sources::explicit;
-use crate::state::AppId;
+use crate::types::AppId;
+use crate::types::SourceName;
 use std::time::Instant;
 use tracing::info;
 use uxsched_client::control::{Request, Response};

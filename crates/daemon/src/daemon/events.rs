@@ -2,7 +2,7 @@
 //! watchdog asks, and what the loop does about it before its next pass.
 
 use super::Daemon;
-use crate::sources::Event;
+use crate::types::Event;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use tracing::{info, warn};

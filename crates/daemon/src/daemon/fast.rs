@@ -11,10 +11,11 @@
 
 use super::Daemon;
 use crate::config::{Lever, Mode};
-use crate::policy::{critical_target, Desired};
-use crate::sources::tracker::{Critical, CriticalKind};
-use crate::sources::Event;
+use crate::policy::critical_target;
 use crate::state;
+use crate::types::Desired;
+use crate::types::Event;
+use crate::types::{Critical, CriticalKind};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use uxsched_os::identity::TaskId;
@@ -48,7 +49,7 @@ impl Daemon {
     }
 
     /// The user `app` runs as: as the last pass (or fast path) read it for that app, else now.
-    pub(super) fn owner_of(&self, app: state::AppId) -> Option<u32> {
+    pub(super) fn owner_of(&self, app: crate::types::AppId) -> Option<u32> {
         match self.owner_seen.get() {
             Some((seen, uid)) if seen == app => uid,
             _ => {
@@ -109,7 +110,7 @@ impl Daemon {
 
     fn boost_new_at(
         &mut self,
-        app: state::AppId,
+        app: crate::types::AppId,
         new: &[Critical],
         now: Instant,
     ) -> anyhow::Result<Vec<(TaskId, u64)>> {
@@ -188,7 +189,7 @@ impl Daemon {
     /// Whether every cgroup the app's threads may be in takes real-time threads, as the last
     /// pass found its placement: its home does not refuse them and uxsched's fg group takes
     /// them. False when no pass has placed this app yet (then each thread's cgroup is read).
-    fn app_takes_rt(&self, app: state::AppId) -> bool {
+    fn app_takes_rt(&self, app: crate::types::AppId) -> bool {
         let placed = match self.placement_seen {
             Some((a, _, p)) if a == app => p,
             _ => return false,

@@ -14,17 +14,23 @@ mod setup;
 mod status;
 
 use crate::actuators::prefetch::Prefetcher;
-use crate::config::{Config, Mode, SourceName};
+use crate::config::{Config, Mode};
 use crate::features::Features;
 use crate::journal::{Journal, JournalLock};
-use crate::policy::{self, Desired};
+use crate::policy;
 use crate::reconcile::Reconciler;
 use crate::rt_guard::RtGuard;
 use crate::rtapi::{canary, Grants};
 use crate::server::Server;
-use crate::sources::tracker::{Critical, TrackerHandle};
-use crate::sources::{cpufreq, Event};
-use crate::state::{self, AppId, History, State};
+use crate::sources::cpufreq;
+use crate::sources::tracker::TrackerHandle;
+use crate::state;
+use crate::state::{History, State};
+use crate::types::AppId;
+use crate::types::Critical;
+use crate::types::Desired;
+use crate::types::Event;
+use crate::types::SourceName;
 use anyhow::Context;
 use events::{Flow, Turn};
 use setup::{reconciler, start_sources, start_tracker};
@@ -77,10 +83,10 @@ struct Daemon {
     boost_pending: Vec<(uxsched_os::identity::TaskId, u64)>,
     boost_latency: std::collections::VecDeque<u64>,
     /// The last answer of [`Daemon::placement_now`]: app, when, what.
-    placement_seen: Option<(crate::state::AppId, Instant, placement::Placement)>,
+    placement_seen: Option<(crate::types::AppId, Instant, placement::Placement)>,
     /// The focused app's user as the last pass read it (`state::owner`): the fast path asks it
     /// for every partner batch, and a pass reads it afresh.
-    owner_seen: std::cell::Cell<Option<(crate::state::AppId, Option<u32>)>>,
+    owner_seen: std::cell::Cell<Option<(crate::types::AppId, Option<u32>)>>,
     /// The journal's write count and the lever's threads at the last `publish_rt`.
     published: Option<(
         u64,

@@ -4,7 +4,7 @@
 //! check walks every process).
 
 use super::Daemon;
-use crate::state::AppId;
+use crate::types::AppId;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 use tracing::warn;
@@ -54,11 +54,11 @@ impl Daemon {
     pub(super) fn rt_refused(
         &self,
         app: Option<&crate::state::App>,
-        chain: &[crate::sources::tracker::Critical],
+        chain: &[crate::types::Critical],
         placement: Placement,
     ) -> BTreeSet<TaskId> {
         use crate::config::{Lever, Mode};
-        use crate::sources::tracker::CriticalKind;
+        use crate::types::CriticalKind;
         let Some(groups) = self.rec.groups.as_ref() else {
             return BTreeSet::new();
         };
@@ -84,10 +84,11 @@ impl Daemon {
     /// that group takes real-time threads and threads move one by one (cgroup v1):
     /// `State::rt_in_fg`. One journal read per critical thread, none otherwise.
     pub(super) fn rt_in_fg(&self, app: Option<&crate::state::App>) -> BTreeSet<TaskId> {
-        use crate::actuators::cgroup::{Granularity, Group};
-        use crate::actuators::Key;
+        use crate::actuators::cgroup::Granularity;
         use crate::config::{Lever, Mode};
-        use crate::journal::{Kind, Value};
+        use crate::types::Group;
+        use crate::types::Key;
+        use crate::types::{Kind, Value};
         let (Some(app), Some(groups)) = (app, self.rec.groups.as_ref()) else {
             return BTreeSet::new();
         };
@@ -163,8 +164,8 @@ impl Daemon {
     /// group would otherwise look like one in uxsched's own groups).
     fn home_cgroup(&self, app: AppId) -> Option<String> {
         use crate::actuators::cgroup::Granularity;
-        use crate::actuators::Key;
-        use crate::journal::{Kind, Value};
+        use crate::types::Key;
+        use crate::types::{Kind, Value};
         let g = self.rec.groups.as_ref()?;
         let main = uxsched_os::identity::TaskId {
             tid: app.pid,

@@ -3,8 +3,8 @@
 
 use super::{Daemon, LATENCIES};
 use crate::config::Mode;
-use crate::journal::{Kind, Value};
-use crate::policy::Desired;
+use crate::types::Desired;
+use crate::types::{Kind, Value};
 use uxsched_os::sched;
 
 impl Daemon {
@@ -17,7 +17,7 @@ impl Daemon {
         let mut done = Vec::new();
         let journal = &self.rec.journal;
         let held = |task: &uxsched_os::identity::TaskId| {
-            let key = crate::actuators::Key::Thread(*task);
+            let key = crate::types::Key::Thread(*task);
             journal.get(Kind::Sched, &key).is_ok_and(|e| e.is_some())
         };
         self.boost_pending.retain(|(task, since)| {

@@ -2,11 +2,12 @@
 //! cgroup hierarchy — each reports what it could not do instead of failing the daemon.
 
 use crate::actuators::cgroup::{Groups, Hierarchy};
-use crate::config::{Config, SourceName};
+use crate::config::Config;
 use crate::journal::Journal;
 use crate::reconcile::Reconciler;
 use crate::sources::tracker::TrackerHandle;
-use crate::sources::Event;
+use crate::types::Event;
+use crate::types::SourceName;
 use std::collections::BTreeMap;
 use std::sync::mpsc;
 use std::time::Duration;
@@ -105,7 +106,7 @@ pub(super) fn reconciler(
     cfg: &Config,
     journal: Journal,
     default_slice: u64,
-    events: &std::sync::mpsc::Sender<crate::sources::Event>,
+    events: &std::sync::mpsc::Sender<crate::types::Event>,
 ) -> (Reconciler, String) {
     let hierarchy = Hierarchy::detect();
     if let Some(Hierarchy::V2 { mount, cpu: true }) = &hierarchy {
@@ -132,7 +133,7 @@ pub(super) fn reconciler(
     let groups = groups.map(|mut g| {
         let events = events.clone();
         let wake = move || {
-            let _ = events.send(crate::sources::Event::Moved);
+            let _ = events.send(crate::types::Event::Moved);
         };
         if let Err(e) = g.move_off_thread(Box::new(wake)) {
             warn!("cannot start the cgroup mover's thread ({e}): the daemon's loop makes the moves itself");

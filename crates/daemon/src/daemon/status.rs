@@ -2,9 +2,9 @@
 //! current settings read from the kernel, sources, problems — kept apart from the loop that acts.
 
 use super::Daemon;
-use crate::journal::Value;
-use crate::sources::tracker::CriticalKind;
 use crate::state;
+use crate::types::CriticalKind;
+use crate::types::Value;
 use std::collections::BTreeMap;
 use uxsched_client::control::{Boosted, Settings, SourceStatus, Status};
 use uxsched_os::{ioprio, sched};
@@ -57,7 +57,7 @@ impl Daemon {
                     current: Settings::default(),
                 }
             });
-            if e.key != crate::actuators::Key::Thread(e.via) {
+            if e.key != crate::types::Key::Thread(e.via) {
                 b.objects.push(e.key.describe());
             }
             fill(&mut b.original, &e.original);

@@ -3,10 +3,12 @@
 //! bonus also holds against other sessions' autogroups. Restored when the topmost process
 //! changes. (The ×8 read-ahead half of EIMOS is the prefetch actuator.)
 
-use super::{Desired, Policy, Target};
-use crate::actuators::cgroup::Group;
+use crate::types::{Desired, Target};
+
+use super::Policy;
 use crate::config::Config;
 use crate::state::State;
+use crate::types::Group;
 
 pub struct Eimos;
 

@@ -4,10 +4,12 @@
 //! threads last ran on (the slowest of them), read from cpufreq under a configurable sysfs root.
 //! Without cpufreq the ratio is 1 and this mode equals a plain foreground-group boost.
 
-use super::{Desired, Policy, Target};
-use crate::actuators::cgroup::Group;
+use crate::types::{Desired, Target};
+
+use super::Policy;
 use crate::config::Config;
 use crate::state::State;
+use crate::types::Group;
 use uxsched_model::formulas::facfs_scaled_weight;
 
 pub struct Facfs;

@@ -5,10 +5,12 @@
 //! to `min_nice`, and put in the foreground group so the gap holds across sessions.
 //! Approximation: MCFS also cuts the *switch* rate (fewer preemptions); weights cannot.
 
-use super::{Desired, Policy, Target};
-use crate::actuators::cgroup::Group;
+use crate::types::{Desired, Target};
+
+use super::Policy;
 use crate::config::Config;
 use crate::state::State;
+use crate::types::Group;
 use uxsched_model::formulas::mcfs_equivalent_nice_levels;
 
 pub struct Mcfs;

@@ -9,78 +9,16 @@ mod shuffledog;
 mod uxsched;
 mod vtcfs;
 
-use crate::actuators::cgroup::Group;
 use crate::config::{Config, Mode};
 use crate::state::{App, State};
+use crate::types::{Desired, Rt, Target};
 use std::collections::BTreeMap;
 pub use uxsched::critical_target;
-use uxsched_os::identity::TaskId;
-
-/// What one thread should have. `None` = leave that setting as it was.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Target {
-    pub nice: Option<i32>,
-    /// Custom EEVDF slice (`sched_attr.sched_runtime`), ns.
-    pub slice_ns: Option<u64>,
-    /// Utilisation clamp `uclamp.min` (0..=1024; a hint session's boost, `rtapi/hint.rs`),
-    /// only ever raised; ignored where the kernel has no uclamp.
-    pub uclamp_min: Option<u32>,
-    pub group: Option<Group>,
-    /// Encoded I/O priority (see `actuators::ioprio`).
-    pub ioprio: Option<u16>,
-    /// Nice of the thread's session autogroup (see `actuators::autogroup`).
-    pub autogroup_nice: Option<i32>,
-    /// A real-time class instead of the fair one (an app's grant through the real-time API,
-    /// `rtapi/`, or the tracker's rt lever). When set it decides the thread's scheduling
-    /// attributes: `slice_ns` (and `uclamp_min`) are ignored for it, and `nice` (only ever
-    /// lower than the original) is the fair-class nice the thread holds meanwhile — set in
-    /// the fair class before the switch, so a later demotion to it keeps the thread's lag
-    /// (`uxsched_os::sched::set_keeping_lag`). Always applied with `SCHED_FLAG_RESET_ON_FORK`.
-    pub rt: Option<Rt>,
-    /// Move the thread to `SCHED_EXT` (the `scx` backend, `backend/scx.rs`), keeping its nice and
-    /// custom slice unless `nice`/`slice_ns` say otherwise; `rt` still wins.
-    pub ext: bool,
-}
 
 /// The real-time priority of the tracker's `rt` lever: one above the lowest, below every RT
 /// thread someone else asked for (audio servers, threaded IRQs at 50, watchdogs at 99). The
 /// lowest is the daemon's tracker thread (`uxsched_os::own::OWN_RT_PRIORITY`).
 pub const RT_PRIORITY: u32 = 2;
-
-/// A real-time scheduling class and priority.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Rt {
-    pub policy: RtPolicy,
-    /// 1..=99 (`sched_priority`).
-    pub priority: u32,
-}
-
-/// The two POSIX real-time policies (SCHED_DEADLINE is not offered).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum RtPolicy {
-    Fifo,
-    Rr,
-}
-
-impl RtPolicy {
-    /// The kernel's policy number.
-    pub fn number(self) -> u32 {
-        match self {
-            RtPolicy::Fifo => uxsched_os::sched::SCHED_FIFO,
-            RtPolicy::Rr => uxsched_os::sched::SCHED_RR,
-        }
-    }
-}
-
-/// The settings a mode wants for the device. Threads absent from `threads` want nothing: the
-/// reconciler restores whatever uxsched changed on them.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Desired {
-    pub threads: BTreeMap<TaskId, Target>,
-    /// Weight of uxsched's foreground / background groups in `cpu.shares` units.
-    pub fg_shares: u64,
-    pub bg_shares: u64,
-}
 
 impl Desired {
     /// "Desired = nothing": unfocus, `restore`, shutdown and crash recovery.
@@ -144,7 +82,8 @@ pub fn for_mode(mode: Mode) -> &'static dyn Policy {
 
 #[cfg(test)]
 pub(crate) mod test_state {
-    use crate::state::{App, AppId, Role, State, ThreadInfo};
+    use crate::state::{App, Role, State, ThreadInfo};
+    use crate::types::AppId;
     use uxsched_os::identity::TaskId;
 
     /// A foreground app with pid 100: UI thread 100, render thread 101, worker 102.
@@ -176,7 +115,7 @@ pub(crate) mod test_state {
         }
     }
 
-    pub fn tid(d: &super::Desired, tid: i32) -> Option<&super::Target> {
+    pub fn tid(d: &crate::types::Desired, tid: i32) -> Option<&crate::types::Target> {
         d.threads.iter().find(|(k, _)| k.tid == tid).map(|(_, v)| v)
     }
 }

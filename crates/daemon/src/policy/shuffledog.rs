@@ -5,10 +5,12 @@
 //! best-effort 0 when `io_realtime = false`). Threads of background apps (apps that were in
 //! front before) go to the background group with best-effort 7 I/O.
 
-use super::{Desired, Policy, Target};
-use crate::actuators::cgroup::Group;
+use crate::types::{Desired, Target};
+
+use super::Policy;
 use crate::config::Config;
 use crate::state::{Role, State};
+use crate::types::Group;
 use uxsched_os::ioprio::{encode, CLASS_BE, CLASS_RT};
 
 pub struct Shuffledog;
@@ -67,7 +69,8 @@ impl Policy for Shuffledog {
 mod tests {
     use super::super::test_state::{fg_state, tid};
     use super::*;
-    use crate::state::{App, AppId, ThreadInfo};
+    use crate::state::{App, ThreadInfo};
+    use crate::types::AppId;
     use uxsched_os::identity::TaskId;
 
     #[test]

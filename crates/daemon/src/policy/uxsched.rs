@@ -11,10 +11,12 @@
 //! raises that critical set to SCHED_FIFO 2 instead, each thread under its run-time budget
 //! (`rt_budget.rs`): one that used it up gets the fair boost until its cool-down ends.
 
-use super::{Desired, Policy, Rt, RtPolicy, Target, RT_PRIORITY};
-use crate::actuators::cgroup::Group;
+use crate::types::{Desired, Rt, RtPolicy, Target};
+
+use super::{Policy, RT_PRIORITY};
 use crate::config::{self, Config};
 use crate::state::{Role, State};
+use crate::types::Group;
 use uxsched_os::identity::TaskId;
 
 pub struct Uxsched;
@@ -150,7 +152,7 @@ mod tests {
 
     #[test]
     fn the_trackers_chain_gets_the_ui_threads_boost() {
-        use crate::sources::tracker::{Critical, CriticalKind};
+        use crate::types::{Critical, CriticalKind};
         use uxsched_os::identity::TaskId;
         let mut s = fg_state();
         s.focus.as_mut().unwrap().threads[2].role = Role::Critical;
@@ -175,7 +177,7 @@ mod tests {
 
     #[test]
     fn the_rt_lever_puts_the_critical_set_at_fifo_1_except_threads_over_budget() {
-        use crate::sources::tracker::{Critical, CriticalKind};
+        use crate::types::{Critical, CriticalKind};
         use uxsched_os::identity::TaskId;
         let mut cfg = Config::default();
         cfg.tracker.lever = config::Lever::Rt;

@@ -9,7 +9,9 @@
 //! ΣW: each runnable task counted at nice 0 (ω0) — a daemon cannot read other tasks' weights
 //! per run-queue without debugfs, which is locked down here — spread over the CPUs.
 
-use super::{Desired, Policy, Target};
+use crate::types::{Desired, Target};
+
+use super::Policy;
 use crate::config::Config;
 use crate::state::{Role, State};
 use uxsched_model::formulas::{boost_weight, cfs_period};

@@ -14,9 +14,10 @@
 //! got its critical boost up to `min_focus_interval_ms` (100 ms) late.
 
 use super::{names, Keep, Reconciler};
-use crate::actuators::Key;
-use crate::journal::{Entry, JournalError, Kind, Value};
-use crate::policy::{Desired, Target};
+use crate::journal::{Entry, JournalError};
+use crate::types::Key;
+use crate::types::{Desired, Target};
+use crate::types::{Kind, Value};
 use uxsched_os::identity::TaskId;
 use uxsched_os::sched;
 

@@ -3,8 +3,10 @@
 //! exits and recycled tids — everything the real actuators reach through /proc and syscalls.
 
 use super::{Reconciler, Tasks};
-use crate::actuators::{Actuator, Key};
-use crate::journal::{Journal, Kind, Value};
+use crate::actuators::Actuator;
+use crate::journal::Journal;
+use crate::types::Key;
+use crate::types::{Kind, Value};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashSet};
 use std::io;
@@ -287,18 +289,18 @@ pub fn one_thread() -> (Shared, tempfile::TempDir, TaskId) {
 }
 
 /// Desired state: `t` for `task`, nothing else.
-pub fn want_one(task: TaskId, t: crate::policy::Target) -> crate::policy::Desired {
+pub fn want_one(task: TaskId, t: crate::types::Target) -> crate::types::Desired {
     want(&[(task, t)])
 }
 
 /// Desired state: these threads' targets, nothing else.
-pub fn want(tasks: &[(TaskId, crate::policy::Target)]) -> crate::policy::Desired {
+pub fn want(tasks: &[(TaskId, crate::types::Target)]) -> crate::types::Desired {
     let mut d = nothing();
     d.threads = tasks.iter().cloned().collect();
     d
 }
 
 /// Desired state: nothing at all.
-pub fn nothing() -> crate::policy::Desired {
-    crate::policy::Desired::nothing(&crate::config::Config::default())
+pub fn nothing() -> crate::types::Desired {
+    crate::types::Desired::nothing(&crate::config::Config::default())
 }

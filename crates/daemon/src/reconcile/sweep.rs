@@ -4,10 +4,13 @@
 //! group, leftovers of a killed daemon). Both are put back every pass.
 
 use super::{gone, group_name, Reconciler, Wants};
-use crate::actuators::cgroup::{Group, Hierarchy};
-use crate::actuators::{Actuator, Key};
-use crate::journal::{Entry, JournalError, Kind, Value};
-use crate::policy::Desired;
+use crate::actuators::cgroup::Hierarchy;
+use crate::actuators::Actuator;
+use crate::journal::{Entry, JournalError};
+use crate::types::Desired;
+use crate::types::Group;
+use crate::types::Key;
+use crate::types::{Kind, Value};
 use std::collections::{BTreeMap, HashSet};
 use tracing::{debug, info, warn};
 use uxsched_os::identity;

@@ -3,9 +3,9 @@
 //! the app exits; I/O priority inherited by children; a change landing on a recycled tid).
 
 use super::fake::{default_attr, reconciler, Shared, World};
-use crate::actuators::Key;
-use crate::journal::Kind;
-use crate::policy::Target;
+use crate::types::Key;
+use crate::types::Kind;
+use crate::types::Target;
 use std::cell::RefCell;
 use std::rc::Rc;
 use uxsched_os::identity::TaskId;
@@ -311,8 +311,8 @@ fn a_crash_between_journalling_an_update_and_writing_it_leaves_nothing_behind() 
 #[test]
 fn on_a_systemd_machine_the_apps_unit_is_raised_in_place_and_put_back() {
     use super::fake::reconciler_with_units;
-    use crate::actuators::cgroup::Group;
     use crate::actuators::unit::UNSET;
+    use crate::types::Group;
     let w = world();
     let dir = tempfile::tempdir().unwrap();
     let app = w.borrow_mut().spawn(100, 100, SHELL_SESSION, None);
@@ -341,7 +341,7 @@ fn on_a_systemd_machine_the_apps_unit_is_raised_in_place_and_put_back() {
 /// its cool-down — and unfocus still restores the fair original, not an intermediate value.
 #[test]
 fn the_rt_lever_demoted_to_fair_and_back_still_restores_the_original() {
-    use crate::policy::{Rt, RtPolicy};
+    use crate::types::{Rt, RtPolicy};
     use uxsched_os::sched::{SCHED_FIFO, SCHED_FLAG_RESET_ON_FORK, SCHED_OTHER};
     let (w, _dir, app, mut rec) = one_app();
     w.borrow_mut().tasks.get_mut(&100).unwrap().sched = default_attr(3);

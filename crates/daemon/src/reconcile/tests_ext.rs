@@ -4,7 +4,7 @@
 
 use super::fake::{default_attr, reconciler, World, DEFAULT_SLICE};
 use crate::config::Config;
-use crate::policy::{Desired, Target};
+use crate::types::{Desired, Target};
 use std::cell::RefCell;
 use std::rc::Rc;
 use uxsched_os::sched::{SCHED_EXT, SCHED_FLAG_RESET_ON_FORK, SCHED_OTHER};

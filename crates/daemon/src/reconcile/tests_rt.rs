@@ -4,7 +4,7 @@
 
 use super::fake::{default_attr, reconciler};
 use crate::config::Config;
-use crate::policy::{Rt, RtPolicy, Target};
+use crate::types::{Rt, RtPolicy, Target};
 use uxsched_os::sched::{SCHED_FIFO, SCHED_FLAG_RESET_ON_FORK, SCHED_OTHER, SCHED_RR};
 
 use super::fake::one_thread as app;

@@ -5,8 +5,8 @@
 //! journal from before clamps were journalled still loads and restores without touching them.
 
 use super::fake::{default_attr, reconciler, Shared};
-use crate::actuators::Key;
-use crate::policy::Target;
+use crate::types::Key;
+use crate::types::Target;
 use uxsched_os::identity::TaskId;
 use uxsched_os::sched::{SchedAttr, Uclamp};
 

@@ -2,10 +2,10 @@
 //! object's original (only ever raising, only fair threads), and the value that restores it.
 
 use super::Reconciler;
-use crate::actuators::cgroup::Group;
 use crate::actuators::unit;
-use crate::journal::{Kind, Value};
-use crate::policy::Target;
+use crate::types::Group;
+use crate::types::Target;
+use crate::types::{Kind, Value};
 use uxsched_os::sched;
 
 impl Reconciler {

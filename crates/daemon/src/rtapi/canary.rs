@@ -5,7 +5,7 @@
 //! journalled original itself (the daemon's loop is an ordinary thread too and may be starved),
 //! logs one line, and tells the loop, which drops the grants and refuses RT for a while.
 
-use crate::sources::Event;
+use crate::types::Event;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};

@@ -16,15 +16,13 @@
 //! (`/proc/X/exe`, e.g. a system media server).
 
 use super::Refused;
-use crate::policy::Desired;
+use crate::config::rtapi::SAME_UID;
+use crate::types::Desired;
 use std::collections::BTreeMap;
 use tracing::info;
 use uxsched_client::proto::{Refusal, Until};
 use uxsched_os::identity::{self, TaskId};
 use uxsched_os::peer::Caller;
-
-/// The rule entry that lets a client name processes of its own uid.
-pub const SAME_UID: &str = "same-uid";
 
 /// What a dependency names: a whole process (every thread, found again each pass) or one thread.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -58,7 +56,7 @@ impl Deps {
         conn: u64,
         until: Until,
         on: i32,
-        rule: &super::config::Allow,
+        rule: &crate::config::rtapi::Allow,
         max_per_user: usize,
     ) -> Result<(), Refused> {
         let target = named(caller, on, rule)?;
@@ -191,7 +189,7 @@ impl On {
 }
 
 /// Check that `caller`'s rule lets it name `on`, and capture `on`'s identity.
-fn named(caller: &Caller, on: i32, rule: &super::config::Allow) -> Result<On, Refused> {
+fn named(caller: &Caller, on: i32, rule: &crate::config::rtapi::Allow) -> Result<On, Refused> {
     let gone = |e: String| (Refusal::Identity, e);
     let task = identity::task_id(on).map_err(|_| {
         gone(format!(
@@ -242,8 +240,8 @@ fn process_start(pid: i32) -> Result<u64, Refused> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::{Rt, RtPolicy, Target};
-    use crate::rtapi::config::Allow;
+    use crate::config::rtapi::Allow;
+    use crate::types::{Rt, RtPolicy, Target};
 
     fn gettid() -> i32 {
         // SAFETY: no preconditions.

@@ -27,13 +27,13 @@
 //! Pixel's ADPF PowerHAL moves `uclamp.min` with its controller's output within
 //! `[UclampMin_Low, UclampMin_High] = [0, 384]`; no published constant relates that range to a
 //! nice level, so `u` maps this controller's range `[min_nice, 0]` linearly onto `[H, 0]`: the
-//! strongest boost gets `H` (`[rtapi] hint_uclamp_max`, default [`UCLAMP_HIGH`] = 384), no
+//! strongest boost gets `H` (`[rtapi] hint_uclamp_max`, default [`crate::config::rtapi::UCLAMP_HIGH`] = 384), no
 //! boost gets 0. `S` is the system's limit, `/proc/sys/kernel/sched_util_clamp_min` (read at
 //! start and on every pass), which the kernel would apply anyway; `u` is reported as given.
 //! Where the kernel has no uclamp the reply says so and only nice and slice are given.
 
 use super::Refused;
-use crate::policy::Desired;
+use crate::types::Desired;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 use uxsched_client::proto::{Refusal, Session, Until};
@@ -53,8 +53,6 @@ pub const SLICE_DIVISOR: u64 = 10;
 /// Threads per session, and the targets a session may have (100 µs ..= 1 s).
 pub const MAX_TIDS: usize = 32;
 pub const TARGET_NS: std::ops::RangeInclusive<u64> = 100_000..=1_000_000_000;
-/// The `uclamp.min` of the strongest boost by default: Pixel ADPF's `UclampMin_High`.
-pub const UCLAMP_HIGH: u32 = 384;
 /// The system's limit on `uclamp.min` (present with CONFIG_UCLAMP_TASK).
 const UCLAMP_SYSCTL: &str = "/proc/sys/kernel/sched_util_clamp_min";
 
@@ -438,7 +436,7 @@ mod tests {
     }
 
     fn hints_with(uclamp: Result<(u32, u32), String>) -> (Hints, TaskId) {
-        let mut hs = Hints::new(3_000_000, UCLAMP_HIGH);
+        let mut hs = Hints::new(3_000_000, crate::config::rtapi::UCLAMP_HIGH);
         hs.uclamp = uclamp;
         let task = TaskId {
             tid: 42,

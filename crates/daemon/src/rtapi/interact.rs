@@ -6,7 +6,7 @@
 //! explicit: without an end, the boost lapses after `interaction_max_ms`.
 
 use super::Refused;
-use crate::policy::Desired;
+use crate::types::Desired;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 use uxsched_client::proto::Refusal;

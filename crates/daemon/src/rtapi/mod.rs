@@ -17,15 +17,14 @@
 //! interaction hints ([`interact`]) — are routed in `more.rs` and merged after the grants.
 
 pub mod canary;
-pub mod config;
 pub mod deps;
 pub mod hint;
 pub mod interact;
 mod more;
 pub mod rtkit;
 
-use crate::policy::{Desired, Rt, RtPolicy};
-use config::RtApi;
+use crate::config::rtapi::RtApi;
+use crate::types::{Desired, Rt, RtPolicy};
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
 use tracing::{info, warn};

@@ -70,7 +70,7 @@ impl Grants {
     }
 
     /// The caller's approval rule, or the refusal.
-    fn rule_of(&self, c: &Caller) -> Result<super::config::Allow, Refused> {
+    fn rule_of(&self, c: &Caller) -> Result<crate::config::rtapi::Allow, Refused> {
         self.cfg
             .rule(c.uid, c.exe.as_deref())
             .cloned()

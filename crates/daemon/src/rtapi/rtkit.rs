@@ -16,8 +16,9 @@
 //! what policy, limits or identity refuse (rtkit's EPERM/EBUSY), `InvalidArgs` for a malformed
 //! ask, `Failed` when the kernel does not hold the change; the message gives uxsched's reason.
 
-use crate::sources::Event;
-use serde::{Deserialize, Serialize};
+use crate::types::Event;
+
+use crate::config::rtkit::Rtkit;
 use std::os::fd::AsFd;
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex};
@@ -39,20 +40,6 @@ pub const CONN: u64 = u64::MAX;
 /// How long a D-Bus caller waits for the daemon loop (as the socket's clients do).
 const REPLY_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// `[rtkit]` in the config.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct Rtkit {
-    /// Own `org.freedesktop.RealtimeKit1` (off by default: rtkit-daemon may be the owner; stop
-    /// it first — `systemctl disable --now rtkit-daemon`).
-    pub enable: bool,
-    /// The bus to serve on, as a D-Bus address (`unix:path=…`); empty: the system bus.
-    pub address: String,
-    /// Let `…WithPID` name another process of the caller's own uid, as rtkit does; off: only
-    /// the caller's own process (the socket API's rule).
-    pub same_user_processes: bool,
-}
-
 /// The served interface; dropping it leaves the bus (and releases the name).
 pub struct Service {
     _conn: zbus::blocking::Connection,
@@ -61,7 +48,11 @@ pub struct Service {
 /// Serve rtkit's interface if `[rtkit] enable`, its properties from `rtapi` as in force (no RT
 /// without the canary); a bus that cannot be reached or a name already owned is logged (with
 /// what to do) and the daemon goes on without it.
-pub fn start(r: &Rtkit, rtapi: &super::config::RtApi, events: Sender<Event>) -> Option<Service> {
+pub fn start(
+    r: &Rtkit,
+    rtapi: &crate::config::rtapi::RtApi,
+    events: Sender<Event>,
+) -> Option<Service> {
     if !r.enable {
         return None;
     }
@@ -113,7 +104,7 @@ struct Limits {
 }
 
 impl Limits {
-    fn of(r: &super::config::RtApi) -> Limits {
+    fn of(r: &crate::config::rtapi::RtApi) -> Limits {
         let rt = r.allow.iter().map(|a| a.max_rt_priority).max().unwrap_or(0);
         let nice = r.allow.iter().map(|a| a.min_nice).min().unwrap_or(0);
         Limits {

@@ -9,7 +9,7 @@
 //! request line longer than [`MAX_REQUEST`] bytes is refused, and one that has not arrived within
 //! [`REQUEST_TIMEOUT`] is dropped.
 
-use crate::sources::Event;
+use crate::types::Event;
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::Shutdown;

@@ -3,8 +3,10 @@
 //! cpuset, the app-uid (≥ 10000) process at adj 0 is taken. Polled: neither procfs nor the
 //! cpuset files notify on change. Both roots are configurable for fixtures.
 
-use super::{Event, Owner, Reporter};
-use crate::config::SourceName;
+use crate::types::Event;
+
+use super::{Owner, Reporter};
+use crate::types::SourceName;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::Sender;
 use std::time::Duration;

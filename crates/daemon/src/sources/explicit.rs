@@ -4,7 +4,7 @@
 //! (else any allowed user could boost someone else's hog).
 
 use super::{admit, Owner};
-use crate::state::AppId;
+use crate::types::AppId;
 
 /// Check a focus request from `uid` for `pid`; `Ok(None)` clears the focus. Identity and owner
 /// come from one consistent look at the process ([`admit`]).

@@ -15,55 +15,11 @@ pub mod mutter;
 pub mod tracker;
 pub mod x11;
 
-use crate::config::SourceName;
-use crate::state::AppId;
+use crate::types::AppId;
+use crate::types::Event;
+use crate::types::SourceName;
 use std::sync::mpsc::Sender;
-use uxsched_client::control::{Request, Response};
 use uxsched_os::identity;
-
-/// Everything the daemon loop reacts to.
-pub enum Event {
-    /// A control-socket request from a client with uid `uid` (already authorised for its kind).
-    Client {
-        request: Request,
-        uid: u32,
-        reply: Sender<Response>,
-    },
-    /// A source says this process (or nothing) is in front of the user; its identity was read
-    /// when the source observed it.
-    Focus {
-        source: SourceName,
-        app: Option<AppId>,
-    },
-    /// A source runs degraded (`Some`: what is wrong and what to do) or is well again (`None`).
-    Health {
-        source: SourceName,
-        error: Option<String>,
-    },
-    /// A real-time API request (protocol v1) on connection `conn` from `peer`.
-    Thread {
-        request: uxsched_client::Request,
-        peer: std::sync::Arc<uxsched_os::peer::Peer>,
-        conn: u64,
-        reply: Sender<uxsched_client::Reply>,
-    },
-    /// Connection `conn` closed: the grants it holds until close end.
-    Closed { conn: u64 },
-    /// The canary found ordinary threads starved: RT grants were revoked.
-    Canary,
-    /// The rt lever's guard demoted threads over their run-time budget (`rt_guard.rs`).
-    RtOver,
-    /// The cgroup mover made every queued move (`actuators/mover.rs`).
-    Moved,
-    /// The tracker's critical set changed; `app`: the foreground it was found for (a set for
-    /// an app that has since lost the front is stale).
-    Critical {
-        app: Option<i32>,
-        set: Vec<tracker::Critical>,
-    },
-    /// SIGTERM/SIGINT: restore everything and exit.
-    Shutdown,
-}
 
 /// Whose processes a source may name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,8 +9,10 @@
 //! `user@<uid>.service` the scope is in (see [`super::admit`]). When inotify cannot watch the
 //! tree (ENOSPC with thousands of scopes), the error is logged once and shown in `status`.
 
-use super::{Event, Owner, Reporter};
-use crate::config::SourceName;
+use crate::types::Event;
+
+use super::{Owner, Reporter};
+use crate::types::SourceName;
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;

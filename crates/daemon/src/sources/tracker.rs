@@ -4,7 +4,8 @@
 //! whenever it changes. The tracker observes the kernel's own wake-ups, so what it names is not
 //! a client's claim; the daemon still bounds what partners may get (`state.rs`).
 
-use super::Event;
+use crate::types::Event;
+use crate::types::{Critical, CriticalKind};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
 use std::sync::Arc;
@@ -17,29 +18,6 @@ use uxsched_tracker::{Kind, Member, Status, Tracker, TrackerConfig};
 /// The longest the tracker thread sleeps without events, a focus change or an episode to time
 /// out (it then only checks that the daemon is still there).
 const IDLE: Duration = Duration::from_secs(1);
-
-/// Whose thread a critical thread is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum CriticalKind {
-    App,
-    Partner,
-    KernelWorker,
-}
-
-/// One thread of the critical set, as the daemon uses it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Critical {
-    pub task: TaskId,
-    pub comm: String,
-    pub kind: CriticalKind,
-    /// Woken on the current episode's path; kept or dropped when the episode resolves.
-    pub provisional: bool,
-    /// When the tracker decided it is critical (CLOCK_MONOTONIC ns, the kernel's event time):
-    /// the start of its "input → boost applied" latency; 0 for a thread classified when its
-    /// app came to the front (by name or from the store), which the focus pass boosts.
-    pub since_ns: u64,
-}
 
 /// The daemon's end of the tracker thread: tell it which process is in front.
 pub struct TrackerHandle {

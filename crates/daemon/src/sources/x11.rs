@@ -8,8 +8,10 @@
 //! other end of the connection, SO_PEERCRED): see [`super::admit`]. A rootful X server, or one
 //! reached over TCP, has no such user; then only `sources_any_owner = true` makes the source act.
 
-use super::{DaemonGone, Event, Owner, Reporter};
-use crate::config::SourceName;
+use crate::types::Event;
+
+use super::{DaemonGone, Owner, Reporter};
+use crate::types::SourceName;
 use std::sync::mpsc::Sender;
 use std::time::Duration;
 use x11rb::connection::Connection;
