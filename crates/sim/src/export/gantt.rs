@@ -54,6 +54,50 @@ pub struct GanttChart {
     open: BTreeMap<u64, u32>,
 }
 
+/// The chart's geometry, computed once per render.
+struct Layout {
+    /// Each shown task's row.
+    row_of: BTreeMap<TaskId, usize>,
+    /// The rows' task names, top to bottom.
+    names: Vec<String>,
+    /// x of the plot's left edge (right of the names).
+    left: f64,
+    axis_y: f64,
+    legend_y: f64,
+    width: f64,
+    height: f64,
+    /// The CPUs that ran a bar, for the legend.
+    cpus: Vec<CpuId>,
+}
+
+impl Layout {
+    /// The top of `task`'s row.
+    fn row_y(&self, task: TaskId) -> f64 {
+        TOP + self.row_of[&task] as f64 * ROW_H
+    }
+}
+
+/// Each row's task name, every other row shaded.
+fn row_labels(s: &mut String, l: &Layout) {
+    let left = l.left;
+    for (i, name) in l.names.iter().enumerate() {
+        let y = TOP + i as f64 * ROW_H;
+        if i % 2 == 1 {
+            let _ = writeln!(
+                s,
+                r##"<rect x="{left:.2}" y="{y:.2}" width="{PLOT_W:.2}" height="{ROW_H:.2}" fill="#f4f4f4"/>"##
+            );
+        }
+        let _ = writeln!(
+            s,
+            r#"<text x="{:.2}" y="{:.2}" text-anchor="end">{}</text>"#,
+            left - 5.0,
+            y + ROW_H - 5.0,
+            xml(name)
+        );
+    }
+}
+
 const PALETTE: [&str; 12] = [
     "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
     "#9c755f", "#bab0ac", "#1f77b4", "#8c564b",
@@ -127,27 +171,8 @@ impl GanttChart {
 
     /// The chart as an SVG document.
     pub fn to_svg(&self) -> String {
-        let mut rows: Vec<TaskId> = self.slices.iter().map(|s| s.task).collect();
-        rows.extend(self.marks.iter().map(|m| match *m {
-            Mark::Wakeup { task, .. } | Mark::Interaction { task, .. } => task,
-        }));
-        rows.sort_unstable();
-        rows.dedup();
-        let row_of: BTreeMap<TaskId, usize> =
-            rows.iter().enumerate().map(|(i, &t)| (t, i)).collect();
-        let names: Vec<String> = rows.iter().map(|&t| self.task_name(t)).collect();
-        let longest = names.iter().map(|n| n.chars().count()).max().unwrap_or(4);
-        let left = 10.0 + (longest.min(32) as f64) * CHAR_W;
-        let plot_h = rows.len().max(1) as f64 * ROW_H;
-        let axis_y = TOP + plot_h;
-        let mut cpus: Vec<CpuId> = self.slices.iter().map(|s| s.cpu).collect();
-        cpus.sort_unstable();
-        cpus.dedup();
-        let legend_y = axis_y + 40.0;
-        let width = left + PLOT_W + 20.0;
-        let height = legend_y + 30.0;
-        let row_y = |task: TaskId| TOP + row_of[&task] as f64 * ROW_H;
-
+        let l = self.layout();
+        let (left, width, height) = (l.left, l.width, l.height);
         let mut s = String::new();
         let _ = writeln!(
             s,
@@ -162,91 +187,117 @@ impl GanttChart {
             fmt_ns(self.from as f64),
             fmt_ns(self.to as f64)
         );
-        for (i, name) in names.iter().enumerate() {
-            let y = TOP + i as f64 * ROW_H;
-            if i % 2 == 1 {
-                let _ = writeln!(
-                    s,
-                    r##"<rect x="{left:.2}" y="{y:.2}" width="{PLOT_W:.2}" height="{ROW_H:.2}" fill="#f4f4f4"/>"##
-                );
-            }
-            let _ = writeln!(
-                s,
-                r#"<text x="{:.2}" y="{:.2}" text-anchor="end">{}</text>"#,
-                left - 5.0,
-                y + ROW_H - 5.0,
-                xml(name)
-            );
-        }
-        self.axis(&mut s, left, axis_y);
+        row_labels(&mut s, &l);
+        self.axis(&mut s, left, l.axis_y);
         for sl in &self.slices {
-            let (x0, x1) = (self.x(sl.start, left), self.x(sl.end, left));
-            let y = row_y(sl.task) + (ROW_H - BAR_H) / 2.0;
-            let _ = write!(
-                s,
-                r#"<rect class="slice" x="{x0:.2}" y="{y:.2}" width="{:.2}" height="{BAR_H:.2}" fill="{}"><title>{} on CPU {} at {} for {}</title></rect>"#,
-                (x1 - x0).max(0.5),
-                color(sl.cpu),
-                xml(&self.task_name(sl.task)),
-                sl.cpu,
-                fmt_ns(sl.start as f64),
-                fmt_ns((sl.end - sl.start) as f64)
-            );
-            if x1 - x0 >= 8.0 * (1 + sl.cpu.to_string().len()) as f64 {
-                let _ = write!(
-                    s,
-                    r#"<text x="{:.2}" y="{:.2}" fill="white" font-size="9">{}</text>"#,
-                    x0 + 2.0,
-                    y + BAR_H - 3.0,
-                    sl.cpu
-                );
-            }
-            s.push('\n');
+            self.slice_svg(&mut s, &l, sl);
         }
         for m in &self.marks {
-            match *m {
-                Mark::Wakeup { t, task, cpu } => {
-                    let (x, y) = (self.x(t, left), row_y(task) + (ROW_H - BAR_H) / 2.0);
-                    let _ = writeln!(
-                        s,
-                        r#"<path class="wakeup" d="M{x:.2} {y:.2} l-3 -4 h6 z" fill="black"><title>{} woken at {} onto CPU {cpu}</title></path>"#,
-                        xml(&self.task_name(task)),
-                        fmt_ns(t as f64)
-                    );
-                }
-                Mark::Interaction {
-                    t,
-                    task,
-                    kind,
-                    id,
-                    begin,
-                } => {
-                    let (x, y) = (self.x(t, left), row_y(task));
-                    let (class, colour, word) = if begin {
-                        ("interaction-begin", "#2ca02c", "begins")
-                    } else {
-                        ("interaction-end", "#d62728", "ends")
-                    };
-                    let kind = self
-                        .meta
-                        .interactions
-                        .get(kind as usize)
-                        .cloned()
-                        .unwrap_or_else(|| format!("interaction{kind}"));
-                    let _ = writeln!(
-                        s,
-                        r#"<line class="{class}" x1="{x:.2}" y1="{y:.2}" x2="{x:.2}" y2="{:.2}" stroke="{colour}" stroke-width="2"><title>{} #{id} {word} on {} at {}</title></line>"#,
-                        y + ROW_H,
-                        xml(&kind),
-                        xml(&self.task_name(task)),
-                        fmt_ns(t as f64)
-                    );
-                }
-            }
+            self.mark_svg(&mut s, &l, m);
         }
-        self.legend(&mut s, left, legend_y, &cpus);
+        self.legend(&mut s, left, l.legend_y, &l.cpus);
         s.push_str("</svg>\n");
         s
+    }
+
+    /// Where everything goes: a row per task with a bar or mark, in task-id order, the plot
+    /// left of a name column as wide as the longest name (up to 32 characters).
+    fn layout(&self) -> Layout {
+        let mut rows: Vec<TaskId> = self.slices.iter().map(|s| s.task).collect();
+        rows.extend(self.marks.iter().map(|m| match *m {
+            Mark::Wakeup { task, .. } | Mark::Interaction { task, .. } => task,
+        }));
+        rows.sort_unstable();
+        rows.dedup();
+        let row_of = rows.iter().enumerate().map(|(i, &t)| (t, i)).collect();
+        let names: Vec<String> = rows.iter().map(|&t| self.task_name(t)).collect();
+        let longest = names.iter().map(|n| n.chars().count()).max().unwrap_or(4);
+        let left = 10.0 + (longest.min(32) as f64) * CHAR_W;
+        let plot_h = rows.len().max(1) as f64 * ROW_H;
+        let axis_y = TOP + plot_h;
+        let mut cpus: Vec<CpuId> = self.slices.iter().map(|s| s.cpu).collect();
+        cpus.sort_unstable();
+        cpus.dedup();
+        let legend_y = axis_y + 40.0;
+        Layout {
+            row_of,
+            names,
+            left,
+            axis_y,
+            legend_y,
+            width: left + PLOT_W + 20.0,
+            height: legend_y + 30.0,
+            cpus,
+        }
+    }
+
+    /// One bar, labelled with its CPU when wide enough.
+    fn slice_svg(&self, s: &mut String, l: &Layout, sl: &Slice) {
+        let (x0, x1) = (self.x(sl.start, l.left), self.x(sl.end, l.left));
+        let y = l.row_y(sl.task) + (ROW_H - BAR_H) / 2.0;
+        let _ = write!(
+            s,
+            r#"<rect class="slice" x="{x0:.2}" y="{y:.2}" width="{:.2}" height="{BAR_H:.2}" fill="{}"><title>{} on CPU {} at {} for {}</title></rect>"#,
+            (x1 - x0).max(0.5),
+            color(sl.cpu),
+            xml(&self.task_name(sl.task)),
+            sl.cpu,
+            fmt_ns(sl.start as f64),
+            fmt_ns((sl.end - sl.start) as f64)
+        );
+        if x1 - x0 >= 8.0 * (1 + sl.cpu.to_string().len()) as f64 {
+            let _ = write!(
+                s,
+                r#"<text x="{:.2}" y="{:.2}" fill="white" font-size="9">{}</text>"#,
+                x0 + 2.0,
+                y + BAR_H - 3.0,
+                sl.cpu
+            );
+        }
+        s.push('\n');
+    }
+
+    /// A wake-up marker above the bars, or an interaction's begin or end line across the row.
+    fn mark_svg(&self, s: &mut String, l: &Layout, m: &Mark) {
+        match *m {
+            Mark::Wakeup { t, task, cpu } => {
+                let (x, y) = (self.x(t, l.left), l.row_y(task) + (ROW_H - BAR_H) / 2.0);
+                let _ = writeln!(
+                    s,
+                    r#"<path class="wakeup" d="M{x:.2} {y:.2} l-3 -4 h6 z" fill="black"><title>{} woken at {} onto CPU {cpu}</title></path>"#,
+                    xml(&self.task_name(task)),
+                    fmt_ns(t as f64)
+                );
+            }
+            Mark::Interaction {
+                t,
+                task,
+                kind,
+                id,
+                begin,
+            } => {
+                let (x, y) = (self.x(t, l.left), l.row_y(task));
+                let (class, colour, word) = if begin {
+                    ("interaction-begin", "#2ca02c", "begins")
+                } else {
+                    ("interaction-end", "#d62728", "ends")
+                };
+                let kind = self
+                    .meta
+                    .interactions
+                    .get(kind as usize)
+                    .cloned()
+                    .unwrap_or_else(|| format!("interaction{kind}"));
+                let _ = writeln!(
+                    s,
+                    r#"<line class="{class}" x1="{x:.2}" y1="{y:.2}" x2="{x:.2}" y2="{:.2}" stroke="{colour}" stroke-width="2"><title>{} #{id} {word} on {} at {}</title></line>"#,
+                    y + ROW_H,
+                    xml(&kind),
+                    xml(&self.task_name(task)),
+                    fmt_ns(t as f64)
+                );
+            }
+        }
     }
 
     fn axis(&self, s: &mut String, left: f64, y: f64) {

@@ -24,6 +24,9 @@ use crate::log::{CpuId, LeaveReason, Record, RunMeta, Sink, TaskId};
 const CPUS_PID: u32 = 1;
 const INTERACTIONS_PID: u32 = 2;
 const FIRST_PROCESS_PID: u32 = 3;
+/// The document around the streamed events.
+const TRACE_OPEN: &str = r#"{"displayTimeUnit":"ns","traceEvents":["#;
+const TRACE_CLOSE: &str = "\n]}\n";
 
 /// The trace writer: a [`Sink`]; call [`PerfettoTrace::finish`] after the run for I/O errors.
 pub struct PerfettoTrace<W: Write> {
@@ -266,6 +269,43 @@ impl<W: Write> PerfettoTrace<W> {
         ));
     }
 
+    /// `prev` leaves `cpu` (its slice closes; preempted or yielded, it waits again) and `next`
+    /// starts running there (its wait ends).
+    fn switch(
+        &mut self,
+        t: Nanos,
+        cpu: CpuId,
+        prev: Option<TaskId>,
+        next: Option<TaskId>,
+        reason: LeaveReason,
+    ) {
+        self.close_slice(cpu, t, reason_name(reason));
+        if let (Some(p), LeaveReason::Preempted | LeaveReason::Yielded) = (prev, reason) {
+            self.start_waiting(p, t, reason_name(reason));
+        }
+        if let Some(n) = next {
+            self.stop_waiting(n, t);
+            if self.running.len() <= cpu as usize {
+                self.running.resize(cpu as usize + 1, None);
+            }
+            self.running[cpu as usize] = Some((n, t));
+        }
+    }
+
+    /// `task` becomes runnable: its wait begins, and an instant names the CPU and the waker.
+    fn wakeup(&mut self, t: Nanos, task: TaskId, cpu: CpuId, waker: Option<TaskId>) {
+        self.start_waiting(task, t, "woken");
+        let waker = waker
+            .map_or(Cow::Borrowed("null"), |w| self.names.task(w))
+            .into_owned();
+        self.instant_on_task(
+            t,
+            task,
+            "wakeup",
+            format_args!(r#""cpu":{cpu},"waker":{waker}"#),
+        );
+    }
+
     fn write_metadata(&mut self, meta: &RunMeta) {
         let (n, out) = (&self.names, &mut self.out);
         out.metadata(
@@ -338,7 +378,7 @@ impl<W: Write> Sink for PerfettoTrace<W> {
     fn begin(&mut self, meta: &RunMeta) {
         self.names = Names::new(meta);
         self.running = vec![None; self.names.ncpus as usize];
-        self.out.raw(r#"{"displayTimeUnit":"ns","traceEvents":["#);
+        self.out.raw(TRACE_OPEN);
         self.write_metadata(meta);
         for (d, dom) in meta.domains.iter().enumerate() {
             self.freq(0, d as u16, dom.initial_khz);
@@ -360,36 +400,13 @@ impl<W: Write> Sink for PerfettoTrace<W> {
                 prev,
                 next,
                 reason,
-            } => {
-                self.close_slice(cpu, t, reason_name(reason));
-                if let (Some(p), LeaveReason::Preempted | LeaveReason::Yielded) = (prev, reason) {
-                    self.start_waiting(p, t, reason_name(reason));
-                }
-                if let Some(n) = next {
-                    self.stop_waiting(n, t);
-                    if self.running.len() <= cpu as usize {
-                        self.running.resize(cpu as usize + 1, None);
-                    }
-                    self.running[cpu as usize] = Some((n, t));
-                }
-            }
+            } => self.switch(t, cpu, prev, next, reason),
             Record::Wakeup {
                 t,
                 task,
                 cpu,
                 waker,
-            } => {
-                self.start_waiting(task, t, "woken");
-                let waker = waker
-                    .map_or(Cow::Borrowed("null"), |w| self.names.task(w))
-                    .into_owned();
-                self.instant_on_task(
-                    t,
-                    task,
-                    "wakeup",
-                    format_args!(r#""cpu":{cpu},"waker":{waker}"#),
-                );
-            }
+            } => self.wakeup(t, task, cpu, waker),
             Record::Migrate { t, task, from, to } => {
                 self.instant_on_task(
                     t,
@@ -448,7 +465,7 @@ impl<W: Write> Sink for PerfettoTrace<W> {
         for task in 0..self.waiting.len() {
             self.stop_waiting(task as TaskId, end);
         }
-        self.out.raw("\n]}\n");
+        self.out.raw(TRACE_CLOSE);
         if self.out.error.is_none() {
             if let Err(e) = self.out.out.flush() {
                 self.out.error = Some(e);
