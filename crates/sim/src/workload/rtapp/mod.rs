@@ -207,45 +207,11 @@ fn parse_fragments(sources: &[(&str, &str)], name: &str) -> Result<Workload, Wor
         })?;
         docs.push((*file, node));
     }
-    let mut global: Vec<Sourced> = Vec::new();
-    let mut tasks: Vec<Sourced> = Vec::new();
-    let mut resources: Vec<Sourced> = Vec::new();
-    for (file, doc) in &docs {
-        let ctx = Ctx {
-            file,
-            ..Ctx::default()
-        };
-        for section in object(&ctx, doc)? {
-            let members = || -> Result<Vec<Sourced>, WorkloadError> {
-                Ok(object(&ctx, &section.value)?
-                    .iter()
-                    .map(|member| Sourced { file, member })
-                    .collect())
-            };
-            match section.key.as_str() {
-                "global" => global.extend(members()?),
-                "tasks" => {
-                    for t in members()? {
-                        merge_task(&ctx, &mut tasks, t)?;
-                    }
-                }
-                "resources" => match &section.value.value {
-                    // rt-app ≤ 0.2: a number of anonymous mutexes "0".."n-1".
-                    Value::Int(_) => resources.push(Sourced {
-                        file,
-                        member: section,
-                    }),
-                    _ => resources.extend(members()?),
-                },
-                other => {
-                    return Err(ctx.err(
-                        section.key_pos,
-                        format!("unknown section `{other}` (expected tasks, global, resources)"),
-                    ))
-                }
-            }
-        }
-    }
+    let Sections {
+        global,
+        tasks,
+        resources,
+    } = Sections::merge(&docs)?;
     let (duration, settings) = read_global(&global)?;
     if tasks.is_empty() {
         let file = sources.first().map(|s| s.0).unwrap_or_default();
@@ -283,6 +249,66 @@ fn parse_fragments(sources: &[(&str, &str)], name: &str) -> Result<Workload, Wor
         ctx.err(at.member.key_pos, invalid.message)
     })?;
     Ok(workload)
+}
+
+/// The members of every fragment's sections, in order, each with its file.
+struct Sections<'a> {
+    global: Vec<Sourced<'a>>,
+    /// Merged as `merge.py` does ([`merge_task`]).
+    tasks: Vec<Sourced<'a>>,
+    resources: Vec<Sourced<'a>>,
+}
+
+impl<'a> Sections<'a> {
+    /// Every fragment's sections in order; an unknown section is an error.
+    fn merge(docs: &'a [(&'a str, Node)]) -> Result<Sections<'a>, WorkloadError> {
+        let mut global: Vec<Sourced> = Vec::new();
+        let mut tasks: Vec<Sourced> = Vec::new();
+        let mut resources: Vec<Sourced> = Vec::new();
+        for (file, doc) in docs {
+            let ctx = Ctx {
+                file,
+                ..Ctx::default()
+            };
+            for section in object(&ctx, doc)? {
+                let members = || -> Result<Vec<Sourced>, WorkloadError> {
+                    Ok(object(&ctx, &section.value)?
+                        .iter()
+                        .map(|member| Sourced { file, member })
+                        .collect())
+                };
+                match section.key.as_str() {
+                    "global" => global.extend(members()?),
+                    "tasks" => {
+                        for t in members()? {
+                            merge_task(&ctx, &mut tasks, t)?;
+                        }
+                    }
+                    "resources" => match &section.value.value {
+                        // rt-app ≤ 0.2: a number of anonymous mutexes "0".."n-1".
+                        Value::Int(_) => resources.push(Sourced {
+                            file,
+                            member: section,
+                        }),
+                        _ => resources.extend(members()?),
+                    },
+                    other => {
+                        return Err(ctx.err(
+                            section.key_pos,
+                            format!(
+                                "unknown section `{other}` (expected tasks, global, resources)"
+                            ),
+                        ))
+                    }
+                }
+            }
+        }
+        Ok(Sections {
+            global,
+            tasks,
+            resources,
+        })
+    }
 }
 
 /// merge.py semantics across files; a name repeated inside one file is an error.

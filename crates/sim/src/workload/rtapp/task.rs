@@ -8,12 +8,12 @@
 //! `main` whose `loop` is the task's, and the task runs once (forever without `loop`). Timers whose
 //! name starts with `unique` are per instance, as in rt-app; other names are shared.
 
-use super::json::Member;
+use super::json::{Member, Pos};
 use super::{
     cpu_list, events, int_value, legacy, object, positive, str_value, Ctx, Global, Sourced,
 };
 use crate::workload::{Event, Phase, TaskSpec, WorkloadError};
-use uxsched_model::US;
+use uxsched_model::{Nanos, US};
 
 /// Keys rt-app accepts that the simulator cannot honour, with the reason.
 const UNSUPPORTED: &[(&str, &str)] = &[
@@ -41,39 +41,18 @@ pub fn read(
         let spec = legacy::read_task(&ctx, key, members, global, resources, process)?;
         return Ok(vec![spec]);
     }
-
-    let mut instances = 1;
-    let mut loops = None;
-    let mut policy = global.default_policy;
-    let mut priority = None;
-    let mut affinity = None;
-    let mut delay = 0;
-    let mut group = None;
-    let mut custom_slice = None;
-    let mut phases = Vec::new();
-    let mut direct = Vec::new();
-    for m in members {
-        let node = &m.value;
-        match m.key.as_str() {
-            "instance" => instances = positive(&ctx, node)?,
-            "loop" => loops = read_loop(&ctx, m)?,
-            "policy" => policy = super::PolicyKind::parse(&ctx, node)?,
-            "priority" => priority = Some((int_value(&ctx, node)?, node.pos)),
-            "cpus" => affinity = Some(cpu_list(&ctx, node)?),
-            "delay" => delay = super::count(&ctx, node)? * US,
-            "taskgroup" => group = Some(taskgroup(&ctx, m)?),
-            "dl-runtime" => custom_slice = Some((super::count(&ctx, node)? * US, node.pos)),
-            "phases" => {
-                for p in object(&ctx, node)? {
-                    phases.push(read_phase(&ctx, p, key, global)?);
-                }
-            }
-            k => match events::kind_of(k) {
-                Some(kind) => direct.push(events::read(&ctx.phase("main"), kind, m, key, global)?),
-                None => return Err(unknown_key(&ctx.phase("main"), m, "task")),
-            },
-        }
-    }
+    let TaskKeys {
+        instances,
+        mut loops,
+        policy,
+        priority,
+        affinity,
+        delay,
+        group,
+        custom_slice,
+        mut phases,
+        direct,
+    } = TaskKeys::read(&ctx, members, key, global)?;
     if !direct.is_empty() {
         if !phases.is_empty() {
             return Err(ctx.err(
@@ -123,6 +102,71 @@ pub fn read(
             .collect()
     };
     Ok(tasks)
+}
+
+/// A (modern) thread object's keys as written, before they are combined into a task.
+struct TaskKeys {
+    instances: u64,
+    loops: Option<u64>,
+    policy: super::PolicyKind,
+    priority: Option<(i64, Pos)>,
+    affinity: Option<Vec<usize>>,
+    delay: Nanos,
+    group: Option<String>,
+    /// `dl-runtime`, and where it is written.
+    custom_slice: Option<(Nanos, Pos)>,
+    phases: Vec<Phase>,
+    /// Events written directly in the task rather than in `phases`.
+    direct: Vec<Event>,
+}
+
+impl TaskKeys {
+    /// Read every key of the thread object `key`; unknown keys are errors.
+    fn read(
+        ctx: &Ctx,
+        members: &[Member],
+        key: &str,
+        global: &Global,
+    ) -> Result<TaskKeys, WorkloadError> {
+        let mut k = TaskKeys {
+            instances: 1,
+            loops: None,
+            policy: global.default_policy,
+            priority: None,
+            affinity: None,
+            delay: 0,
+            group: None,
+            custom_slice: None,
+            phases: Vec::new(),
+            direct: Vec::new(),
+        };
+        for m in members {
+            let node = &m.value;
+            match m.key.as_str() {
+                "instance" => k.instances = positive(ctx, node)?,
+                "loop" => k.loops = read_loop(ctx, m)?,
+                "policy" => k.policy = super::PolicyKind::parse(ctx, node)?,
+                "priority" => k.priority = Some((int_value(ctx, node)?, node.pos)),
+                "cpus" => k.affinity = Some(cpu_list(ctx, node)?),
+                "delay" => k.delay = super::count(ctx, node)? * US,
+                "taskgroup" => k.group = Some(taskgroup(ctx, m)?),
+                "dl-runtime" => k.custom_slice = Some((super::count(ctx, node)? * US, node.pos)),
+                "phases" => {
+                    for p in object(ctx, node)? {
+                        k.phases.push(read_phase(ctx, p, key, global)?);
+                    }
+                }
+                other => match events::kind_of(other) {
+                    Some(kind) => {
+                        k.direct
+                            .push(events::read(&ctx.phase("main"), kind, m, key, global)?)
+                    }
+                    None => return Err(unknown_key(&ctx.phase("main"), m, "task")),
+                },
+            }
+        }
+        Ok(k)
+    }
 }
 
 /// One thread of a thread object: its own name and its own `unique*` timers.
