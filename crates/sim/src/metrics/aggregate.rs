@@ -74,11 +74,27 @@ impl RunOutcome<'_> {
     }
 
     pub fn report(&self, keep_samples: bool) -> Report {
-        let n = self.task_count();
         let meta = self.meta;
-        let tasks = (0..n)
+        Report {
+            workload: meta.workload.clone(),
+            sched: meta.sched.clone(),
+            seed: meta.seed,
+            cpus: meta.cpus,
+            duration_ns: self.end,
+            tasks: self.task_reports(keep_samples),
+            processes: self.process_reports(keep_samples),
+            families: self.family_reports(keep_samples),
+            labels: self.label_reports(keep_samples),
+            groups: self.group_reports(keep_samples),
+            interactions: self.interaction_reports(keep_samples),
+            anomalies: self.anomalies.clone(),
+        }
+    }
+
+    fn task_reports(&self, keep_samples: bool) -> Vec<TaskReport> {
+        (0..self.task_count())
             .map(|i| {
-                let m = meta.tasks.get(i);
+                let m = self.meta.tasks.get(i);
                 TaskReport {
                     id: i as u32,
                     name: self.name(i),
@@ -89,19 +105,28 @@ impl RunOutcome<'_> {
                     metrics: self.tally(i).summarise(self.end, keep_samples),
                 }
             })
-            .collect();
+            .collect()
+    }
 
-        let processes = partition(n, |i| self.process(i))
+    fn process_reports(&self, keep_samples: bool) -> Vec<GroupReport> {
+        partition(self.task_count(), |i| self.process(i))
             .into_iter()
             .map(|(p, members)| self.aggregate(p, &members, keep_samples))
-            .collect();
+            .collect()
+    }
 
-        let families = partition(n, |i| family(&self.name(i)))
+    /// Families of two tasks or more (a family of one is just the task).
+    fn family_reports(&self, keep_samples: bool) -> Vec<GroupReport> {
+        partition(self.task_count(), |i| family(&self.name(i)))
             .into_iter()
             .filter(|(_, members)| members.len() > 1)
             .map(|(f, members)| self.aggregate(f, &members, keep_samples))
-            .collect();
+            .collect()
+    }
 
+    /// One per label, in order of first appearance in the task list.
+    fn label_reports(&self, keep_samples: bool) -> Vec<GroupReport> {
+        let (n, meta) = (self.task_count(), self.meta);
         let mut label_order: Vec<&str> = Vec::new();
         for t in &meta.tasks {
             for l in &t.labels {
@@ -110,7 +135,7 @@ impl RunOutcome<'_> {
                 }
             }
         }
-        let labels = label_order
+        label_order
             .into_iter()
             .map(|label| {
                 let members: Vec<usize> = (0..n)
@@ -122,13 +147,18 @@ impl RunOutcome<'_> {
                     .collect();
                 self.aggregate(label.to_string(), &members, keep_samples)
             })
-            .collect();
+            .collect()
+    }
 
-        let group_count = meta
+    /// One per cgroup, each pooling its descendants' tasks too.
+    fn group_reports(&self, keep_samples: bool) -> Vec<GroupReport> {
+        let n = self.task_count();
+        let group_count = self
+            .meta
             .groups
             .len()
             .max((0..n).map(|i| self.group_index(i) + 1).max().unwrap_or(0));
-        let groups = (0..group_count)
+        (0..group_count)
             .map(|g| {
                 let path = self.group_name(g);
                 let members: Vec<usize> = (0..n)
@@ -136,14 +166,16 @@ impl RunOutcome<'_> {
                     .collect();
                 self.aggregate(path, &members, keep_samples)
             })
-            .collect();
+            .collect()
+    }
 
-        let interactions = self
-            .kinds
+    fn interaction_reports(&self, keep_samples: bool) -> Vec<InteractionReport> {
+        self.kinds
             .iter()
             .enumerate()
             .map(|(k, kind)| InteractionReport {
-                name: meta
+                name: self
+                    .meta
                     .interactions
                     .get(k)
                     .cloned()
@@ -152,22 +184,7 @@ impl RunOutcome<'_> {
                 unfinished: kind.unfinished,
                 response_time: Summary::of(&kind.response, keep_samples),
             })
-            .collect();
-
-        Report {
-            workload: meta.workload.clone(),
-            sched: meta.sched.clone(),
-            seed: meta.seed,
-            cpus: meta.cpus,
-            duration_ns: self.end,
-            tasks,
-            processes,
-            families,
-            labels,
-            groups,
-            interactions,
-            anomalies: self.anomalies.clone(),
-        }
+            .collect()
     }
 }
 

@@ -48,66 +48,9 @@ impl Report {
             fmt_ns(self.duration_ns as f64)
         );
         let (shown, hidden) = self.shown_tasks(opts);
-        let mut rows = vec![header(&[
-            "task",
-            "policy",
-            "cpu%",
-            "wakeups",
-            "wake p50",
-            "wake p99",
-            "wake max",
-            "preempt p99",
-            "csw vol",
-            "invol",
-            "migr",
-            "loops/s",
-            "misses",
-        ])];
-        rows.extend(shown.iter().map(|t| task_row(t)));
-        out += &render(&rows, 2);
-        match (&opts.filter, hidden) {
-            (_, 0) => {}
-            (Some(prefix), _) => {
-                out += &format!("  … {hidden} tasks not matching `{prefix}` hidden\n")
-            }
-            (None, _) => {
-                out += &format!(
-                    "  … {hidden} more tasks hidden (shown: top {} by wake p99; filter by name or label prefix to see others)\n",
-                    opts.top
-                )
-            }
-        }
-
+        out += &task_table(&shown, hidden, opts);
         out += &io_table(&shown);
-
-        if !self.interactions.is_empty() {
-            let mut rows = vec![header(&[
-                "interaction",
-                "begun",
-                "done",
-                "unfinished",
-                "resp p50",
-                "resp p90",
-                "resp p99",
-                "resp max",
-            ])];
-            for i in &self.interactions {
-                let s = i.response_time.stats;
-                rows.push(vec![
-                    i.name.clone(),
-                    i.begun.to_string(),
-                    i.response_time.count.to_string(),
-                    i.unfinished.to_string(),
-                    time(s, |s| s.p50),
-                    time(s, |s| s.p90),
-                    time(s, |s| s.p99),
-                    time(s, |s| s.max),
-                ]);
-            }
-            out += "\n";
-            out += &render(&rows, 1);
-        }
-
+        out += &self.interaction_table();
         out += &aggregate_table("label", &all(&self.labels), 0);
         if hidden > 0 {
             out += &top_table("task family", &self.families, opts.top);
@@ -124,6 +67,37 @@ impl Report {
             );
         }
         out
+    }
+
+    /// Each interaction kind's counts and response times (nothing when there is none).
+    fn interaction_table(&self) -> String {
+        if self.interactions.is_empty() {
+            return String::new();
+        }
+        let mut rows = vec![header(&[
+            "interaction",
+            "begun",
+            "done",
+            "unfinished",
+            "resp p50",
+            "resp p90",
+            "resp p99",
+            "resp max",
+        ])];
+        for i in &self.interactions {
+            let s = i.response_time.stats;
+            rows.push(vec![
+                i.name.clone(),
+                i.begun.to_string(),
+                i.response_time.count.to_string(),
+                i.unfinished.to_string(),
+                time(s, |s| s.p50),
+                time(s, |s| s.p90),
+                time(s, |s| s.p99),
+                time(s, |s| s.max),
+            ]);
+        }
+        format!("\n{}", render(&rows, 1))
     }
 
     fn shown_tasks(&self, opts: &TableOptions) -> (Vec<&TaskReport>, usize) {
@@ -243,6 +217,38 @@ fn io_table(tasks: &[&TaskReport]) -> String {
         ]);
     }
     format!("\n{}", render(&rows, 1))
+}
+
+/// The shown tasks' rows, and a footer counting the hidden ones.
+fn task_table(shown: &[&TaskReport], hidden: usize, opts: &TableOptions) -> String {
+    let mut rows = vec![header(&[
+        "task",
+        "policy",
+        "cpu%",
+        "wakeups",
+        "wake p50",
+        "wake p99",
+        "wake max",
+        "preempt p99",
+        "csw vol",
+        "invol",
+        "migr",
+        "loops/s",
+        "misses",
+    ])];
+    rows.extend(shown.iter().map(|t| task_row(t)));
+    let mut out = render(&rows, 2);
+    match (&opts.filter, hidden) {
+        (_, 0) => {}
+        (Some(prefix), _) => out += &format!("  … {hidden} tasks not matching `{prefix}` hidden\n"),
+        (None, _) => {
+            out += &format!(
+                "  … {hidden} more tasks hidden (shown: top {} by wake p99; filter by name or label prefix to see others)\n",
+                opts.top
+            )
+        }
+    }
+    out
 }
 
 fn task_row(t: &TaskReport) -> Vec<String> {
