@@ -59,6 +59,14 @@ impl Digest {
         self.bytes(&v.to_le_bytes());
     }
 
+    /// A record's tag byte, then its integer fields.
+    fn tagged(&mut self, tag: u8, fields: &[u64]) {
+        self.bytes(&[tag]);
+        for &v in fields {
+            self.u64(v);
+        }
+    }
+
     fn opt(&mut self, v: Option<u32>) {
         match v {
             Some(v) => {
@@ -89,16 +97,9 @@ impl Sink for Digest {
                 reason,
                 next,
             } => {
-                self.bytes(&[0]);
-                self.u64(t);
-                self.u64(u64::from(cpu));
+                self.tagged(0, &[t, u64::from(cpu)]);
                 self.opt(prev);
-                self.bytes(&[match reason {
-                    LeaveReason::Preempted => 0,
-                    LeaveReason::Yielded => 1,
-                    LeaveReason::Blocked => 2,
-                    LeaveReason::Exited => 3,
-                }]);
+                self.bytes(&[reason_code(reason)]);
                 self.opt(next);
             }
             Record::Wakeup {
@@ -107,68 +108,32 @@ impl Sink for Digest {
                 cpu,
                 waker,
             } => {
-                self.bytes(&[1]);
-                self.u64(t);
-                self.u64(u64::from(task));
-                self.u64(u64::from(cpu));
+                self.tagged(1, &[t, u64::from(task), u64::from(cpu)]);
                 self.opt(waker);
             }
             Record::Migrate { t, task, from, to } => {
-                self.bytes(&[2]);
-                for v in [t, u64::from(task), u64::from(from), u64::from(to)] {
-                    self.u64(v);
-                }
+                self.tagged(2, &[t, u64::from(task), u64::from(from), u64::from(to)])
             }
             Record::Freq { t, domain, khz } => {
-                self.bytes(&[3]);
-                for v in [t, u64::from(domain), u64::from(khz)] {
-                    self.u64(v);
-                }
+                self.tagged(3, &[t, u64::from(domain), u64::from(khz)])
             }
             Record::InteractionBegin { t, id, name, task } => {
-                self.bytes(&[4]);
-                for v in [t, id, u64::from(name), u64::from(task)] {
-                    self.u64(v);
-                }
+                self.tagged(4, &[t, id, u64::from(name), u64::from(task)])
             }
-            Record::InteractionEnd { t, id, task } => {
-                self.bytes(&[5]);
-                for v in [t, id, u64::from(task)] {
-                    self.u64(v);
-                }
-            }
+            Record::InteractionEnd { t, id, task } => self.tagged(5, &[t, id, u64::from(task)]),
             Record::Period { t, task, slack } => {
-                self.bytes(&[6]);
-                for v in [t, u64::from(task), slack as u64] {
-                    self.u64(v);
-                }
+                self.tagged(6, &[t, u64::from(task), slack as u64])
             }
-            Record::LoopDone { t, task } => {
-                self.bytes(&[7]);
-                self.u64(t);
-                self.u64(u64::from(task));
-            }
-            Record::Exit { t, task } => {
-                self.bytes(&[8]);
-                self.u64(t);
-                self.u64(u64::from(task));
-            }
+            Record::LoopDone { t, task } => self.tagged(7, &[t, u64::from(task)]),
+            Record::Exit { t, task } => self.tagged(8, &[t, u64::from(task)]),
             Record::Io {
                 t,
                 task,
                 wait,
                 service,
-            } => {
-                self.bytes(&[10]);
-                for v in [t, u64::from(task), wait, service] {
-                    self.u64(v);
-                }
-            }
+            } => self.tagged(10, &[t, u64::from(task), wait, service]),
             Record::Throttle { t, group, cpu, on } => {
-                self.bytes(&[9]);
-                for v in [t, u64::from(group), u64::from(cpu), u64::from(on)] {
-                    self.u64(v);
-                }
+                self.tagged(9, &[t, u64::from(group), u64::from(cpu), u64::from(on)])
             }
         }
     }
@@ -176,6 +141,16 @@ impl Sink for Digest {
     fn end(&mut self, end: Nanos) {
         self.bytes(&[0xff]);
         self.u64(end);
+    }
+}
+
+/// A switch's reason as its one-byte code.
+fn reason_code(reason: LeaveReason) -> u8 {
+    match reason {
+        LeaveReason::Preempted => 0,
+        LeaveReason::Yielded => 1,
+        LeaveReason::Blocked => 2,
+        LeaveReason::Exited => 3,
     }
 }
 

@@ -119,98 +119,135 @@ impl GpuRun {
 
 /// Run contexts on the device under a dispatcher.
 pub fn run(cfg: &GpuConfig, contexts: &[Context], dispatcher: &mut dyn Dispatcher) -> GpuRun {
-    let mut queues: Vec<VecDeque<Batch>> = vec![VecDeque::new(); contexts.len()];
-    let mut ring: VecDeque<Batch> = VecDeque::new();
-    let mut head_started: Nanos = 0;
-    let mut events = BinaryHeap::new();
-    let mut seq = 0u64;
-    let mut push = |events: &mut BinaryHeap<_>, t: Nanos, ev: Ev| {
-        seq += 1;
-        events.push(Reverse((t, ev, seq)));
-    };
-    let mut out = GpuRun::default();
-    let submit = |queues: &mut Vec<VecDeque<Batch>>, ctx: usize, exec, now| {
-        queues[ctx].push_back(Batch {
-            ctx,
-            class: contexts[ctx].class,
-            exec,
-            submitted: now,
-        })
+    let mut dev = Device {
+        cfg,
+        contexts,
+        dispatcher,
+        queues: vec![VecDeque::new(); contexts.len()],
+        ring: VecDeque::new(),
+        head_started: 0,
+        events: BinaryHeap::new(),
+        seq: 0,
+        dispatch_pending: false,
+        out: GpuRun::default(),
     };
     // Generators fill their queues; games submit their first frame at the first vsync.
     for (i, c) in contexts.iter().enumerate() {
         match c.source {
             Source::Generator { exec, depth } => {
                 for _ in 0..depth {
-                    submit(&mut queues, i, exec, 0);
+                    dev.submit(i, exec, 0);
                 }
             }
-            Source::Frames { vsync, .. } => push(&mut events, vsync, Ev::Frame(i)),
+            Source::Frames { vsync, .. } => dev.push(vsync, Ev::Frame(i)),
         }
     }
-    push(&mut events, cfg.dispatch_delay, Ev::Dispatch);
-    let mut dispatch_pending = true;
-    while let Some(Reverse((now, ev, _))) = events.pop() {
+    dev.request_dispatch(0);
+    while let Some(Reverse((now, ev, _))) = dev.events.pop() {
         if now > cfg.duration {
             break;
         }
         match ev {
             Ev::Frame(i) => {
                 if let Source::Frames { exec, .. } = contexts[i].source {
-                    submit(&mut queues, i, exec, now);
+                    dev.submit(i, exec, now);
                 }
-                if !dispatch_pending {
-                    dispatch_pending = true;
-                    push(&mut events, now + cfg.dispatch_delay, Ev::Dispatch);
-                }
+                dev.request_dispatch(now);
             }
-            Ev::Complete => {
-                let b = ring.pop_front().expect("a batch was running");
-                out.done.push(Done {
-                    batch: b,
-                    started: head_started,
-                    finished: now,
-                });
-                dispatcher.completed(&b, now - head_started);
-                match contexts[b.ctx].source {
-                    // The generator's thread refills its queue at once.
-                    Source::Generator { exec, .. } => submit(&mut queues, b.ctx, exec, now),
-                    Source::Frames { vsync, .. } => {
-                        push(&mut events, (now / vsync + 1) * vsync, Ev::Frame(b.ctx))
-                    }
-                }
-                if let Some(next) = ring.front() {
-                    head_started = now;
-                    push(&mut events, now + next.exec, Ev::Complete);
-                }
-                if !dispatch_pending {
-                    dispatch_pending = true;
-                    push(&mut events, now + cfg.dispatch_delay, Ev::Dispatch);
-                }
-            }
-            Ev::Dispatch => {
-                dispatch_pending = false;
-                let was_idle = ring.is_empty();
-                let be = |ring: &VecDeque<Batch>| {
-                    ring.iter()
-                        .filter(|b| b.class == GpuClass::BestEffort)
-                        .count()
-                };
-                let be_before = be(&ring);
-                let limit = dispatcher.fill(&mut queues, &mut ring, cfg.ring_capacity);
-                out.dispatches.push(DispatchRecord {
-                    be_before,
-                    be_after: be(&ring),
-                    limit,
-                });
-                if was_idle {
-                    if let Some(b) = ring.front() {
-                        head_started = now;
-                        push(&mut events, now + b.exec, Ev::Complete);
-                    }
-                }
+            Ev::Complete => dev.complete(now),
+            Ev::Dispatch => dev.dispatch(now),
+        }
+    }
+    dev.out
+}
+
+/// The device during a run: the context queues, the ring, and its own event list.
+struct Device<'a> {
+    cfg: &'a GpuConfig,
+    contexts: &'a [Context],
+    dispatcher: &'a mut dyn Dispatcher,
+    queues: Vec<VecDeque<Batch>>,
+    ring: VecDeque<Batch>,
+    /// When the batch at the ring's head started.
+    head_started: Nanos,
+    /// (time, event, sequence number): equal times pop in the order they were pushed.
+    events: BinaryHeap<Reverse<(Nanos, Ev, u64)>>,
+    seq: u64,
+    dispatch_pending: bool,
+    out: GpuRun,
+}
+
+impl Device<'_> {
+    fn push(&mut self, t: Nanos, ev: Ev) {
+        self.seq += 1;
+        self.events.push(Reverse((t, ev, self.seq)));
+    }
+
+    fn submit(&mut self, ctx: usize, exec: Nanos, now: Nanos) {
+        self.queues[ctx].push_back(Batch {
+            ctx,
+            class: self.contexts[ctx].class,
+            exec,
+            submitted: now,
+        })
+    }
+
+    /// The driver reacts to a submission or a completion: the dispatcher runs `dispatch_delay`
+    /// after `now`, unless it is already due.
+    fn request_dispatch(&mut self, now: Nanos) {
+        if !self.dispatch_pending {
+            self.dispatch_pending = true;
+            self.push(now + self.cfg.dispatch_delay, Ev::Dispatch);
+        }
+    }
+
+    /// The batch at the ring's head completes: its context submits again (a generator at once,
+    /// a game at the next vsync) and the next batch in the ring starts.
+    fn complete(&mut self, now: Nanos) {
+        let b = self.ring.pop_front().expect("a batch was running");
+        self.out.done.push(Done {
+            batch: b,
+            started: self.head_started,
+            finished: now,
+        });
+        self.dispatcher.completed(&b, now - self.head_started);
+        match self.contexts[b.ctx].source {
+            // The generator's thread refills its queue at once.
+            Source::Generator { exec, .. } => self.submit(b.ctx, exec, now),
+            Source::Frames { vsync, .. } => self.push((now / vsync + 1) * vsync, Ev::Frame(b.ctx)),
+        }
+        if let Some(next) = self.ring.front() {
+            let exec = next.exec;
+            self.head_started = now;
+            self.push(now + exec, Ev::Complete);
+        }
+        self.request_dispatch(now);
+    }
+
+    /// The dispatcher fills the ring; an idle GPU starts on its head.
+    fn dispatch(&mut self, now: Nanos) {
+        self.dispatch_pending = false;
+        let was_idle = self.ring.is_empty();
+        let be = |ring: &VecDeque<Batch>| {
+            ring.iter()
+                .filter(|b| b.class == GpuClass::BestEffort)
+                .count()
+        };
+        let be_before = be(&self.ring);
+        let limit = self
+            .dispatcher
+            .fill(&mut self.queues, &mut self.ring, self.cfg.ring_capacity);
+        self.out.dispatches.push(DispatchRecord {
+            be_before,
+            be_after: be(&self.ring),
+            limit,
+        });
+        if was_idle {
+            if let Some(b) = self.ring.front() {
+                let exec = b.exec;
+                self.head_started = now;
+                self.push(now + exec, Ev::Complete);
             }
         }
     }
-    out
 }
