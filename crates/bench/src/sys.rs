@@ -5,7 +5,7 @@
 use anyhow::{Context, Result};
 use std::fs;
 use std::io;
-use std::path::Path;
+use uxsched_os::task::Fields;
 
 /// A thread's scheduling state as `/proc/<pid>/task/<tid>/stat` shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,21 +16,15 @@ pub struct ThreadSched {
     pub rt_priority: i32,
 }
 
-/// Fields of a `stat` file after the `(comm)` field, which may itself contain spaces.
-fn stat_fields(path: &Path) -> io::Result<Vec<String>> {
-    let text = fs::read_to_string(path)?;
-    let after = text
-        .rfind(')')
-        .map(|i| &text[i + 1..])
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "no ')' in stat"))?;
-    Ok(after.split_whitespace().map(str::to_owned).collect())
+/// A `stat` file's fields (the one parser, `uxsched_os::task::Fields`).
+fn stat_fields(path: &str) -> io::Result<Fields> {
+    Fields::read(path)
 }
 
-/// Field `n` of proc(5)'s stat numbering (1-based; field 3 is the first after comm).
-fn stat_field(fields: &[String], n: usize) -> io::Result<i64> {
+/// Field `n` of proc(5)'s stat numbering, or an error naming it.
+fn stat_field(fields: &Fields, n: usize) -> io::Result<i64> {
     fields
-        .get(n - 3)
-        .and_then(|f| f.parse().ok())
+        .num(n)
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, format!("stat field {n}")))
 }
 
@@ -45,7 +39,7 @@ pub fn thread_name(pid: i32, tid: i32) -> Option<String> {
 }
 
 pub fn thread_sched(pid: i32, tid: i32) -> io::Result<ThreadSched> {
-    let f = stat_fields(Path::new(&format!("/proc/{pid}/task/{tid}/stat")))?;
+    let f = stat_fields(&(format!("/proc/{pid}/task/{tid}/stat")))?;
     Ok(ThreadSched {
         nice: stat_field(&f, 19)? as i32,
         rt_priority: stat_field(&f, 40)? as i32,
@@ -55,15 +49,15 @@ pub fn thread_sched(pid: i32, tid: i32) -> io::Result<ThreadSched> {
 
 /// The session id of a process (`stat` field 6), `None` once it has exited.
 pub fn session_of(pid: i32) -> Option<i32> {
-    let f = stat_fields(Path::new(&format!("/proc/{pid}/stat"))).ok()?;
+    let f = stat_fields(&(format!("/proc/{pid}/stat"))).ok()?;
     stat_field(&f, 6).ok().map(|s| s as i32)
 }
 
 /// The process group and session ids of a live process (`stat` fields 5 and 6); `None` for a
 /// zombie (dead, waiting for its reaper) or a process that is gone.
 fn group_and_session(pid: i32) -> Option<(i32, i32)> {
-    let f = stat_fields(Path::new(&format!("/proc/{pid}/stat"))).ok()?;
-    if f.first().is_some_and(|state| state == "Z") {
+    let f = stat_fields(&(format!("/proc/{pid}/stat"))).ok()?;
+    if f.state() == 'Z' {
         return None;
     }
     let pgrp = stat_field(&f, 5).ok()? as i32;
@@ -98,7 +92,7 @@ fn live_pids() -> Vec<i32> {
 
 /// The parent of a process (`stat` field 4), `None` once it has exited.
 fn parent_of(pid: i32) -> Option<i32> {
-    let f = stat_fields(Path::new(&format!("/proc/{pid}/stat"))).ok()?;
+    let f = stat_fields(&(format!("/proc/{pid}/stat"))).ok()?;
     stat_field(&f, 4).ok().map(|p| p as i32)
 }
 
@@ -141,10 +135,7 @@ pub fn kill_session(sid: i32) {
 
 /// The process exists and is not a zombie.
 fn alive(pid: i32) -> bool {
-    fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|t| t.rsplit_once(") ").map(|(_, rest)| !rest.starts_with('Z')))
-        .unwrap_or(false)
+    Fields::read(format!("/proc/{pid}/stat")).is_ok_and(|f| f.state() != 'Z')
 }
 
 /// Send `sig` to a process (a negative `pid` signals the process group `-pid`).
@@ -212,39 +203,14 @@ pub fn set_rttime_limit(pid: i32, soft: u64, hard: u64) -> Result<()> {
     })
 }
 
-const IOPRIO_WHO_PROCESS: libc::c_long = 1;
-pub const IOPRIO_CLASS_BE: i32 = 2;
-pub const IOPRIO_CLASS_IDLE: i32 = 3;
-
-/// ioprio(2) value for a class and level (`class << 13 | level`).
-pub fn ioprio_value(class: i32, level: i32) -> i32 {
-    (class << 13) | level
+/// A thread's I/O priority (`uxsched_os::ioprio`, with the tid in the error).
+pub fn ioprio_get(tid: i32) -> Result<u16> {
+    uxsched_os::ioprio::get(tid).with_context(|| format!("ioprio_get(tid {tid})"))
 }
 
-pub fn ioprio_get(tid: i32) -> Result<i32> {
-    // SAFETY: plain syscall with integer arguments.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_ioprio_get,
-            IOPRIO_WHO_PROCESS,
-            tid as libc::c_long,
-        )
-    };
-    check(r, || format!("ioprio_get(tid {tid})"))?;
-    Ok(r as i32)
-}
-
-pub fn ioprio_set(tid: i32, value: i32) -> Result<()> {
-    // SAFETY: plain syscall with integer arguments.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_ioprio_set,
-            IOPRIO_WHO_PROCESS,
-            tid as libc::c_long,
-            value as libc::c_long,
-        )
-    };
-    check(r, || format!("ioprio_set(tid {tid}, {value:#x})"))
+pub fn ioprio_set(tid: i32, value: u16) -> Result<()> {
+    uxsched_os::ioprio::set(tid, value)
+        .with_context(|| format!("ioprio_set(tid {tid}, {value:#x})"))
 }
 
 pub const AUTOGROUP_SYSCTL: &str = "/proc/sys/kernel/sched_autogroup_enabled";
@@ -267,22 +233,12 @@ pub fn cpu_count() -> usize {
 
 /// Monotonic clock in nanoseconds (comparable across processes, unlike `Instant`).
 pub fn now_ns() -> u64 {
-    clock_ns(libc::CLOCK_MONOTONIC)
+    uxsched_os::clock::ns(libc::CLOCK_MONOTONIC)
 }
 
 /// CPU time consumed by the calling thread, in nanoseconds.
 pub fn thread_cpu_ns() -> u64 {
-    clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
-}
-
-fn clock_ns(clock: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid out-pointer.
-    unsafe { libc::clock_gettime(clock, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    uxsched_os::clock::ns(libc::CLOCK_THREAD_CPUTIME_ID)
 }
 
 /// Sleep until an absolute CLOCK_MONOTONIC time (drift-free periodic loops).
@@ -349,10 +305,8 @@ pub fn children(pid: i32) -> Vec<i32> {
 /// A live process's CPU time so far (user + system, all its threads), ns, from
 /// `/proc/<pid>/stat` fields 14–15 in clock ticks.
 pub fn process_cpu_ns(pid: i32) -> Option<u64> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks: u64 = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+    let f = Fields::read(format!("/proc/{pid}/stat")).ok()?;
+    let ticks: u64 = f.num::<u64>(14)? + f.num::<u64>(15)?;
     // SAFETY: sysconf has no preconditions.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
     Some(ticks * 1_000_000_000 / hz)
@@ -461,8 +415,13 @@ mod tests {
     }
 
     #[test]
-    fn ioprio_value_packs_class_and_level() {
-        assert_eq!(ioprio_value(IOPRIO_CLASS_BE, 0), 0x4000);
-        assert_eq!(ioprio_value(IOPRIO_CLASS_IDLE, 7), 0x6007);
+    fn ioprio_of_this_thread_is_set_and_put_back() {
+        use uxsched_os::ioprio::{encode, CLASS_BE};
+        let tid = gettid();
+        let old = ioprio_get(tid).unwrap();
+        ioprio_set(tid, encode(CLASS_BE, 7)).unwrap();
+        assert_eq!(ioprio_get(tid).unwrap(), 0x4007);
+        ioprio_set(tid, old).unwrap();
+        assert_eq!(ioprio_get(tid).unwrap(), old);
     }
 }

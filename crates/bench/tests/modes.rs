@@ -149,11 +149,11 @@ fn s76_turns_autogroup_off_and_renices_both_sides_then_restores() {
     assert_eq!(s.bg_sched().nice, 6);
     assert_eq!(
         sys::ioprio_get(bg).unwrap(),
-        sys::ioprio_value(sys::IOPRIO_CLASS_IDLE, 0)
+        uxsched_os::ioprio::encode(uxsched_os::ioprio::CLASS_IDLE, 0)
     );
     assert_eq!(
         sys::ioprio_get(s.thread("ui")).unwrap(),
-        sys::ioprio_value(sys::IOPRIO_CLASS_BE, 0)
+        uxsched_os::ioprio::encode(uxsched_os::ioprio::CLASS_BE, 0)
     );
     m.restore().unwrap();
     assert_eq!(sys::autogroup(), autogroup);

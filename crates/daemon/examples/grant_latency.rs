@@ -83,10 +83,6 @@ fn timed(client: &mut Client, ask: Ask, want: (u32, u32)) -> f64 {
 
 /// (policy, rt_priority) of the calling thread from `/proc/thread-self/stat` (fields 41, 40).
 fn policy_now() -> (u32, u32) {
-    let stat = std::fs::read_to_string("/proc/thread-self/stat").expect("/proc/thread-self/stat");
-    // The command name may hold spaces: fields are counted after its closing parenthesis.
-    let rest = &stat[stat.rfind(')').expect("a stat line") + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    // `rest` starts at field 3 (state): field k is f[k - 3].
-    (f[41 - 3].parse().unwrap(), f[40 - 3].parse().unwrap())
+    let f = uxsched_os::task::Fields::read("/proc/thread-self/stat").unwrap();
+    (f.num(41).unwrap(), f.num(40).unwrap())
 }

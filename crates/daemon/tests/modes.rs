@@ -112,9 +112,8 @@ fn shuffledog_puts_critical_threads_first_with_rt_io_and_demotes_background_apps
 
 /// CPU time (utime + stime, clock ticks) of a process.
 fn cpu_ticks(pid: i32) -> u64 {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    let rest: Vec<&str> = s[s.rfind(')').unwrap() + 2..].split(' ').collect();
-    rest[11].parse::<u64>().unwrap() + rest[12].parse::<u64>().unwrap()
+    let f = uxsched_os::task::Fields::read(format!("/proc/{pid}/stat")).unwrap();
+    f.num::<u64>(14).unwrap() + f.num::<u64>(15).unwrap()
 }
 
 /// Share of one CPU the app got over `window`.

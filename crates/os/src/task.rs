@@ -14,19 +14,71 @@ pub struct Stat {
     pub processor: u32,
 }
 
-/// Parse the text of `/proc/<tid>/stat`. The comm is in parentheses and may itself contain
-/// spaces and parentheses, so fields are counted after the *last* ')'.
+/// Every field of a `stat` line, numbered as proc(5) numbers them: 1 pid, 2 comm, 3 state,
+/// 4 ppid, 5 pgrp, 6 session, … 14 utime, 15 stime, 19 nice, 22 starttime, 39 processor,
+/// 40 rt_priority, 41 policy. The one parser of these lines for every crate of uxsched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fields {
+    comm: String,
+    /// Fields 3 and after.
+    rest: Vec<String>,
+}
+
+impl Fields {
+    /// Parse a stat line. The comm is in parentheses and may itself contain spaces and
+    /// parentheses, so fields are counted after the *last* ')'.
+    pub fn parse(text: &str) -> Option<Fields> {
+        let open = text.find('(')?;
+        let close = text.rfind(')')?;
+        Some(Fields {
+            comm: text.get(open + 1..close)?.to_owned(),
+            rest: text
+                .get(close + 1..)?
+                .split_whitespace()
+                .map(str::to_owned)
+                .collect(),
+        })
+    }
+
+    /// Read and parse `path` (`/proc/<pid>/stat`, `/proc/<pid>/task/<tid>/stat`,
+    /// `/proc/thread-self/stat`); `NotFound` once the task has exited.
+    pub fn read(path: impl AsRef<std::path::Path>) -> io::Result<Fields> {
+        let path = path.as_ref();
+        let text = crate::procfs::read_to_string(path)?;
+        Fields::parse(&text).ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{}: cannot parse {text:?}", path.display()),
+            )
+        })
+    }
+
+    pub fn comm(&self) -> &str {
+        &self.comm
+    }
+
+    /// Field 3: `R`, `S`, `D`, `Z`, …
+    pub fn state(&self) -> char {
+        self.rest
+            .first()
+            .and_then(|s| s.chars().next())
+            .unwrap_or('?')
+    }
+
+    /// Field `n` (≥ 3) as a number; `None` when absent or not a number.
+    pub fn num<T: std::str::FromStr>(&self, n: usize) -> Option<T> {
+        self.rest.get(n.checked_sub(3)?)?.parse().ok()
+    }
+}
+
+/// Parse the text of `/proc/<tid>/stat` into the fields uxsched's identity needs.
 pub fn parse_stat(text: &str) -> Option<Stat> {
-    let open = text.find('(')?;
-    let close = text.rfind(')')?;
-    let comm = text.get(open + 1..close)?.to_owned();
-    let rest: Vec<&str> = text.get(close + 1..)?.split_whitespace().collect();
-    // rest[0] is field 3 (state); field n is rest[n - 3].
+    let f = Fields::parse(text)?;
     Some(Stat {
-        comm,
-        state: rest.first()?.chars().next()?,
-        start: rest.get(22 - 3)?.parse().ok()?,
-        processor: rest.get(39 - 3)?.parse().ok()?,
+        state: f.rest.first()?.chars().next()?,
+        start: f.num(22)?,
+        processor: f.num(39)?,
+        comm: f.comm,
     })
 }
 
@@ -96,6 +148,20 @@ mod tests {
             ("a) b (c", 'S', 12345, 3)
         );
         assert!(parse_stat("42 (x) S 1").is_none());
+        let f = Fields::parse(text).unwrap();
+        assert_eq!((f.comm(), f.state()), ("a) b (c", 'S'));
+        assert_eq!(
+            (f.num::<i32>(4), f.num::<i64>(18), f.num::<u32>(41)),
+            (Some(1), Some(20), None)
+        );
+        assert_eq!(f.num::<u64>(2), None, "field 2 is the comm, not a number");
+    }
+
+    #[test]
+    fn this_threads_fields_say_its_policy() {
+        let f = Fields::read("/proc/thread-self/stat").unwrap();
+        assert_eq!(f.state(), 'R');
+        assert_eq!(f.num::<u32>(41), Some(crate::sched::get(0).unwrap().policy));
     }
 
     #[test]

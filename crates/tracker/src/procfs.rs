@@ -10,14 +10,10 @@ const PF_KTHREAD: u64 = 0x0020_0000;
 
 /// The thread `tid` of process `tgid` as the kernel's events describe it; `None` once gone.
 pub fn task(tgid: u32, tid: u32) -> Option<Task> {
-    let text = uxsched_os::procfs::read_to_string(format!("/proc/{tgid}/task/{tid}/stat")).ok()?;
-    let open = text.find('(')?;
-    let close = text.rfind(')')?;
-    let comm = text.get(open + 1..close)?.to_owned();
-    // Field n (1-based) is rest[n - 3] after the comm.
-    let rest: Vec<&str> = text.get(close + 1..)?.split_whitespace().collect();
-    let flags: u64 = rest.get(9 - 3)?.parse().ok()?;
-    let start: u64 = rest.get(22 - 3)?.parse().ok()?;
+    let f = uxsched_os::task::Fields::read(format!("/proc/{tgid}/task/{tid}/stat")).ok()?;
+    let flags: u64 = f.num(9)?;
+    let start: u64 = f.num(22)?;
+    let comm = f.comm().to_owned();
     Some(Task {
         tid,
         tgid,

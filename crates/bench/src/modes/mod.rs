@@ -258,8 +258,8 @@ enum Change {
     },
     IoPrio {
         tid: i32,
-        old: i32,
-        new: i32,
+        old: u16,
+        new: u16,
     },
     RtLimit {
         pid: i32,
@@ -362,7 +362,7 @@ impl Changes {
         Ok(())
     }
 
-    pub fn ioprio(&mut self, tid: i32, new: i32) -> Result<()> {
+    pub fn ioprio(&mut self, tid: i32, new: u16) -> Result<()> {
         if !self.first_time("ioprio", tid) {
             return Ok(());
         }

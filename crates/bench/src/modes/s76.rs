@@ -4,7 +4,6 @@
 //! its daemon does. Autogroup is switched back on restore.
 
 use super::{app_threads, background_threads, ignore_gone, Changes, Mode, Targets};
-use crate::sys;
 use anyhow::Result;
 
 const FOREGROUND_NICE: i32 = 0;
@@ -22,14 +21,14 @@ impl Mode for S76 {
 
     fn apply(&mut self, t: &Targets) -> Result<()> {
         if let Some(app) = t.app {
-            let be0 = sys::ioprio_value(sys::IOPRIO_CLASS_BE, 0);
+            let be0 = uxsched_os::ioprio::encode(uxsched_os::ioprio::CLASS_BE, 0);
             for (pid, tid) in app_threads(app) {
                 ignore_gone(self.changes.nice(pid, tid, FOREGROUND_NICE))?;
                 ignore_gone(self.changes.ioprio(tid, be0))?;
             }
         }
         if let Some(sid) = t.background {
-            let idle = sys::ioprio_value(sys::IOPRIO_CLASS_IDLE, 0);
+            let idle = uxsched_os::ioprio::encode(uxsched_os::ioprio::CLASS_IDLE, 0);
             for (pid, tid) in background_threads(sid) {
                 ignore_gone(self.changes.nice(pid, tid, BACKGROUND_NICE))?;
                 ignore_gone(self.changes.ioprio(tid, idle))?;
