@@ -2,7 +2,7 @@
 //! watchdog asks, and what the loop does about it before its next pass.
 
 use super::Daemon;
-use crate::types::Event;
+use crate::types::{AppId, Critical, Event, SourceName};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use tracing::{info, warn};
@@ -40,33 +40,8 @@ impl Daemon {
                 request,
                 uid,
                 reply,
-            } => {
-                let change = !matches!(request, Request::Status);
-                let resp = self.handle(request, uid);
-                if change {
-                    turn.answer = Some((reply, resp));
-                } else {
-                    let _ = reply.send(resp);
-                }
-            }
-            Event::Focus { source, app } => {
-                // Identity was captured where the source saw the pid: a process that is
-                // gone by now (its pid perhaps reused) is not focused.
-                let app = app.filter(|a| {
-                    let alive = a.alive();
-                    if !alive {
-                        info!(
-                            ?source,
-                            pid = a.pid,
-                            "focus dropped: the process has exited"
-                        );
-                    }
-                    alive
-                });
-                if let Err(e) = self.set_focus(source, app) {
-                    warn!("{e}");
-                }
-            }
+            } => self.client(request, uid, reply, turn),
+            Event::Focus { source, app } => self.focus_seen(source, app),
             Event::Thread {
                 request,
                 peer,
@@ -102,16 +77,7 @@ impl Daemon {
                 self.dirty = true;
                 self.last_apply = Instant::now() - turn.min_interval;
             }
-            Event::Critical { app, set } => {
-                self.loan.received();
-                let (app, set) = self.newest_critical(rx, app, set, stash);
-                if app == self.focus.map(|a| a.pid) {
-                    self.critical_changed(set, turn.min_interval)?;
-                } else {
-                    // Found before the focus moved: the tracker follows the new one next.
-                    tracing::debug!(?app, "critical set for a former foreground ignored");
-                }
-            }
+            Event::Critical { app, set } => self.critical_seen(app, set, turn, rx, stash)?,
             Event::Health { source, error } => match error {
                 Some(e) => {
                     self.source_errors.insert(source, e);
@@ -122,5 +88,62 @@ impl Daemon {
             },
         }
         Ok(Flow::Go)
+    }
+
+    /// A control-socket request: a status is answered at once, a change after the pass that
+    /// applies it.
+    fn client(
+        &mut self,
+        request: Request,
+        uid: u32,
+        reply: mpsc::Sender<Response>,
+        turn: &mut Turn,
+    ) {
+        let change = !matches!(request, Request::Status);
+        let resp = self.handle(request, uid);
+        if change {
+            turn.answer = Some((reply, resp));
+        } else {
+            let _ = reply.send(resp);
+        }
+    }
+
+    /// A source names what is in front. Identity was captured where the source saw the pid: a
+    /// process that is gone by now (its pid perhaps reused) is not focused.
+    fn focus_seen(&mut self, source: SourceName, app: Option<AppId>) {
+        let app = app.filter(|a| {
+            let alive = a.alive();
+            if !alive {
+                info!(
+                    ?source,
+                    pid = a.pid,
+                    "focus dropped: the process has exited"
+                );
+            }
+            alive
+        });
+        if let Err(e) = self.set_focus(source, app) {
+            warn!("{e}");
+        }
+    }
+
+    /// The tracker's new critical set (the newest of those already queued), for the app in
+    /// front; a set found before the focus moved is dropped (the tracker follows the new one).
+    fn critical_seen(
+        &mut self,
+        app: Option<i32>,
+        set: Vec<Critical>,
+        turn: &Turn,
+        rx: &mpsc::Receiver<Event>,
+        stash: &mut Option<Event>,
+    ) -> anyhow::Result<()> {
+        self.loan.received();
+        let (app, set) = self.newest_critical(rx, app, set, stash);
+        if app == self.focus.map(|a| a.pid) {
+            self.critical_changed(set, turn.min_interval)?;
+        } else {
+            tracing::debug!(?app, "critical set for a former foreground ignored");
+        }
+        Ok(())
     }
 }

@@ -52,9 +52,8 @@ struct Daemon {
     /// Focus or mode changed and not yet applied.
     dirty: bool,
     /// When a pass last applied a change (or the fast path stood for one): the rate limit's
-    /// clock. A periodic rescan with nothing pending does not set it — it did, and a focus
-    /// change just after one waited up to `min_focus_interval_ms` for its first boost (the
-    /// name-based daemon's first samples 46–85 ms against idle's 5, 2026-11-27).
+    /// clock. A periodic rescan with nothing pending does not set it, so a focus change just
+    /// after one is not held back by `min_focus_interval_ms`.
     last_apply: Instant,
     prefetcher: Prefetcher,
     sources_alive: BTreeMap<SourceName, bool>,
@@ -76,6 +75,9 @@ struct Daemon {
     /// The `rt` lever's guard, which bounds the run time of every thread the lever makes
     /// real-time; `None` when the lever is not `rt` or cannot be bounded (then it is fair).
     rt: Option<RtGuard>,
+    /// rtkit's D-Bus interface (`[rtkit] enable`), answered through the same grants; served
+    /// while the daemon lives.
+    _rtkit: Option<crate::rtapi::rtkit::Service>,
     /// The rt lever is off until then (the canary tripped).
     rt_suspended_until: Option<Instant>,
     /// When the tracker decided each new critical thread (monotonic ns), until its boost is
@@ -111,31 +113,6 @@ const ANSWER_WAIT: Duration = Duration::from_secs(1);
 /// How many "critical → boosted" latencies `status` summarises.
 const LATENCIES: usize = 4096;
 
-/// The default journal takes over what a daemon from before its move to `/run` left in the old
-/// place (an upgrade after a crash), so that this start restores it; only for the default path
-/// — a configured journal is its owner's, and a test's must not take the machine's rows.
-fn take_legacy_journal(
-    cfg: &Config,
-    journal: &Journal,
-    session_of: impl Fn(&uxsched_os::identity::TaskId) -> Option<u64>,
-) {
-    if cfg.journal != std::path::Path::new(crate::journal::DEFAULT_PATH) {
-        return;
-    }
-    let legacy = std::path::Path::new(crate::journal::LEGACY_PATH);
-    match crate::journal::carry_over(legacy, journal, session_of) {
-        Ok(0) => {}
-        Ok(rows) => info!(rows, from = %legacy.display(), "took over the old journal's rows"),
-        Err(e) => warn!(
-            "the old journal {} stays where it is ({e}): stop the daemon that holds it, or start \
-             `uxsched daemon` once with `journal = \"{}\"` (it restores the rows as it starts) \
-             and stop it",
-            legacy.display(),
-            legacy.display()
-        ),
-    }
-}
-
 /// Run the daemon in the foreground until SIGTERM/SIGINT.
 pub fn run(cfg: Config) -> anyhow::Result<()> {
     let features = Features::detect(&cfg.facfs.sysfs_root);
@@ -148,104 +125,13 @@ pub fn run(cfg: Config) -> anyhow::Result<()> {
         warn!("cannot bound the daemon's own real-time threads (RLIMIT_RTTIME): {e}");
     }
     let _lock = JournalLock::acquire(&cfg.journal)?;
-    let session_of = |t: &uxsched_os::identity::TaskId| {
-        uxsched_os::identity::still_same(t)
-            .then(|| uxsched_os::autogroup::read(t.pid).ok())
-            .flatten()
-            .map(|(id, _)| id)
-    };
-    let journal = Journal::open(&cfg.journal, session_of)?;
-    take_legacy_journal(&cfg, &journal, session_of);
+    let journal = setup::open_journal(&cfg)?;
     // The socket first: it refuses to start next to a live daemon before anything is touched.
     let (tx, rx) = mpsc::channel();
     let server = Server::start(&cfg.socket, cfg.control_uids.clone(), tx.clone())?;
-    let leftovers = journal.entries()?.len();
-    let (mut rec, placement) = reconciler(&cfg, journal, features.default_slice_ns, &tx);
-    if leftovers > 0 {
-        info!(
-            leftovers,
-            "restoring settings a previous daemon left behind"
-        );
-    }
-    rec.reconcile(&Desired::nothing(&cfg))?;
-    let backend = crate::backend::start(&cfg.backend).context("starting the backend")?;
-    let sources_alive = start_sources(&cfg, &tx);
-    // `run` is the loop's thread: the tracker's thread lends it real time for new members.
-    let loan = uxsched_os::own::Loan::to_this_thread();
-    let (tracker, tracker_state) = start_tracker(&cfg, &tx, loan.clone());
-    let rt_lever = cfg.tracker.lever == crate::config::Lever::Rt;
-    let canary = (cfg.rtapi.enabled || rt_lever)
-        .then(|| {
-            let ms = std::time::Duration::from_millis;
-            let r = &cfg.rtapi;
-            canary::spawn(ms(r.canary_period_ms), ms(r.canary_timeout_ms), tx.clone())
-                .map_err(|e| warn!("cannot start the canary ({e}); real-time grants are refused"))
-                .ok()
-        })
-        .flatten();
-    let mut rtapi_cfg = cfg.rtapi.clone();
-    if canary.is_none() {
-        rtapi_cfg.max_rt_threads = 0; // never RT without the canary in force
-    }
-    let rt = setup::start_rt_guard(&cfg, canary.is_some(), &tx);
-    if let Some(g) = &rt {
-        rec.trust(g.demoted_by_guard());
-    }
-    // rtkit's D-Bus interface (`[rtkit] enable`), answered through the same grants.
-    let _rtkit = crate::rtapi::rtkit::start(&cfg.rtkit, &rtapi_cfg, tx.clone());
-    let ui = crate::rtapi::interact::UiBoost {
-        nice: cfg.min_nice,
-        slice_ns: cfg.uxsched.slice_us * 1000,
-    };
-    let grants = Grants::new(rtapi_cfg).with_boosts(ui, features.default_slice_ns);
-    let mut signals = signal_hook::iterator::Signals::new([
-        signal_hook::consts::SIGTERM,
-        signal_hook::consts::SIGINT,
-    ])
-    .context("installing signal handlers")?;
-    std::thread::Builder::new()
-        .name("uxsched-signals".into())
-        .spawn(move || {
-            if signals.forever().next().is_some() {
-                let _ = tx.send(Event::Shutdown);
-            }
-        })?;
-    info!(mode = %cfg.mode, socket = %cfg.socket.display(), "uxsched daemon ready");
-
-    let mut d = Daemon {
-        mode: cfg.mode,
-        features,
-        rec,
-        focus_by_source: BTreeMap::new(),
-        focus: None,
-        focus_since: Instant::now(),
-        history: History::default(),
-        dirty: false,
-        // The first focus is applied at once (the rate limit is about changes in a row).
-        last_apply: Instant::now()
-            .checked_sub(Duration::from_millis(cfg.min_focus_interval_ms))
-            .unwrap_or_else(Instant::now),
-        prefetcher: Prefetcher::default(),
-        sources_alive,
-        tracker,
-        tracker_state,
-        loan,
-        critical: Vec::new(),
-        placement,
-        source_errors: BTreeMap::new(),
-        grants,
-        canary,
-        rt,
-        rt_suspended_until: None,
-        boost_pending: Vec::new(),
-        boost_latency: Default::default(),
-        published: None,
-        placement_seen: None,
-        owner_seen: Default::default(),
-        backend,
-        moved_pass: Instant::now(),
-        cfg,
-    };
+    let mut d = Daemon::start(cfg, features, journal, &tx)?;
+    setup::forward_signals(tx)?;
+    info!(mode = %d.cfg.mode, socket = %d.cfg.socket.display(), "uxsched daemon ready");
     let result = d.serve(&rx);
     if let Err(e) = &result {
         error!("stopping after an error: {e:#}");
@@ -261,6 +147,66 @@ pub fn run(cfg: Config) -> anyhow::Result<()> {
 }
 
 impl Daemon {
+    /// Restore what a killed predecessor left in the journal, then start every part: the
+    /// backend, the sources, the tracker and the real-time parts.
+    fn start(
+        cfg: Config,
+        features: Features,
+        journal: Journal,
+        tx: &mpsc::Sender<Event>,
+    ) -> anyhow::Result<Daemon> {
+        let leftovers = journal.entries()?.len();
+        let (mut rec, placement) = reconciler(&cfg, journal, features.default_slice_ns, tx);
+        if leftovers > 0 {
+            info!(
+                leftovers,
+                "restoring settings a previous daemon left behind"
+            );
+        }
+        rec.reconcile(&Desired::nothing(&cfg))?;
+        let backend = crate::backend::start(&cfg.backend).context("starting the backend")?;
+        let sources_alive = start_sources(&cfg, tx);
+        // `run` is the loop's thread: the tracker's thread lends it real time for new members.
+        let loan = uxsched_os::own::Loan::to_this_thread();
+        let (tracker, tracker_state) = start_tracker(&cfg, tx, loan.clone());
+        let realtime = setup::start_realtime(&cfg, &features, &mut rec, tx);
+        Ok(Daemon {
+            mode: cfg.mode,
+            features,
+            rec,
+            focus_by_source: BTreeMap::new(),
+            focus: None,
+            focus_since: Instant::now(),
+            history: History::default(),
+            dirty: false,
+            // The first focus is applied at once (the rate limit is about changes in a row).
+            last_apply: Instant::now()
+                .checked_sub(Duration::from_millis(cfg.min_focus_interval_ms))
+                .unwrap_or_else(Instant::now),
+            prefetcher: Prefetcher::default(),
+            sources_alive,
+            tracker,
+            tracker_state,
+            loan,
+            critical: Vec::new(),
+            placement,
+            source_errors: BTreeMap::new(),
+            grants: realtime.grants,
+            canary: realtime.canary,
+            rt: realtime.guard,
+            _rtkit: realtime.rtkit,
+            rt_suspended_until: None,
+            boost_pending: Vec::new(),
+            boost_latency: Default::default(),
+            published: None,
+            placement_seen: None,
+            owner_seen: Default::default(),
+            backend,
+            moved_pass: Instant::now(),
+            cfg,
+        })
+    }
+
     fn serve(&mut self, rx: &mpsc::Receiver<Event>) -> anyhow::Result<()> {
         // The loop writes the boosts the tracker decides: it must not queue behind the load it
         // protects (at nice 0 beside 12 hogs in one group it waited for several ms). Nice −20,

@@ -1,22 +1,132 @@
-//! Starting the daemon's parts: its focus sources, the tracker and the reconciler with its
-//! cgroup hierarchy — each reports what it could not do instead of failing the daemon.
+//! Starting the daemon's parts: its journal, focus sources, the tracker, the real-time parts
+//! and the reconciler with its cgroup hierarchy — each reports what it could not do instead of
+//! failing the daemon.
 
 use crate::actuators::cgroup::{Groups, Hierarchy};
 use crate::config::Config;
+use crate::features::Features;
 use crate::journal::Journal;
 use crate::reconcile::Reconciler;
+use crate::rt_guard::RtGuard;
+use crate::rtapi::{canary, Grants};
 use crate::sources::tracker::TrackerHandle;
 use crate::types::Event;
 use crate::types::SourceName;
+use anyhow::Context;
 use std::collections::BTreeMap;
 use std::sync::mpsc;
 use std::time::Duration;
-use tracing::warn;
+use tracing::{info, warn};
+use uxsched_os::identity::TaskId;
 use uxsched_os::own::Loan;
+
+/// Open the journal, taking over the rows an older daemon left in the old default place.
+pub(super) fn open_journal(cfg: &Config) -> anyhow::Result<Journal> {
+    let session_of = |t: &TaskId| {
+        uxsched_os::identity::still_same(t)
+            .then(|| uxsched_os::autogroup::read(t.pid).ok())
+            .flatten()
+            .map(|(id, _)| id)
+    };
+    let journal = Journal::open(&cfg.journal, session_of)?;
+    take_legacy_journal(cfg, &journal, session_of);
+    Ok(journal)
+}
+
+/// The default journal takes over what a daemon from before its move to `/run` left in the old
+/// place (an upgrade after a crash), so that this start restores it; only for the default path
+/// — a configured journal is its owner's, and a test's must not take the machine's rows.
+fn take_legacy_journal(
+    cfg: &Config,
+    journal: &Journal,
+    session_of: impl Fn(&TaskId) -> Option<u64>,
+) {
+    if cfg.journal != std::path::Path::new(crate::journal::DEFAULT_PATH) {
+        return;
+    }
+    let legacy = std::path::Path::new(crate::journal::LEGACY_PATH);
+    match crate::journal::carry_over(legacy, journal, session_of) {
+        Ok(0) => {}
+        Ok(rows) => info!(rows, from = %legacy.display(), "took over the old journal's rows"),
+        Err(e) => warn!(
+            "the old journal {} stays where it is ({e}): stop the daemon that holds it, or start \
+             `uxsched daemon` once with `journal = \"{}\"` (it restores the rows as it starts) \
+             and stop it",
+            legacy.display(),
+            legacy.display()
+        ),
+    }
+}
+
+/// SIGTERM and SIGINT become [`Event::Shutdown`] on the loop's channel.
+pub(super) fn forward_signals(tx: mpsc::Sender<Event>) -> anyhow::Result<()> {
+    let mut signals = signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGINT,
+    ])
+    .context("installing signal handlers")?;
+    std::thread::Builder::new()
+        .name("uxsched-signals".into())
+        .spawn(move || {
+            if signals.forever().next().is_some() {
+                let _ = tx.send(Event::Shutdown);
+            }
+        })?;
+    Ok(())
+}
+
+/// The real-time parts of a running daemon.
+pub(super) struct Realtime {
+    pub canary: Option<canary::Canary>,
+    pub guard: Option<RtGuard>,
+    pub grants: Grants,
+    pub rtkit: Option<crate::rtapi::rtkit::Service>,
+}
+
+/// Start the canary (no real time is granted without it), the rt lever's guard (trusted by
+/// the reconciler for the demotions it makes), rtkit's interface and the real-time API's
+/// grants.
+pub(super) fn start_realtime(
+    cfg: &Config,
+    features: &Features,
+    rec: &mut Reconciler,
+    tx: &mpsc::Sender<Event>,
+) -> Realtime {
+    let rt_lever = cfg.tracker.lever == crate::config::Lever::Rt;
+    let canary = (cfg.rtapi.enabled || rt_lever)
+        .then(|| {
+            let ms = std::time::Duration::from_millis;
+            let r = &cfg.rtapi;
+            canary::spawn(ms(r.canary_period_ms), ms(r.canary_timeout_ms), tx.clone())
+                .map_err(|e| warn!("cannot start the canary ({e}); real-time grants are refused"))
+                .ok()
+        })
+        .flatten();
+    let mut rtapi_cfg = cfg.rtapi.clone();
+    if canary.is_none() {
+        rtapi_cfg.max_rt_threads = 0; // never RT without the canary in force
+    }
+    let guard = start_rt_guard(cfg, canary.is_some(), tx);
+    if let Some(g) = &guard {
+        rec.trust(g.demoted_by_guard());
+    }
+    let rtkit = crate::rtapi::rtkit::start(&cfg.rtkit, &rtapi_cfg, tx.clone());
+    let ui = crate::rtapi::interact::UiBoost {
+        nice: cfg.min_nice,
+        slice_ns: cfg.uxsched.slice_us * 1000,
+    };
+    let grants = Grants::new(rtapi_cfg).with_boosts(ui, features.default_slice_ns);
+    Realtime {
+        canary,
+        guard,
+        grants,
+        rtkit,
+    }
+}
 
 /// Start the `rt` lever's guard when the config asks for that lever; without the guard (no
 /// SCHED_FIFO 99) or the canary the lever cannot be bounded, and the fair lever is used.
-pub(super) fn start_rt_guard(
+fn start_rt_guard(
     cfg: &Config,
     canary: bool,
     tx: &mpsc::Sender<Event>,

@@ -27,12 +27,44 @@ impl Daemon {
             ));
             Vec::new()
         });
+        let boosted = self.boosted(entries, focus_app.as_ref(), &mut problems);
+        Status {
+            mode: self.mode.name().to_owned(),
+            focus: self.focus.map(|a| a.pid),
+            focus_comm: focus_app.and_then(|a| {
+                a.threads
+                    .iter()
+                    .find(|t| t.task.tid == a.id.pid)
+                    .map(|t| t.comm.clone())
+            }),
+            boosted,
+            sources: self.sources_status(),
+            features: serde_json::to_value(&self.features).unwrap_or_default(),
+            daemon_pid: std::process::id(),
+            problems,
+            tracker: self.tracker_state.clone(),
+            placement: self.placement.clone(),
+            boost_latency: uxsched_client::control::LatencySummary::of_ns(
+                self.boost_latency.iter().copied(),
+            ),
+            backend: Some(self.backend.status()),
+        }
+    }
+
+    /// Every thread the journal holds a change for: its role, the objects changed, its
+    /// original settings and the kernel's now (a value that cannot be read is a problem).
+    fn boosted(
+        &self,
+        entries: Vec<crate::journal::Entry>,
+        focus_app: Option<&state::App>,
+        problems: &mut Vec<String>,
+    ) -> Vec<Boosted> {
         let mut boosted: BTreeMap<i32, Boosted> = BTreeMap::new();
         for e in entries {
             let tid = e.via.tid;
             let b = boosted.entry(tid).or_insert_with(|| {
                 let info = focus_app
-                    .iter()
+                    .into_iter()
                     .flat_map(|a| a.threads.iter())
                     .find(|t| t.task == e.via);
                 Boosted {
@@ -70,37 +102,20 @@ impl Daemon {
                 )),
             }
         }
-        Status {
-            mode: self.mode.name().to_owned(),
-            focus: self.focus.map(|a| a.pid),
-            focus_comm: focus_app.and_then(|a| {
-                a.threads
-                    .iter()
-                    .find(|t| t.task.tid == a.id.pid)
-                    .map(|t| t.comm.clone())
-            }),
-            boosted: boosted.into_values().collect(),
-            sources: self
-                .cfg
-                .sources
-                .iter()
-                .map(|s| SourceStatus {
-                    name: format!("{s:?}").to_lowercase(),
-                    alive: self.sources_alive.get(s).copied().unwrap_or(false),
-                    focus: self.focus_by_source.get(s).map(|a| a.pid),
-                    error: self.source_errors.get(s).cloned(),
-                })
-                .collect(),
-            features: serde_json::to_value(&self.features).unwrap_or_default(),
-            daemon_pid: std::process::id(),
-            problems,
-            tracker: self.tracker_state.clone(),
-            placement: self.placement.clone(),
-            boost_latency: uxsched_client::control::LatencySummary::of_ns(
-                self.boost_latency.iter().copied(),
-            ),
-            backend: Some(self.backend.status()),
-        }
+        boosted.into_values().collect()
+    }
+
+    fn sources_status(&self) -> Vec<SourceStatus> {
+        self.cfg
+            .sources
+            .iter()
+            .map(|s| SourceStatus {
+                name: format!("{s:?}").to_lowercase(),
+                alive: self.sources_alive.get(s).copied().unwrap_or(false),
+                focus: self.focus_by_source.get(s).map(|a| a.pid),
+                error: self.source_errors.get(s).cloned(),
+            })
+            .collect()
     }
 
     /// The kernel's value now for the kind of `like`.
