@@ -10,7 +10,6 @@
 //! decision.
 
 use super::Daemon;
-use crate::config::{Lever, Mode};
 use crate::policy::critical_target;
 use crate::state;
 use crate::types::Desired;
@@ -99,7 +98,7 @@ impl Daemon {
     /// Boost the critical set's new members now; returns the threads whose boost was written,
     /// each with when (`CLOCK_MONOTONIC`, ns).
     pub(super) fn boost_new(&mut self, new: &[Critical]) -> anyhow::Result<Vec<(TaskId, u64)>> {
-        let Some(app) = self.focus.filter(|_| self.mode == Mode::Uxsched) else {
+        let Some(app) = self.focus.filter(|_| self.policy().follows_chain()) else {
             return Ok(Vec::new());
         };
         if new.is_empty() {
@@ -114,7 +113,7 @@ impl Daemon {
         new: &[Critical],
         now: Instant,
     ) -> anyhow::Result<Vec<(TaskId, u64)>> {
-        let rt = self.cfg.tracker.lever == Lever::Rt
+        let rt = self.policy().rt_lever(&self.cfg)
             && self.rt.is_some()
             && self.rt_suspended_until.is_none_or(|until| until <= now);
         let cpu0 = thread_cpu_ns();

@@ -147,6 +147,11 @@ pub fn run(cfg: Config) -> anyhow::Result<()> {
 }
 
 impl Daemon {
+    /// The active mode's policy.
+    fn policy(&self) -> &'static dyn policy::Policy {
+        policy::for_mode(self.mode)
+    }
+
     /// Restore what a killed predecessor left in the journal, then start every part: the
     /// backend, the sources, the tracker and the real-time parts.
     fn start(
@@ -306,7 +311,7 @@ impl Daemon {
                 // fast path then finds it: one /proc read less between an input and its boost).
                 self.owner_seen.set(None);
                 let id = app.id;
-                if self.cfg.tracker.partners && self.mode == Mode::Uxsched {
+                if self.cfg.tracker.partners && self.policy().follows_chain() {
                     self.owner_of(id);
                 }
                 state::apply_tracker(app, || self.owner_of(id), &self.critical, &self.cfg)
@@ -314,10 +319,10 @@ impl Daemon {
             None => Vec::new(),
         };
         let cpus_used = focus.iter().flat_map(|a| a.threads.iter().map(|t| t.cpu));
-        // Only the uxsched mode places the app by these (its policy reads them); the autogroup
+        // Only a mode that follows the chain places the app by these (its policy reads them); the autogroup
         // check scans every process, so it is not paid on every rescan of the other modes.
         let placement = match &focus {
-            Some(a) if self.mode == Mode::Uxsched => self.placement_now(a.id),
+            Some(a) if self.policy().follows_chain() => self.placement_now(a.id),
             _ => placement::Placement::default(),
         };
         let rt_refused = self.rt_refused(focus.as_ref(), &chain, placement);
@@ -387,7 +392,7 @@ impl Daemon {
         if let Some(g) = &self.rt {
             state.rt_demoted = g.cooling(now);
         }
-        let policy = policy::for_mode(self.mode);
+        let policy = self.policy();
         let mut desired = policy.desired(&state, &self.cfg).bounded(&self.cfg);
         self.backend.shape(&state, &mut desired);
         self.rec.ext_inherited = self.backend.ext_inherited();
@@ -425,7 +430,7 @@ impl Daemon {
         if let (Some(g), Some(upto)) = (&self.rt, settled) {
             g.settled(upto);
         }
-        if self.mode == Mode::Eimos && self.cfg.eimos.prefetch {
+        if self.policy().prefetches(&self.cfg) {
             if let Some(app) = &state.focus {
                 if let Err(e) = self
                     .prefetcher

@@ -57,12 +57,11 @@ impl Daemon {
         chain: &[crate::types::Critical],
         placement: Placement,
     ) -> BTreeSet<TaskId> {
-        use crate::config::{Lever, Mode};
         use crate::types::CriticalKind;
         let Some(groups) = self.rec.groups.as_ref() else {
             return BTreeSet::new();
         };
-        if self.mode != Mode::Uxsched || self.cfg.tracker.lever != Lever::Rt {
+        if !self.policy().rt_lever(&self.cfg) {
             return BTreeSet::new();
         }
         let own = app
@@ -85,15 +84,13 @@ impl Daemon {
     /// `State::rt_in_fg`. One journal read per critical thread, none otherwise.
     pub(super) fn rt_in_fg(&self, app: Option<&crate::state::App>) -> BTreeSet<TaskId> {
         use crate::actuators::cgroup::Granularity;
-        use crate::config::{Lever, Mode};
         use crate::types::Group;
         use crate::types::Key;
         use crate::types::{Kind, Value};
         let (Some(app), Some(groups)) = (app, self.rec.groups.as_ref()) else {
             return BTreeSet::new();
         };
-        if self.mode != Mode::Uxsched
-            || self.cfg.tracker.lever != Lever::Rt
+        if !self.policy().rt_lever(&self.cfg)
             || !groups.takes_rt()
             || groups.hierarchy.granularity() != Granularity::Thread
         {

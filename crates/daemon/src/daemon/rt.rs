@@ -2,7 +2,6 @@
 //! guard and the canary, and the "critical → boosted" latency of the tracker's new members.
 
 use super::{Daemon, LATENCIES};
-use crate::config::Mode;
 use crate::types::Desired;
 use crate::types::{Kind, Value};
 use uxsched_os::sched;
@@ -30,7 +29,7 @@ impl Daemon {
             }
             only.is_some() && at.is_none()
         });
-        if self.mode != Mode::Uxsched {
+        if !self.policy().follows_chain() {
             return;
         }
         for latency in done {
@@ -80,7 +79,7 @@ impl Daemon {
 
     /// The threads the `uxsched` mode's `rt` lever asks to run real-time (none otherwise).
     pub(super) fn rt_lever_threads(&self, desired: &Desired) -> Vec<uxsched_os::identity::TaskId> {
-        if self.mode != Mode::Uxsched || self.cfg.tracker.lever != crate::config::Lever::Rt {
+        if !self.policy().rt_lever(&self.cfg) {
             return Vec::new();
         }
         desired

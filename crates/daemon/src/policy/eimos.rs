@@ -13,6 +13,10 @@ use crate::types::Group;
 pub struct Eimos;
 
 impl Policy for Eimos {
+    fn prefetches(&self, cfg: &Config) -> bool {
+        cfg.eimos.prefetch
+    }
+
     fn desired(&self, state: &State, cfg: &Config) -> Desired {
         let mut d = Desired::nothing(cfg);
         if let Some(app) = &state.focus {

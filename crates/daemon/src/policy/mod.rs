@@ -63,9 +63,26 @@ impl Desired {
     }
 }
 
-/// A mode.
+/// A mode: what it wants of the state, and which of the daemon's parts it needs beyond that.
 pub trait Policy {
     fn desired(&self, state: &State, cfg: &Config) -> Desired;
+
+    /// Whether the mode boosts the tracker's critical set as it changes (the loop's fast path,
+    /// the "critical → boosted" latency), so each pass reads the app's owner and placement.
+    fn follows_chain(&self) -> bool {
+        false
+    }
+
+    /// Whether the mode makes the critical set real-time (`[tracker] lever = "rt"`), so the
+    /// loop keeps the rt lever's guard and group placement in step.
+    fn rt_lever(&self, _cfg: &Config) -> bool {
+        false
+    }
+
+    /// Whether the mode reads ahead for the app in front (seed 001's enlarged window).
+    fn prefetches(&self, _cfg: &Config) -> bool {
+        false
+    }
 }
 
 /// The policy of a mode.
@@ -131,6 +148,23 @@ mod tests {
             let d = for_mode(m).desired(&State::default(), &cfg);
             assert!(d.threads.is_empty(), "{m}");
         }
+    }
+
+    #[test]
+    fn only_uxsched_follows_the_chain_and_only_its_rt_lever_is_real_time() {
+        let mut cfg = Config::default();
+        cfg.tracker.lever = crate::config::Lever::Rt;
+        cfg.eimos.prefetch = true;
+        for m in Mode::ALL {
+            let p = for_mode(m);
+            assert_eq!(p.follows_chain(), m == Mode::Uxsched, "{m}");
+            assert_eq!(p.rt_lever(&cfg), m == Mode::Uxsched, "{m}");
+            assert_eq!(p.prefetches(&cfg), m == Mode::Eimos, "{m}");
+        }
+        cfg.tracker.lever = crate::config::Lever::Fair;
+        cfg.eimos.prefetch = false;
+        assert!(!for_mode(Mode::Uxsched).rt_lever(&cfg));
+        assert!(!for_mode(Mode::Eimos).prefetches(&cfg));
     }
 
     #[test]

@@ -22,6 +22,14 @@ use uxsched_os::identity::TaskId;
 pub struct Uxsched;
 
 impl Policy for Uxsched {
+    fn follows_chain(&self) -> bool {
+        true
+    }
+
+    fn rt_lever(&self, cfg: &Config) -> bool {
+        cfg.tracker.lever == crate::config::Lever::Rt
+    }
+
     fn desired(&self, state: &State, cfg: &Config) -> Desired {
         let mut d = Desired::nothing(cfg);
         let Some(app) = &state.focus else { return d };
