@@ -238,61 +238,19 @@ fn run_workload(a: RunArgs) -> anyhow::Result<ExitCode> {
     }
     let mut metrics = MetricsCollector::new();
     let mut digest = Digest::new();
-    let mut gantt = match a.window {
-        Some((from, to)) if a.gantt.is_some() => {
-            Some(GanttChart::new(from, to).map_err(bad_input)?)
-        }
-        _ => None,
-    };
-    let mut trace = match &a.trace {
-        Some(p) => Some(PerfettoTrace::new(
-            AtomicFile::create(p).with_context(|| format!("--trace {}", p.display()))?,
-        )),
-        None => None,
-    };
+    let mut exports = Exports::open(&a)?;
     {
         let mut tee = Tee::default();
         tee.sinks.push(&mut metrics);
         tee.sinks.push(&mut digest);
-        if let Some(g) = gantt.as_mut() {
-            tee.sinks.push(g);
-        }
-        if let Some(t) = trace.as_mut() {
-            tee.sinks.push(t);
-        }
+        exports.attach(&mut tee);
         simulate(&w, cfg.clone(), &a.mechs, &mut tee, !a.json)?;
     }
     if a.determinism_check {
-        let mut second = Digest::new();
-        simulate(&w, cfg.clone(), &a.mechs, &mut second, false)?;
-        if second.value() != digest.value() {
-            anyhow::bail!(
-                "determinism check failed: the two runs differ (digests {} and {})",
-                digest.hex(),
-                second.hex()
-            );
-        }
-        eprintln!(
-            "determinism check: two runs identical, {} records, digest {}",
-            digest.records(),
-            digest.hex()
-        );
+        check_determinism(&w, cfg, &a.mechs, &digest)?;
     }
     // Files appear only after the whole run succeeded.
-    if let (Some(t), Some(p)) = (trace, &a.trace) {
-        t.finish()
-            .and_then(|f| f.commit())
-            .with_context(|| format!("writing trace {}", p.display()))?;
-        eprintln!(
-            "trace written to {} (open in https://ui.perfetto.dev)",
-            p.display()
-        );
-    }
-    if let (Some(g), Some(p)) = (gantt, &a.gantt) {
-        uxsched_sim::export::write_atomically(p, |out| g.write_svg(out))
-            .with_context(|| format!("writing Gantt chart {}", p.display()))?;
-        eprintln!("Gantt chart written to {}", p.display());
-    }
+    exports.commit(&a)?;
     let report = metrics.report(false);
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
@@ -306,4 +264,80 @@ fn run_workload(a: RunArgs) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Runs the workload a second time and fails unless its event log's digest equals `first`'s.
+fn check_determinism(
+    w: &Workload,
+    cfg: SimConfig,
+    mechs: &[String],
+    first: &Digest,
+) -> anyhow::Result<()> {
+    let mut second = Digest::new();
+    simulate(w, cfg, mechs, &mut second, false)?;
+    if second.value() != first.value() {
+        anyhow::bail!(
+            "determinism check failed: the two runs differ (digests {} and {})",
+            first.hex(),
+            second.hex()
+        );
+    }
+    eprintln!(
+        "determinism check: two runs identical, {} records, digest {}",
+        first.records(),
+        first.hex()
+    );
+    Ok(())
+}
+
+/// The files `--gantt` and `--trace` ask for, built while the run goes.
+struct Exports {
+    gantt: Option<GanttChart>,
+    trace: Option<PerfettoTrace<AtomicFile>>,
+}
+
+impl Exports {
+    fn open(a: &RunArgs) -> anyhow::Result<Exports> {
+        let gantt = match a.window {
+            Some((from, to)) if a.gantt.is_some() => {
+                Some(GanttChart::new(from, to).map_err(bad_input)?)
+            }
+            _ => None,
+        };
+        let trace = match &a.trace {
+            Some(p) => Some(PerfettoTrace::new(
+                AtomicFile::create(p).with_context(|| format!("--trace {}", p.display()))?,
+            )),
+            None => None,
+        };
+        Ok(Exports { gantt, trace })
+    }
+
+    fn attach<'a>(&'a mut self, tee: &mut Tee<'a>) {
+        if let Some(g) = self.gantt.as_mut() {
+            tee.sinks.push(g);
+        }
+        if let Some(t) = self.trace.as_mut() {
+            tee.sinks.push(t);
+        }
+    }
+
+    /// Writes the files out, the trace first.
+    fn commit(self, a: &RunArgs) -> anyhow::Result<()> {
+        if let (Some(t), Some(p)) = (self.trace, &a.trace) {
+            t.finish()
+                .and_then(|f| f.commit())
+                .with_context(|| format!("writing trace {}", p.display()))?;
+            eprintln!(
+                "trace written to {} (open in https://ui.perfetto.dev)",
+                p.display()
+            );
+        }
+        if let (Some(g), Some(p)) = (self.gantt, &a.gantt) {
+            uxsched_sim::export::write_atomically(p, |out| g.write_svg(out))
+                .with_context(|| format!("writing Gantt chart {}", p.display()))?;
+            eprintln!("Gantt chart written to {}", p.display());
+        }
+        Ok(())
+    }
 }
