@@ -5,7 +5,7 @@ use crate::exit::bad_input;
 use anyhow::Context;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use uxsched_client::control::{self, Request, Status};
+use uxsched_client::control::{self, Boosted, Request, SourceStatus, Status};
 use uxsched_daemon::config::backend;
 use uxsched_daemon::config::{self, Config, Mode};
 
@@ -98,7 +98,8 @@ pub fn run(c: Commands) -> anyhow::Result<ExitCode> {
                 cfg.backend.policy = backend::ScxPolicy::parse(&p).map_err(bad_input)?;
             }
             // Refused before anything is touched: no silent fallback to the stock levers.
-            uxsched_daemon::backend::check(&cfg.backend).map_err(|e| bad_input(format!("--backend scx: {e}")))?;
+            uxsched_daemon::backend::check(&cfg.backend)
+                .map_err(|e| bad_input(format!("--backend scx: {e}")))?;
             run_daemon(cfg)
         }
         Commands::Status { json, socket } => status(&socket_path(&socket)?, json),
@@ -191,17 +192,7 @@ fn render_status(s: &Status) -> String {
         (Some(pid), None) => push_line!(o, "focus:   {pid}"),
         _ => push_line!(o, "focus:   none"),
     }
-    let sources: Vec<String> = s
-        .sources
-        .iter()
-        .map(|x| format!("{}{}", x.name, if x.alive { "" } else { " (down)" }))
-        .collect();
-    push_line!(o, "sources: {}", sources.join(", "));
-    for x in s.sources.iter() {
-        if let Some(e) = &x.error {
-            push_line!(o, "  {}: {e}", x.name);
-        }
-    }
+    render_sources(&mut o, &s.sources);
     if let Some(l) = &s.boost_latency {
         push_line!(
             o,
@@ -215,8 +206,32 @@ fn render_status(s: &Status) -> String {
     if let Some(b) = &s.backend {
         render_backend(&mut o, b);
     }
-    push_line!(o, "boosted: {} thread(s)", s.boosted.len());
-    if !s.boosted.is_empty() {
+    render_boosted(&mut o, &s.boosted);
+    for p in &s.problems {
+        push_line!(o, "problem: {p}");
+    }
+    render_kernel(&mut o, &s.features);
+    o
+}
+
+/// `sources: a, b (down)`, then each source's error on its own line.
+fn render_sources(o: &mut String, sources: &[SourceStatus]) {
+    let names: Vec<String> = sources
+        .iter()
+        .map(|x| format!("{}{}", x.name, if x.alive { "" } else { " (down)" }))
+        .collect();
+    push_line!(o, "sources: {}", names.join(", "));
+    for x in sources {
+        if let Some(e) = &x.error {
+            push_line!(o, "  {}: {e}", x.name);
+        }
+    }
+}
+
+/// `boosted: N thread(s)` and, when there are any, a table of them.
+fn render_boosted(o: &mut String, boosted: &[Boosted]) {
+    push_line!(o, "boosted: {} thread(s)", boosted.len());
+    if !boosted.is_empty() {
         push_line!(
             o,
             "  {:>8} {:>8} {:<16} {:<10} {:>11} {:>17} {:<24}",
@@ -229,52 +244,57 @@ fn render_status(s: &Status) -> String {
             "CGROUP"
         );
     }
-    for b in &s.boosted {
-        let pair = |o: Option<String>, c: Option<String>| match (o, c) {
-            (Some(o), Some(c)) => format!("{o}→{c}"),
-            _ => "-".into(),
-        };
-        let nice = pair(
-            b.original.nice.map(|v| v.to_string()),
-            b.current.nice.map(|v| v.to_string()),
-        );
-        let slice = pair(
-            b.original.slice_ns.map(|v| (v / 1000).to_string()),
-            b.current.slice_ns.map(|v| (v / 1000).to_string()),
-        );
-        let cg = pair(b.original.cgroup.clone(), b.current.cgroup.clone());
+    for b in boosted {
+        render_boosted_thread(o, b);
+    }
+}
+
+/// One boosted thread's row (original→current settings) and its session, ioprio and uclamp lines.
+fn render_boosted_thread(o: &mut String, b: &Boosted) {
+    let pair = |o: Option<String>, c: Option<String>| match (o, c) {
+        (Some(o), Some(c)) => format!("{o}→{c}"),
+        _ => "-".into(),
+    };
+    let nice = pair(
+        b.original.nice.map(|v| v.to_string()),
+        b.current.nice.map(|v| v.to_string()),
+    );
+    let slice = pair(
+        b.original.slice_ns.map(|v| (v / 1000).to_string()),
+        b.current.slice_ns.map(|v| (v / 1000).to_string()),
+    );
+    let cg = pair(b.original.cgroup.clone(), b.current.cgroup.clone());
+    push_line!(
+        o,
+        "  {:>8} {:>8} {:<16} {:<10} {:>11} {:>17} {:<24}",
+        b.tid,
+        b.pid,
+        b.comm,
+        b.role,
+        nice,
+        slice,
+        cg
+    );
+    if let (Some(orig), Some(cur)) = (b.original.autogroup_nice, b.current.autogroup_nice) {
         push_line!(
             o,
-            "  {:>8} {:>8} {:<16} {:<10} {:>11} {:>17} {:<24}",
-            b.tid,
-            b.pid,
-            b.comm,
-            b.role,
-            nice,
-            slice,
-            cg
+            "  {:>8} session {}: nice {orig}→{cur}",
+            "",
+            b.objects.join(", ")
         );
-        if let (Some(orig), Some(cur)) = (b.original.autogroup_nice, b.current.autogroup_nice) {
-            push_line!(
-                o,
-                "  {:>8} session {}: nice {orig}→{cur}",
-                "",
-                b.objects.join(", ")
-            );
-        }
-        if let (Some(orig), Some(cur)) = (b.original.ioprio, b.current.ioprio) {
-            push_line!(o, "  {:>8} ioprio {orig:#x}→{cur:#x}", "");
-        }
-        if let (Some(orig), Some(cur)) = (b.original.uclamp_min, b.current.uclamp_min) {
-            if orig != cur {
-                push_line!(o, "  {:>8} uclamp.min {orig}→{cur}", "");
-            }
+    }
+    if let (Some(orig), Some(cur)) = (b.original.ioprio, b.current.ioprio) {
+        push_line!(o, "  {:>8} ioprio {orig:#x}→{cur:#x}", "");
+    }
+    if let (Some(orig), Some(cur)) = (b.original.uclamp_min, b.current.uclamp_min) {
+        if orig != cur {
+            push_line!(o, "  {:>8} uclamp.min {orig}→{cur}", "");
         }
     }
-    for p in &s.problems {
-        push_line!(o, "problem: {p}");
-    }
-    let f = &s.features;
+}
+
+/// `kernel: …` from the daemon's feature probe, and why uclamp.min is absent if it is.
+fn render_kernel(o: &mut String, f: &serde_json::Value) {
     let get = |k: &str| f.get(k).map(|v| v.to_string()).unwrap_or_default();
     push_line!(
         o,
@@ -289,7 +309,6 @@ fn render_status(s: &Status) -> String {
     if let Some(why) = f.get("uclamp_absent").and_then(|v| v.as_str()) {
         push_line!(o, "         no uclamp.min for hint sessions: {why}");
     }
-    o
 }
 
 /// `backend: scx (vtcfs, partial mode) running`, its classes and counters.
