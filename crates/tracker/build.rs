@@ -1,5 +1,5 @@
 //! Compiles the tracker's BPF program (`bpf/tracker.bpf.c` at the repository root) with clang
-//! into `$OUT_DIR/tracker.bpf.o`, which `src/bpf.rs` embeds and libbpf loads (CO-RE). The
+//! into `$OUT_DIR/tracker.bpf.o`, which `src/tracker.rs` embeds and libbpf loads (CO-RE). The
 //! libbpf headers are those of the vendored libbpf that libbpf-rs links (`DEP_BPF_INCLUDE`).
 
 use std::path::PathBuf;

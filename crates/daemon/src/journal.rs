@@ -4,13 +4,13 @@
 //! cache before the change is made, so it survives SIGKILL, a panic and an OOM kill. Only a
 //! power loss or a kernel crash can lose the newest rows — and those take every setting uxsched
 //! makes with them (nice, class, cgroup membership, autogroup nice, runtime-only unit weights are
-//! all volatile kernel state), so there is nothing left to restore. `FULL` added an fsync per
-//! row: 4.0 ms p50, 12.4 ms p99 on the development machine's disk against 18 µs / 81 µs
-//! (2026-11-23), and it was most of the tracker's "critical → boosted" latency. Its default
+//! all volatile kernel state), so there is nothing left to restore. `FULL` would add an fsync per
+//! row, milliseconds on a disk against microseconds without, and was most of the tracker's
+//! "critical → boosted" latency (docs/results/README.md). Its default
 //! place is tmpfs (`/run/uxsched`, [`LEGACY_PATH`] before): what it records dies with a reboot,
 //! which now clears the file too, so no row of a past boot is read against this boot's pids,
-//! and a commit is a memory copy, not a write through the disk's filesystem. A row is deleted only after its setting has been restored (or found to belong to
-//! someone else), so a restarted daemon restores what a killed one left behind, and restoring
+//! and a commit is a memory copy, not a write through the disk's filesystem. A row is deleted
+//! only after its setting has been restored (or found to belong to someone else), so a restarted daemon restores what a killed one left behind, and restoring
 //! twice is harmless: the second pass finds the kernel no longer holds the applied value.
 
 use crate::types::Key;
@@ -292,8 +292,8 @@ impl Journal {
 /// The default journal, on tmpfs (see the module's doc).
 pub const DEFAULT_PATH: &str = "/run/uxsched/journal.sqlite";
 
-/// Where the journal lived before it moved to `/run` (2026-11-27): the default journal takes
-/// over the rows a daemon of that time left there ([`carry_over`]).
+/// Where the journal lived before it moved to `/run`: the default journal takes over the rows
+/// a daemon of that version left there ([`carry_over`]).
 pub const LEGACY_PATH: &str = "/var/lib/uxsched/journal.sqlite";
 
 /// Move the rows of the journal at `from` into `into` (a row `into` already has for the same

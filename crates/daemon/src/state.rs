@@ -202,8 +202,8 @@ pub fn chain(
         })
     };
     // The daemon itself answers the app (a focus request, a status read) and so shows up on the
-    // path: raising it would put its own rescans ahead of the app it serves (measured: xterm
-    // p50 0.54 ms with it, 0.32 ms without the tracker at all, 2026-11-23).
+    // path: raising it would put its own rescans ahead of the app it serves (measured: it
+    // raised xterm's p50, docs/results/README.md).
     let me = std::process::id() as i32;
     let mut chain = Vec::new();
     for c in set

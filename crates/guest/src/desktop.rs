@@ -1,7 +1,7 @@
 //! A virtual X desktop in the guest — Xvfb, openbox and xterm from the host's Debian packages —
 //! so the harness's real-application scenario `xterm` runs there as on the host
 //! (`crates/bench/src/models/xapp/`): the programs with their shared libraries, and the data
-//! they open at start (found by `strace -e openat` of each on Debian bookworm, 2026-11-26):
+//! they open at start (found by `strace -e openat` of each on Debian bookworm):
 //! Xvfb's keymaps and core fonts (and `xkbcomp`, which it runs through `/bin/sh`), openbox's
 //! configuration, theme and one font for fontconfig, xterm's resources, terminfo and Xlib's
 //! locale tables. Nothing else of the host is copied. Fontconfig gets a configuration of its own

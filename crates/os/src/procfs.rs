@@ -2,7 +2,7 @@
 //!
 //! `std::fs::read_to_string` sizes its buffer from the file's length, which is 0 for these
 //! files, so it probes with 32 bytes and doubles: a 1.4 KiB `/proc/TID/status` took a `statx`
-//! and 8 `read`s (strace of the daemon's fast path, 2026-11-26). The daemon reads a few of these
+//! and 8 `read`s (strace of the daemon's fast path). The daemon reads a few of these
 //! files per thread between an input and its boost, so each syscall is latency. Here: one
 //! `open`, one `read` into a page-sized buffer, one `read` that returns 0.
 

@@ -213,7 +213,7 @@ pub fn set(tid: i32, a: &SchedAttr) -> io::Result<()> {
 /// for 2 ms, then nice −20 fair): with the direct write it ran 0 ms of the next 100 ms in 4 of
 /// 8 trials, through the fair class 88–96 ms in every trial; and a `perf` trace of the
 /// harness's `painting` showed the UI thread runnable at nice −20 for 156 ms after the rt
-/// lever's guard demoted it (2026-11-26, docs/mechanisms.md). With the nice set first, the
+/// lever's guard demoted it (docs/mechanisms.md). With the nice set first, the
 /// demotion to `a.nice` changes no weight and the lag stays true.
 pub fn set_keeping_lag(tid: i32, a: &SchedAttr) -> io::Result<()> {
     if a.is_rt() {

@@ -32,8 +32,8 @@ pub struct TrackerConfig {
     pub max_pending_events: usize,
     /// Measure the episode's threads' on-CPU time (`Member::episode_cpu_ns`) with a program on
     /// every context switch system-wide. Off unless asked: it was a third of the tracker's
-    /// in-kernel time at 10 k wake-ups/s (0.25 % of a CPU, 2026-11-27), and the daemon reads
-    /// run time from `/proc` for its real-time budget instead.
+    /// in-kernel time at 10 k wake-ups/s, and the daemon reads run time from `/proc` for its
+    /// real-time budget instead.
     pub episode_cpu: bool,
 }
 

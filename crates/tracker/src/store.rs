@@ -11,7 +11,7 @@
 //! `critical` or kind changed) is written at once, in the episode's transaction; a repeat that
 //! only counts one more episode (`seen`) waits up to [`FLUSH_AFTER_NS`] and is written with the
 //! others in one transaction. Once an app's paths are learned nearly every episode is a repeat,
-//! and a transaction per keystroke was a third of the tracker thread's CPU (perf, 2026-11-27).
+//! and a transaction per keystroke was a third of the tracker thread's CPU (a perf profile).
 //! A killed daemon loses at most those counts; a stopped one writes them on the way out.
 
 use crate::critical::Kind;

@@ -45,8 +45,7 @@ impl Planned {
 
 /// The fast path's decisions for a batch, worked out once ([`Reconciler::fast_plan`]) and
 /// carried out as decided ([`Reconciler::add_planned`]): the threads it may boost now, each
-/// with its target and step. (They were worked out twice, to pick the candidates and again to
-/// write; an A/B did not separate the two: `docs/results/2026-11-27/fast-plan/`.)
+/// with its target and step, so that picking the candidates and writing them agree.
 pub struct FastPlan {
     steps: Vec<(TaskId, Target, Step)>,
 }

@@ -22,9 +22,8 @@ use x11rb::rust_connection::RustConnection;
 pub const CLIENT_RT_PRIORITY: i32 = 10;
 const RTTIME_LIMIT_US: u64 = 200_000;
 /// The desktop and program start after the load (a run's order), so under `no-autogroup` with
-/// 12 hogs they get ~1/13 of the CPUs: 15 s was once too short for xterm's window to be managed
-/// (2026-11-23, uxsched mode, rep 2 dropped). Measurement starts only once it is, so a long
-/// wait costs nothing but time.
+/// 12 hogs they get ~1/13 of the CPUs: 15 s proved too short for xterm's window to be managed.
+/// Measurement starts only once it is, so a long wait costs nothing but time.
 const WINDOW_TIMEOUT: Duration = Duration::from_secs(60);
 /// A keystroke whose pixels did not change within this is counted as lost.
 const DRAW_TIMEOUT: Duration = Duration::from_secs(2);
