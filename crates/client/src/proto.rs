@@ -110,91 +110,79 @@ impl TryFrom<Wire> for Request {
                 w.v
             ));
         }
-        let extra = |allowed: &[&str]| {
-            let given = [
-                ("policy", w.policy.is_some()),
-                ("priority", w.priority.is_some()),
-                ("nice", w.nice.is_some()),
-                ("slice_us", w.slice_us.is_some()),
-                ("on", w.on.is_some()),
-                ("session", w.session.is_some()),
-                ("target_ns", w.target_ns.is_some()),
-                ("actual_ns", w.actual_ns.is_some()),
-            ];
-            match given.iter().find(|(k, set)| *set && !allowed.contains(k)) {
-                Some((k, _)) => Err(format!("`{}` takes no `{k}`", w.cmd)),
-                None => Ok(()),
-            }
-        };
-        let need = |what: &str| format!("`{}` needs `{what}`", w.cmd);
-        let ask = match w.cmd.as_str() {
+        let ask = w.ask()?;
+        if w.tid <= 0 {
+            return Err(format!("tid {} is not a thread id", w.tid));
+        }
+        Ok(Request {
+            tid: w.tid,
+            ask,
+            until: w.until,
+        })
+    }
+}
+
+impl Wire {
+    /// The ask `cmd` names, from the fields it takes (an error for any other field given, or
+    /// one it needs missing).
+    fn ask(&self) -> Result<Ask, String> {
+        Ok(match self.cmd.as_str() {
             "realtime" => {
-                extra(&["policy", "priority"])?;
+                self.takes_only(&["policy", "priority"])?;
                 Ask::Realtime {
-                    policy: w.policy.unwrap_or(Policy::Fifo),
-                    priority: w.priority.ok_or_else(|| need("priority"))?,
+                    policy: self.policy.unwrap_or(Policy::Fifo),
+                    priority: self.need(self.priority, "priority")?,
                 }
             }
             "high_priority" => {
-                extra(&["nice"])?;
+                self.takes_only(&["nice"])?;
                 Ask::HighPriority {
-                    nice: w.nice.ok_or_else(|| need("nice"))?,
+                    nice: self.need(self.nice, "nice")?,
                 }
             }
             "latency" => {
-                extra(&["slice_us"])?;
+                self.takes_only(&["slice_us"])?;
                 Ask::Latency {
-                    slice_us: w.slice_us.ok_or_else(|| need("slice_us"))?,
+                    slice_us: self.need(self.slice_us, "slice_us")?,
                 }
             }
             "reset" => {
-                extra(&[])?;
+                self.takes_only(&[])?;
                 Ask::Reset
             }
-            "depend" | "undepend" => {
-                extra(&["on"])?;
-                let on = w.on.ok_or_else(|| need("on"))?;
-                if on <= 0 {
-                    return Err(format!("`on` {on} is not a process or thread id"));
-                }
-                if w.cmd == "depend" {
-                    Ask::Depend { on }
-                } else {
-                    Ask::Undepend { on }
-                }
-            }
+            "depend" | "undepend" => self.dependency()?,
             "hint_create" => {
-                extra(&["target_ns"])?;
+                self.takes_only(&["target_ns"])?;
                 Ask::HintCreate {
-                    target_ns: w.target_ns.ok_or_else(|| need("target_ns"))?,
+                    target_ns: self.need(self.target_ns, "target_ns")?,
                 }
             }
             "hint_thread" | "hint_close" => {
-                extra(&["session"])?;
-                let session = w.session.ok_or_else(|| need("session"))?;
-                if w.cmd == "hint_thread" {
+                self.takes_only(&["session"])?;
+                let session = self.need(self.session, "session")?;
+                if self.cmd == "hint_thread" {
                     Ask::HintThread { session }
                 } else {
                     Ask::HintClose { session }
                 }
             }
             "hint_report" => {
-                extra(&["session", "actual_ns"])?;
+                self.takes_only(&["session", "actual_ns"])?;
                 Ask::HintReport {
-                    session: w.session.ok_or_else(|| need("session"))?,
-                    actual_ns: w.actual_ns.ok_or_else(|| need("actual_ns"))?,
+                    session: self.need(self.session, "session")?,
+                    actual_ns: self.need(self.actual_ns, "actual_ns")?,
                 }
             }
             "hint_target" => {
-                extra(&["session", "target_ns"])?;
+                self.takes_only(&["session", "target_ns"])?;
                 Ask::HintTarget {
-                    session: w.session.ok_or_else(|| need("session"))?,
-                    target_ns: w.target_ns.ok_or_else(|| need("target_ns"))?,
+                    session: self.need(self.session, "session")?,
+                    target_ns: self.need(self.target_ns, "target_ns")?,
                 }
             }
             "interaction_start" | "interaction_end" => {
-                extra(&[])?;
-                if w.cmd == "interaction_start" {
+                self.takes_only(&[])?;
+                if self.cmd == "interaction_start" {
                     Ask::InteractionStart
                 } else {
                     Ask::InteractionEnd
@@ -207,15 +195,44 @@ impl TryFrom<Wire> for Request {
                      hint_close, interaction_start, interaction_end"
                 ))
             }
-        };
-        if w.tid <= 0 {
-            return Err(format!("tid {} is not a thread id", w.tid));
-        }
-        Ok(Request {
-            tid: w.tid,
-            ask,
-            until: w.until,
         })
+    }
+
+    /// `depend` or `undepend`, whose `on` must be a process or thread id.
+    fn dependency(&self) -> Result<Ask, String> {
+        self.takes_only(&["on"])?;
+        let on = self.need(self.on, "on")?;
+        if on <= 0 {
+            return Err(format!("`on` {on} is not a process or thread id"));
+        }
+        Ok(if self.cmd == "depend" {
+            Ask::Depend { on }
+        } else {
+            Ask::Undepend { on }
+        })
+    }
+
+    /// An error naming the first optional field given that `cmd` does not take (not in `allowed`).
+    fn takes_only(&self, allowed: &[&str]) -> Result<(), String> {
+        let given = [
+            ("policy", self.policy.is_some()),
+            ("priority", self.priority.is_some()),
+            ("nice", self.nice.is_some()),
+            ("slice_us", self.slice_us.is_some()),
+            ("on", self.on.is_some()),
+            ("session", self.session.is_some()),
+            ("target_ns", self.target_ns.is_some()),
+            ("actual_ns", self.actual_ns.is_some()),
+        ];
+        match given.iter().find(|(k, set)| *set && !allowed.contains(k)) {
+            Some((k, _)) => Err(format!("`{}` takes no `{k}`", self.cmd)),
+            None => Ok(()),
+        }
+    }
+
+    /// Field `what`'s `value`, or an error saying `cmd` needs it.
+    fn need<T>(&self, value: Option<T>, what: &str) -> Result<T, String> {
+        value.ok_or_else(|| format!("`{}` needs `{what}`", self.cmd))
     }
 }
 
