@@ -110,9 +110,23 @@ fn summary(times: &[Duration], target: Duration) -> String {
 
 fn main() -> Result<(), uxsched_client::Error> {
     let o = opts();
-    // The frame loop and the hogs (which inherit it) as ordinary SCHED_OTHER nice-0 threads,
-    // whatever this was started under (`nice`, `chrt -i`): uxsched boosts fair-class threads,
-    // and a session's nice levels are absolute.
+    become_ordinary();
+    let hogs = Hogs::spawn(o.hogs, o.cpu);
+    pin(o.cpu);
+    let (before, _) = run_frames(&o, |_| 0);
+    let mut with = SessionPhase::run(&o)?;
+    hogs.stop();
+    if let Some(e) = with.failed.take() {
+        return Err(e);
+    }
+    print_results(&o, &before, with);
+    Ok(())
+}
+
+/// The frame loop and the hogs (which inherit it) as ordinary SCHED_OTHER nice-0 threads,
+/// whatever this was started under (`nice`, `chrt -i`): uxsched boosts fair-class threads,
+/// and a session's nice levels are absolute.
+fn become_ordinary() {
     let ordinary = libc::sched_param { sched_priority: 0 };
     // SAFETY: plain calls on this thread (0) with a valid sched_param.
     unsafe {
@@ -123,43 +137,78 @@ fn main() -> Result<(), uxsched_client::Error> {
             "needs root to lower nice"
         );
     }
-    let stop = Arc::new(AtomicBool::new(false));
-    let hogs: Vec<_> = (0..o.hogs)
-        .map(|_| {
-            let (stop, cpu) = (stop.clone(), o.cpu);
-            std::thread::spawn(move || {
-                pin(cpu);
-                while !stop.load(Ordering::Relaxed) {
-                    std::hint::black_box(0u64);
-                }
+}
+
+/// Threads spinning on the frame loop's CPU until stopped.
+struct Hogs {
+    stop: Arc<AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Hogs {
+    fn spawn(n: usize, cpu: usize) -> Hogs {
+        let stop = Arc::new(AtomicBool::new(false));
+        let threads = (0..n)
+            .map(|_| {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    pin(cpu);
+                    while !stop.load(Ordering::Relaxed) {
+                        std::hint::black_box(0u64);
+                    }
+                })
             })
-        })
-        .collect();
-    pin(o.cpu);
-    // Each frame in a period of twice the target: the loop sleeps between frames, as an app
-    // waiting for its next vsync.
-    let period = o.target * 2;
-    let run = |n: usize, mut report: Box<dyn FnMut(Duration) -> i32 + '_>| {
-        let mut times = Vec::with_capacity(n);
-        let mut nices = Vec::with_capacity(n);
-        let mut next = Instant::now();
-        for _ in 0..n {
-            let t = frame(o.work);
-            times.push(t);
-            nices.push(report(t));
-            next += period;
-            std::thread::sleep(next.saturating_duration_since(Instant::now()));
+            .collect();
+        Hogs { stop, threads }
+    }
+
+    fn stop(self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for h in self.threads {
+            let _ = h.join();
         }
-        (times, nices)
-    };
-    let (before, _) = run(o.frames, Box::new(|_| 0));
-    let mut c = Client::connect(&o.socket)?;
-    let s = c.create_hint_session(&[uxsched_client::this_thread()], o.target.as_nanos() as u64)?;
-    let mut failed = None;
-    let mut uclamps = Vec::with_capacity(o.frames);
-    let (with, nices) = run(
-        o.frames,
-        Box::new(|t| {
+    }
+}
+
+/// `o.frames` frames, each in a period of twice the target: the loop sleeps between frames,
+/// as an app waiting for its next vsync. `report` gets each frame's time and returns the
+/// thread's nice level; the frame times and those levels.
+fn run_frames(o: &Opts, mut report: impl FnMut(Duration) -> i32) -> (Vec<Duration>, Vec<i32>) {
+    let period = o.target * 2;
+    let mut times = Vec::with_capacity(o.frames);
+    let mut nices = Vec::with_capacity(o.frames);
+    let mut next = Instant::now();
+    for _ in 0..o.frames {
+        let t = frame(o.work);
+        times.push(t);
+        nices.push(report(t));
+        next += period;
+        std::thread::sleep(next.saturating_duration_since(Instant::now()));
+    }
+    (times, nices)
+}
+
+/// The frames run with a hint session, each reported to it.
+struct SessionPhase {
+    times: Vec<Duration>,
+    /// The session's nice level after each report.
+    nices: Vec<i32>,
+    /// Its uclamp.min after each report, where the kernel has it …
+    uclamps: Vec<u32>,
+    /// … else why not.
+    uclamp: Option<String>,
+    /// The first report that failed.
+    failed: Option<uxsched_client::Error>,
+}
+
+impl SessionPhase {
+    fn run(o: &Opts) -> Result<SessionPhase, uxsched_client::Error> {
+        let mut c = Client::connect(&o.socket)?;
+        let s =
+            c.create_hint_session(&[uxsched_client::this_thread()], o.target.as_nanos() as u64)?;
+        let mut failed = None;
+        let mut uclamps = Vec::with_capacity(o.frames);
+        let (times, nices) = run_frames(o, |t| {
             let r = c.hint(Ask::HintReport {
                 session: s.id,
                 actual_ns: t.as_nanos() as u64,
@@ -174,34 +223,35 @@ fn main() -> Result<(), uxsched_client::Error> {
                     0
                 }
             }
-        }),
-    );
-    stop.store(true, Ordering::Relaxed);
-    for h in hogs {
-        let _ = h.join();
+        });
+        Ok(SessionPhase {
+            times,
+            nices,
+            uclamps,
+            uclamp: s.uclamp,
+            failed,
+        })
     }
-    if let Some(e) = failed {
-        return Err(e);
-    }
+}
+
+fn print_results(o: &Opts, before: &[Duration], with: SessionPhase) {
     let first = o.frames / 4;
     println!(
         "work {:?} per frame, target {:?}, {} hog threads on CPU {}, {} frames per phase",
         o.work, o.target, o.hogs, o.cpu, o.frames
     );
-    println!(
-        "without a session:           {}",
-        summary(&before, o.target)
-    );
+    println!("without a session:           {}", summary(before, o.target));
     println!(
         "session, first {first:3} frames: {}",
-        summary(&with[..first], o.target)
+        summary(&with.times[..first], o.target)
     );
     println!(
         "session, last {:3} frames:   {}",
         o.frames - first,
-        summary(&with[first..], o.target)
+        summary(&with.times[first..], o.target)
     );
-    let shown: Vec<i32> = nices
+    let shown: Vec<i32> = with
+        .nices
         .iter()
         .step_by((o.frames / 20).max(1))
         .copied()
@@ -210,12 +260,11 @@ fn main() -> Result<(), uxsched_client::Error> {
         "session nice over time (every {} frames): {shown:?}",
         (o.frames / 20).max(1)
     );
-    if !uclamps.is_empty() {
-        let every = (uclamps.len() / 20).max(1);
-        let shown: Vec<u32> = uclamps.iter().step_by(every).copied().collect();
+    if !with.uclamps.is_empty() {
+        let every = (with.uclamps.len() / 20).max(1);
+        let shown: Vec<u32> = with.uclamps.iter().step_by(every).copied().collect();
         println!("session uclamp.min over time (every {every} frames): {shown:?}");
-    } else if let Some(why) = s.uclamp {
+    } else if let Some(why) = with.uclamp {
         println!("uclamp: {why}");
     }
-    Ok(())
 }
