@@ -10,13 +10,6 @@ use uxsched_os::ioprio;
 
 const T: Duration = Duration::from_secs(5);
 
-/// Not a test: the entry point of the child processes (daemon, test apps). In the test runner
-/// itself it returns at once.
-#[test]
-fn child_entry() {
-    run_child_role();
-}
-
 #[test]
 #[ignore = "needs root: make test runs it as root"]
 fn vtcfs_boosts_the_ui_thread_per_eq6_and_the_boost_lapses() {

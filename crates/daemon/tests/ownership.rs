@@ -12,11 +12,6 @@ use uxsched_os::{autogroup, ioprio};
 
 const T: Duration = Duration::from_secs(5);
 
-#[test]
-fn child_entry() {
-    run_child_role();
-}
-
 /// `sh -c script` in a session of its own; killed (with its session) on drop.
 struct Session(Child);
 

@@ -11,13 +11,6 @@ use uxsched_os::sched::SCHED_FLAG_RESET_ON_FORK;
 
 const T: Duration = Duration::from_secs(5);
 
-/// Not a test: the entry point of the child processes (daemon, test apps). In the test runner
-/// itself it returns at once.
-#[test]
-fn child_entry() {
-    run_child_role();
-}
-
 #[test]
 #[ignore = "needs root: make test runs it as root"]
 fn eimos_boosts_every_thread_current_and_future_and_unfocus_restores_exactly() {

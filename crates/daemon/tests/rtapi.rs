@@ -3,8 +3,8 @@
 //! rate, the RT bound), a runaway RT thread stopped by RLIMIT_RTTIME, the canary revoking
 //! grants, a client that dies mid-grant, and malformed lines in a session.
 //!
-//! Clients are this test (its threads) or child processes of this binary (`rtclient` role):
-//! ask once for their main thread, print the reply line, then hold, spin or exit.
+//! Clients are this test (its threads) or child processes, the fixture's `rtclient` role: ask
+//! once for their thread, print the reply line, then hold, spin or exit.
 
 mod common;
 
@@ -21,45 +21,6 @@ const ASK_ENV: &str = "UXSCHED_TEST_ASK";
 const THEN_ENV: &str = "UXSCHED_TEST_THEN";
 const RTTIME_ENV: &str = "UXSCHED_TEST_RTTIME";
 
-/// Not a test: the entry point of the child processes.
-#[test]
-fn child_entry() {
-    if std::env::var(ROLE_ENV).as_deref() == Ok("rtclient") {
-        rt_client();
-    }
-    run_child_role();
-}
-
-fn rt_client() -> ! {
-    let socket = std::env::var(CONFIG_ENV).unwrap();
-    if let Ok(us) = std::env::var(RTTIME_ENV) {
-        uxsched_client::limit_rttime(us.parse().unwrap()).unwrap();
-    }
-    let ask: Ask = match std::env::var(ASK_ENV).unwrap().as_str() {
-        "nice" => Ask::HighPriority { nice: -5 },
-        p => Ask::Realtime {
-            policy: Policy::Fifo,
-            priority: p.parse().unwrap(),
-        },
-    };
-    let mut c = Client::connect(&socket).unwrap();
-    let reply = match c.for_this_thread(ask) {
-        Ok(g) => Reply::granted(g),
-        Err(Error::Refused { reason, message }) => Reply::refused(reason, message),
-        Err(e) => Reply::refused(Refusal::BadRequest, format!("client: {e}")),
-    };
-    println!("{}", serde_json::to_string(&reply).unwrap());
-    match std::env::var(THEN_ENV).as_deref() {
-        Ok("spin") => loop {
-            std::hint::black_box(0u64);
-        },
-        Ok("hold") => loop {
-            std::thread::sleep(Duration::from_secs(3600));
-        },
-        _ => std::process::exit(0),
-    }
-}
-
 /// A client child: asks `ask` ("nice" or an RT priority), then `then` (hold, spin, exit).
 struct RtChild {
     child: Child,
@@ -69,8 +30,7 @@ struct RtChild {
 impl RtChild {
     fn spawn(d: &Daemon, ask: &str, then: &str, setup: impl FnOnce(&mut Command)) -> RtChild {
         let mut c = Command::new(common::any_user::exe_for_any_user());
-        c.args(["--exact", "child_entry", "--nocapture", "--test-threads=1"])
-            .env(ROLE_ENV, "rtclient")
+        c.arg("rtclient")
             .env(CONFIG_ENV, &d.socket)
             .env(ASK_ENV, ask)
             .env(THEN_ENV, then)
@@ -80,11 +40,8 @@ impl RtChild {
         setup(&mut c);
         let mut child = c.spawn().unwrap();
         let out = BufReader::new(child.stdout.take().unwrap());
-        let line = out
-            .lines()
-            .map_while(Result::ok)
-            // libtest prints "test child_entry ... " first, on the same line.
-            .find_map(|l| l.find('{').map(|i| l[i..].to_owned()))
+        let line = (out.lines().next())
+            .and_then(Result::ok)
             .expect("the client's reply line");
         let reply = serde_json::from_str(&line).unwrap();
         RtChild { child, reply }
@@ -266,7 +223,8 @@ fn a_client_that_dies_mid_grant_leaves_nothing_and_frees_its_caps() {
         c.env(RTTIME_ENV, "100000");
     });
     assert!(held.reply.ok, "{:?}", held.reply);
-    // The granted thread is the child's test thread (libtest runs it off the main thread).
+    // The granted thread is the child's `rtclient` thread (the fixture runs its role off the
+    // main thread).
     let boosted = d.status().boosted;
     assert_eq!(boosted.len(), 1);
     assert_eq!(boosted[0].pid, held.pid());

@@ -4,7 +4,7 @@
 //! raising and then dropping a boost; an interaction hint; and RT refused (and revoked) when
 //! the process's RLIMIT_RTTIME is unlimited — without any thread ever spinning at RT.
 //!
-//! Clients are this test's threads or children of this binary (`moreclient` role).
+//! Clients are this test's threads or child processes, the fixture's `moreclient` role.
 //!
 //! No test here lowers this test process's own RLIMIT_RTTIME (`limit_rttime`): the container
 //! runs without CAP_SYS_RESOURCE, so a lowered hard limit can never be raised again — by this
@@ -18,60 +18,11 @@ use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
-use uxsched_client::{Ask, Client, Error, Policy, Refusal, Reply, Request, Until};
+use uxsched_client::{Ask, Client, Error, Refusal, Reply, Request, Until};
 use uxsched_os::sched::{self, SCHED_OTHER};
 
 const WHAT_ENV: &str = "UXSCHED_TEST_WHAT";
 const ON_ENV: &str = "UXSCHED_TEST_ON";
-
-/// Not a test: the entry point of the child processes.
-#[test]
-fn child_entry() {
-    if std::env::var(ROLE_ENV).as_deref() == Ok("moreclient") {
-        more_client();
-    }
-    run_child_role();
-}
-
-/// A child client. `WHAT`: `depend` (nice −5 for its thread, then depend on `ON`, hold),
-/// `rt-unlimited` (check
-/// that RLIMIT_RTTIME is unlimited, ask FIFO 5, hold). It prints its last reply as one line and
-/// then only sleeps: no thread of it ever spins, RT or not.
-fn more_client() -> ! {
-    let socket = std::env::var(CONFIG_ENV).unwrap();
-    let what = std::env::var(WHAT_ENV).unwrap();
-    let mut c = Client::connect(&socket).unwrap();
-    let fifo5 = Ask::Realtime {
-        policy: Policy::Fifo,
-        priority: 5,
-    };
-    let reply = |r: Result<Reply, Error>| match r {
-        Ok(r) => r,
-        Err(Error::Refused { reason, message }) => Reply::refused(reason, message),
-        Err(e) => Reply::refused(Refusal::BadRequest, format!("client: {e}")),
-    };
-    let last = match what.as_str() {
-        "depend" => {
-            let on: i32 = std::env::var(ON_ENV).unwrap().parse().unwrap();
-            let r = reply(c.send_for_this_thread(Ask::HighPriority { nice: -5 }));
-            assert!(r.ok, "{r:?}");
-            reply(c.send_for_this_thread(Ask::Depend { on }))
-        }
-        "rt-unlimited" => match rttime_hard() {
-            // Never ask otherwise: the grant would be real.
-            libc::RLIM_INFINITY => reply(c.send_for_this_thread(fifo5)),
-            hard => Reply::refused(
-                Refusal::BadRequest,
-                format!("test setup: this child's hard RLIMIT_RTTIME is {hard}, not unlimited"),
-            ),
-        },
-        other => panic!("unknown WHAT {other}"),
-    };
-    println!("{}", serde_json::to_string(&last).unwrap());
-    loop {
-        std::thread::sleep(Duration::from_secs(3600));
-    }
-}
 
 /// This process's hard RLIMIT_RTTIME.
 fn rttime_hard() -> u64 {
@@ -84,6 +35,9 @@ fn rttime_hard() -> u64 {
     l.rlim_max
 }
 
+/// A client child, the fixture's `moreclient` role: `what` is `depend` (nice −5 for its
+/// thread, then depend on `on`) or `rt-unlimited` (FIFO 5, asked only if its RLIMIT_RTTIME is
+/// unlimited); `reply` is its last reply. It only sleeps from then on.
 struct MoreChild {
     child: Child,
     reply: Reply,
@@ -91,9 +45,8 @@ struct MoreChild {
 
 impl MoreChild {
     fn spawn(d: &Daemon, what: &str, on: i32) -> MoreChild {
-        let mut c = Command::new(std::env::current_exe().unwrap());
-        c.args(["--exact", "child_entry", "--nocapture", "--test-threads=1"])
-            .env(ROLE_ENV, "moreclient")
+        let mut c = Command::new(FIXTURE);
+        c.arg("moreclient")
             .env(CONFIG_ENV, &d.socket)
             .env(WHAT_ENV, what)
             .env(ON_ENV, on.to_string())
@@ -102,10 +55,7 @@ impl MoreChild {
             .stderr(Stdio::piped());
         let mut child = c.spawn().unwrap();
         let out = BufReader::new(child.stdout.take().unwrap());
-        let line = out
-            .lines()
-            .map_while(Result::ok)
-            .find_map(|l| l.find('{').map(|i| l[i..].to_owned()));
+        let line = out.lines().next().and_then(Result::ok);
         let Some(line) = line else {
             let mut err = String::new();
             let _ = std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err);

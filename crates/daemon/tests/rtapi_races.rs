@@ -3,76 +3,26 @@
 //! it reads the reply), and a grant whose thread id is recycled by another process while the
 //! daemon is not looking.
 //!
-//! Clients are child processes of this binary (`rtdie`, `rtexit` roles).
+//! Clients are child processes, the fixture's `rtdie` and `rtexit` roles.
 
 mod common;
 
 use common::*;
 use std::ffi::CString;
-use std::io::{BufRead, BufReader, Write};
-use std::os::unix::net::UnixStream;
+use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use uxsched_client::{Ask, Client, Request, Until};
+use uxsched_client::{Ask, Client};
 
 const ASK_ENV: &str = "UXSCHED_TEST_ASK";
 const DELAY_ENV: &str = "UXSCHED_TEST_DELAY_US";
 
-/// Not a test: the entry point of the child processes.
-#[test]
-fn child_entry() {
-    match std::env::var(ROLE_ENV).as_deref() {
-        Ok("rtdie") => die_mid_grant(),
-        Ok("rtexit") => hold_until_exit(),
-        _ => {}
-    }
-    run_child_role();
-}
-
-/// Send one request for this thread and exit `DELAY_US` µs later, never reading the reply.
-fn die_mid_grant() -> ! {
-    let socket = std::env::var(CONFIG_ENV).unwrap();
-    uxsched_client::limit_rttime(100_000).unwrap();
-    let tid = uxsched_client::this_thread();
-    let ask = match std::env::var(ASK_ENV).unwrap().as_str() {
-        "rt" => r#""cmd":"realtime","priority":5"#,
-        _ => r#""cmd":"high_priority","nice":-5"#,
-    };
-    let until = if tid % 2 == 0 { "close" } else { "exit" };
-    let line = format!("{{\"v\":1,{ask},\"tid\":{tid},\"until\":\"{until}\"}}\n");
-    let delay: u64 = std::env::var(DELAY_ENV).unwrap().parse().unwrap();
-    let mut s = UnixStream::connect(&socket).unwrap();
-    s.write_all(line.as_bytes()).unwrap();
-    let end = Instant::now() + Duration::from_micros(delay);
-    while Instant::now() < end {
-        std::hint::spin_loop();
-    }
-    // SAFETY: _exit ends the process at once, the connection and the thread with it.
-    unsafe { libc::_exit(0) }
-}
-
-/// Ask `high_priority -7 until exit` for this thread, print its tid, hold until killed.
-fn hold_until_exit() -> ! {
-    let socket = std::env::var(CONFIG_ENV).unwrap();
-    let tid = uxsched_client::this_thread();
-    let mut c = Client::connect(&socket).unwrap();
-    c.call(&Request {
-        tid,
-        ask: Ask::HighPriority { nice: -7 },
-        until: Until::Exit,
-    })
-    .unwrap();
-    println!("tid {tid}");
-    loop {
-        std::thread::sleep(Duration::from_secs(3600));
-    }
-}
-
+/// The fixture as a client: `rtdie` (sends one request for its thread, `ASK_ENV` "rt" or
+/// "nice", and exits `DELAY_ENV` µs later, never reading the reply) or `rtexit` (asks
+/// `high_priority -7 until exit` for its thread, prints `tid N`, holds until killed).
 fn role(d: &Daemon, role: &str) -> Command {
-    let mut c = Command::new(std::env::current_exe().unwrap());
-    c.args(["--exact", "child_entry", "--nocapture", "--test-threads=1"])
-        .env(ROLE_ENV, role)
-        .env(CONFIG_ENV, &d.socket)
+    let mut c = child(role);
+    c.env(CONFIG_ENV, &d.socket)
         .stdin(Stdio::null())
         .stderr(Stdio::null());
     c
@@ -217,7 +167,7 @@ fn recycle_a_granted_thread(d: &Daemon) -> Result<(), String> {
     let tid: i32 = out
         .lines()
         .map_while(Result::ok)
-        .find_map(|l| l.split("tid ").nth(1).and_then(|t| t.trim().parse().ok()))
+        .find_map(|l| l.strip_prefix("tid ").and_then(|t| t.trim().parse().ok()))
         .expect("the holder's tid");
     assert_eq!(nice(tid), -7);
     assert_eq!(d.status().boosted.len(), 1);

@@ -14,12 +14,6 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 use uxsched_os::sched::{self, SCHED_OTHER, SCHED_RR};
 
-/// Not a test: the entry point of the child processes.
-#[test]
-fn child_entry() {
-    run_child_role();
-}
-
 const NAME: &str = "org.freedesktop.RealtimeKit1";
 const PATH: &str = "/org/freedesktop/RealtimeKit1";
 

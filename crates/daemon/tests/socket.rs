@@ -7,61 +7,10 @@
 mod common;
 
 use common::*;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::net::UnixStream;
+use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use uxsched_client::control::{self, Request};
-
-const HOG_CONNECTIONS: usize = 64;
-
-/// Not a test: the entry point of the child processes (daemon, the flooding user).
-#[test]
-fn child_entry() {
-    if std::env::var(ROLE_ENV).as_deref() == Ok("hog") {
-        hog(Path::new(&std::env::var(CONFIG_ENV).unwrap()));
-    }
-    run_child_role();
-}
-
-/// The flooding user: hold [`HOG_CONNECTIONS`] connections open, re-opening every one the
-/// daemon answers or closes; print "holding" once they are open, and for each "probe" line on
-/// stdin send a status request on one more connection and print what came back.
-fn hog(socket: &Path) -> ! {
-    let connect = || {
-        // The daemon gone (the test ended): so is the hog.
-        let s = UnixStream::connect(socket).unwrap_or_else(|_| std::process::exit(0));
-        s.set_nonblocking(true).unwrap();
-        s
-    };
-    let mut held: Vec<UnixStream> = (0..HOG_CONNECTIONS).map(|_| connect()).collect();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::stdin().lines().map_while(Result::ok) {
-            tx.send(line).unwrap();
-        }
-        std::process::exit(0);
-    });
-    println!("holding");
-    loop {
-        for s in &mut held {
-            let mut buf = [0u8; 512];
-            // Anything to read (a "busy" or "timed out" reply) or EOF: that one is gone.
-            if !matches!(s.read(&mut buf), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock) {
-                *s = connect();
-            }
-        }
-        if rx.recv_timeout(Duration::from_millis(50)).is_ok() {
-            let reply = match control::call(socket, &Request::Status) {
-                Ok(_) => "ok".to_owned(),
-                Err(e) => e.to_string(),
-            };
-            println!("probe: {reply}");
-        }
-    }
-}
 
 #[test]
 #[ignore = "needs root: make test runs it"]
@@ -69,9 +18,12 @@ fn a_user_holding_64_connections_neither_locks_root_out_nor_gets_less_than_busy(
     require_root();
     let _s = serial();
     let d = Daemon::start("uxsched", "");
+    // The flooding user (the fixture's `hog` role): holds 64 connections open, re-opening
+    // every one the daemon answers or closes; prints "holding" once they are open, and for each
+    // "probe" line on stdin sends a status request on one more connection and prints
+    // "probe: " and what came back.
     let mut hog = Command::new(any_user::exe_for_any_user())
-        .args(["--exact", "child_entry", "--nocapture", "--test-threads=1"])
-        .env(ROLE_ENV, "hog")
+        .arg("hog")
         .env(CONFIG_ENV, &d.socket)
         .uid(65534)
         .gid(65534)
@@ -86,8 +38,8 @@ fn a_user_holding_64_connections_neither_locks_root_out_nor_gets_less_than_busy(
             .next()
             .unwrap_or_else(|| panic!("hog gone before {what}"));
         let line = line.unwrap();
-        if let Some(at) = line.find(what) {
-            return line[at..].to_owned();
+        if line.starts_with(what) {
+            return line;
         }
     };
     next_line("holding");

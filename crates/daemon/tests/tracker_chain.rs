@@ -5,72 +5,15 @@
 mod common;
 
 use common::*;
-use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-const STAGE_ENV: &str = "UXSCHED_TEST_STAGE";
 const DIR_ENV: &str = "UXSCHED_TEST_FIFOS";
 
-#[test]
-fn child_entry() {
-    if let Ok(stage) = std::env::var(STAGE_ENV) {
-        run_stage(&stage, Path::new(&std::env::var(DIR_ENV).unwrap()));
-    }
-    run_child_role();
-}
-
-/// One process of the chain, named as the tracker expects (`comm`), relaying one byte at a time
-/// through FIFOs: input → app → partner → app → display. A broken FIFO means the test tore the
-/// chain down, so the stage exits quietly.
-fn run_stage(stage: &str, dir: &Path) -> ! {
-    let name = std::ffi::CString::new(stage).unwrap();
-    // SAFETY: PR_SET_NAME with a NUL-terminated string shorter than 16 bytes.
-    unsafe { libc::prctl(libc::PR_SET_NAME, name.as_ptr()) };
-    let ended = relay(stage, dir);
-    std::process::exit(if ended.is_err() { 0 } else { 1 });
-}
-
-/// The stage's loop; returns only when a FIFO breaks.
-fn relay(stage: &str, dir: &Path) -> std::io::Result<()> {
-    let open_r = |f: &str| std::fs::File::open(dir.join(f));
-    let open_w = |f: &str| std::fs::OpenOptions::new().write(true).open(dir.join(f));
-    let mut b = [0u8; 1];
-    match stage {
-        "dispatcher" => {
-            let mut to_app = open_w("input")?;
-            loop {
-                std::thread::sleep(Duration::from_millis(30));
-                to_app.write_all(b"k")?;
-            }
-        }
-        "chainapp" => {
-            let (mut input, mut to_partner) = (open_r("input")?, open_w("request")?);
-            let (mut reply, mut to_display) = (open_r("reply")?, open_w("frame")?);
-            loop {
-                input.read_exact(&mut b)?;
-                to_partner.write_all(&b)?;
-                reply.read_exact(&mut b)?;
-                to_display.write_all(&b)?;
-            }
-        }
-        "chainpartner" => {
-            let (mut request, mut reply) = (open_r("request")?, open_w("reply")?);
-            loop {
-                request.read_exact(&mut b)?;
-                reply.write_all(&b)?;
-            }
-        }
-        _ => {
-            let mut frames = open_r("frame")?; // "compositor": the display
-            loop {
-                frames.read_exact(&mut b)?;
-            }
-        }
-    }
-}
-
+/// The chain: one process per stage (the fixture's `stage NAME` role), each relaying on a
+/// thread renamed as the stage (the tracker goes by `comm`) one byte at a time through the
+/// FIFOs in `dir`: input → app → partner → app → display.
 struct Chain {
     children: Vec<Child>,
     dir: PathBuf,
@@ -88,9 +31,8 @@ impl Chain {
         let children = ["compositor", "chainpartner", "chainapp", "dispatcher"]
             .into_iter()
             .map(|stage| {
-                Command::new(std::env::current_exe().unwrap())
-                    .args(["--exact", "child_entry", "--nocapture", "--test-threads=1"])
-                    .env(STAGE_ENV, stage)
+                Command::new(FIXTURE)
+                    .args(["stage", stage])
                     .env(DIR_ENV, &dir)
                     .stdout(Stdio::null())
                     .spawn()
@@ -104,8 +46,8 @@ impl Chain {
         self.children[i].id() as i32
     }
 
-    /// The thread of child `i` that does the relaying (the test harness runs it on a thread of
-    /// its own, named by the stage).
+    /// The thread of child `i` that does the relaying (the fixture runs it on a thread of its
+    /// own, named by the stage).
     fn worker(&self, i: usize, stage: &str) -> i32 {
         let mut found = None;
         wait_until(stage, Duration::from_secs(5), || {
@@ -215,10 +157,10 @@ fn the_partner_an_app_waits_on_is_raised_with_it_and_restored() {
     eprintln!("critical → boosted: {l:?}");
     // The loop wrote those boosts on the tracker's loan of real time, and paid it back: it is
     // in the fair class at nice −20 again (`sched::Loan`). Checked after the status above,
-    // which must see the set as it was when the partner was raised. (The daemon runs in this
-    // test's child, on its `child_entry` thread.)
+    // which must see the set as it was when the partner was raised. (The daemon child runs
+    // its loop on the fixture's `daemon` thread.)
     let main = (tids(pid).into_iter())
-        .find(|&t| comm(t) == "child_entry")
+        .find(|&t| comm(t) == "daemon")
         .expect("the daemon's loop thread");
     wait_until("the loop back at nice -20", Duration::from_secs(2), || {
         let a = attr(main);

@@ -21,7 +21,7 @@ use uxsched_daemon::sources::x11;
 use uxsched_daemon::types::Event;
 use uxsched_daemon::types::SourceName;
 use x11rb::connection::Connection;
-use x11rb::protocol::xproto::{AtomEnum, ConnectionExt, CreateWindowAux, PropMode, WindowClass};
+use x11rb::protocol::xproto::{AtomEnum, ConnectionExt, PropMode};
 use x11rb::wrapper::ConnectionExt as _;
 
 struct Kill(Child);
@@ -30,52 +30,6 @@ impl Drop for Kill {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
-    }
-}
-
-/// Not a test: the entry point of the client-window child processes.
-#[test]
-fn child_entry() {
-    if std::env::var("UXSCHED_TEST_ROLE").as_deref() == Ok("window") {
-        window_client();
-    }
-}
-
-/// A real X client: one mapped window with `_NET_WM_PID` = this process (or the pid in
-/// `UXSCHED_TEST_WM_PID`: a hostile client's claim); prints the window id.
-fn window_client() -> ! {
-    let claim: u32 =
-        std::env::var("UXSCHED_TEST_WM_PID").map_or(std::process::id(), |p| p.parse().unwrap());
-    let (conn, screen) = x11rb::connect(None).unwrap();
-    let s = &conn.setup().roots[screen];
-    let win = conn.generate_id().unwrap();
-    conn.create_window(
-        s.root_depth,
-        win,
-        s.root,
-        0,
-        0,
-        100,
-        100,
-        0,
-        WindowClass::INPUT_OUTPUT,
-        s.root_visual,
-        &CreateWindowAux::new(),
-    )
-    .unwrap();
-    let wm_pid = conn
-        .intern_atom(false, b"_NET_WM_PID")
-        .unwrap()
-        .reply()
-        .unwrap()
-        .atom;
-    conn.change_property32(PropMode::REPLACE, win, wm_pid, AtomEnum::CARDINAL, &[claim])
-        .unwrap();
-    conn.map_window(win).unwrap();
-    conn.flush().unwrap();
-    println!("{win}");
-    loop {
-        std::thread::sleep(Duration::from_secs(3600));
     }
 }
 
@@ -141,10 +95,11 @@ fn client(display: &str) -> (Kill, u32, u32) {
 /// A client-window process on `display`; `claim`: a hostile client (run by the test's own
 /// user) whose window names that pid instead of its own.
 fn client_claiming(display: &str, claim: Option<u32>) -> (Kill, u32, u32) {
-    // It may run as another user: a copy of this binary that user can reach.
+    // A real X client, the fixture's `window` role: one mapped window with `_NET_WM_PID` = its
+    // own pid or `UXSCHED_TEST_WM_PID`; it prints the window id. It may run as another user:
+    // a copy of the fixture that user can reach.
     let mut cmd = Command::new(any_user::exe_for_any_user());
-    cmd.args(["--exact", "child_entry", "--nocapture", "--test-threads=1"])
-        .env("UXSCHED_TEST_ROLE", "window")
+    cmd.arg("window")
         .env("DISPLAY", display)
         .stdout(Stdio::piped());
     match claim {
@@ -155,19 +110,14 @@ fn client_claiming(display: &str, claim: Option<u32>) -> (Kill, u32, u32) {
     let out = BufReader::new(child.stdout.take().unwrap());
     let pid = child.id();
     let guard = Kill(child);
-    // The libtest harness prints its own text first ("test child_entry ... " has no newline);
-    // the window id is the last word of the first line that ends in a number.
+    // The window id is the first line.
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
-        for line in out.lines().map_while(Result::ok) {
-            if let Some(id) = line
-                .split_whitespace()
-                .last()
-                .and_then(|w| w.parse::<u32>().ok())
-            {
-                let _ = tx.send(id);
-                return;
-            }
+        if let Some(id) = (out.lines().next())
+            .and_then(Result::ok)
+            .and_then(|l| l.trim().parse::<u32>().ok())
+        {
+            let _ = tx.send(id);
         }
     });
     let id = rx

@@ -1,15 +1,15 @@
 //! Helpers for the real-kernel tests: a daemon child process, test "app" processes, polling.
 //!
-//! The children are this same test binary re-executed with `UXSCHED_TEST_ROLE` set (see
-//! `child_entry` in each test file), so the tests need nothing but themselves. Every child is
-//! killed by a Drop guard, and the daemon guard removes its cgroups if it could not — the
-//! machine is left as found even when an assertion fails.
+//! The children are the fixture binary built with the tests (`src/bin/uxsched-daemon-fixture.rs`,
+//! the role as its argument), so the tests need nothing but this crate. Every child is killed by
+//! a Drop guard, and the daemon guard removes its cgroups if it could not — the machine is left
+//! as found even when an assertion fails.
 
 #![allow(dead_code)]
 
 pub mod any_user;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -18,7 +18,9 @@ use uxsched_daemon::actuators::cgroup::Hierarchy;
 use uxsched_os::ioprio;
 use uxsched_os::sched::{self, SchedAttr};
 
-pub const ROLE_ENV: &str = "UXSCHED_TEST_ROLE";
+pub use any_user::FIXTURE;
+
+/// The daemon's config file (role `daemon`), or the socket a client role talks to.
 pub const CONFIG_ENV: &str = "UXSCHED_TEST_CONFIG";
 
 /// Tests measure and change scheduling of real processes on a 2-CPU machine: one at a time.
@@ -35,12 +37,10 @@ pub fn wait_until(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool)
     }
 }
 
-fn child(role: &str) -> Command {
-    let mut c = Command::new(std::env::current_exe().unwrap());
-    c.args(["--exact", "child_entry", "--nocapture", "--test-threads=1"])
-        .env(ROLE_ENV, role)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null());
+/// The fixture playing `role` (its stdin and stdout closed).
+pub fn child(role: &str) -> Command {
+    let mut c = Command::new(FIXTURE);
+    c.arg(role).stdin(Stdio::null()).stdout(Stdio::null());
     c
 }
 
@@ -224,8 +224,9 @@ impl Drop for Daemon {
     }
 }
 
-/// A test "app": a child process whose threads are named by `spec` (comma-separated names;
-/// `spin` threads busy-loop, others sleep; `late:NAME` starts 300 ms later).
+/// A test "app", the fixture's `app SPEC` role: a child process whose threads are named by
+/// `spec` (comma-separated names; `spin…` threads busy-loop, `churn` keeps starting threads that
+/// live ~1 ms, others sleep; `late:NAME` starts 300 ms later; `reader=PATH` reads a file slowly).
 pub struct App {
     child: Child,
 }
@@ -236,8 +237,8 @@ impl App {
     }
 
     pub fn spawn_with(spec: &str, adjust: impl FnOnce(&mut Command)) -> App {
-        let mut c = child(&format!("app:{spec}"));
-        c.stderr(Stdio::null());
+        let mut c = child("app");
+        c.arg(spec).stderr(Stdio::null());
         // Each test app is its own session (own autogroup), like a launched app: what the
         // daemon does to an app's autogroup never reaches the test runner's session.
         // SAFETY: setsid is async-signal-safe.
@@ -323,98 +324,6 @@ pub fn native_weight(shares: u64) -> String {
 
 pub fn cgroup(tid: i32) -> String {
     Hierarchy::detect().unwrap().current(tid).unwrap()
-}
-
-/// The child side: run as the daemon or as a test app, depending on `UXSCHED_TEST_ROLE`.
-/// Returns false when this process is the test runner itself (nothing to do).
-pub fn run_child_role() -> bool {
-    let Ok(role) = std::env::var(ROLE_ENV) else {
-        return false;
-    };
-    if role == "daemon" {
-        let path = PathBuf::from(std::env::var(CONFIG_ENV).unwrap());
-        run_daemon(&path);
-    } else if let Some(spec) = role.strip_prefix("app:") {
-        run_app(spec);
-    }
-    std::process::exit(0);
-}
-
-fn run_daemon(config: &Path) {
-    let cfg = uxsched_daemon::Config::load(Some(config)).unwrap();
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::new(&cfg.log_level))
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .init();
-    if let Err(e) = uxsched_daemon::daemon::run(cfg) {
-        eprintln!("daemon failed: {e:#}");
-        std::process::exit(1);
-    }
-}
-
-fn run_app(spec: &str) {
-    if let Some(path) = spec.strip_prefix("reader=") {
-        read_slowly(Path::new(path));
-    }
-    for entry in spec.split(',').filter(|s| !s.is_empty()) {
-        let (late, name) = match entry.strip_prefix("late:") {
-            Some(n) => (true, n.to_owned()),
-            None => (false, entry.to_owned()),
-        };
-        let start = move || {
-            let body: fn() -> ! = match name.as_str() {
-                n if n.starts_with("spin") => spin_forever,
-                "churn" => churn_forever,
-                _ => sleep_forever,
-            };
-            std::thread::Builder::new()
-                .name(name)
-                .spawn(move || body())
-                .unwrap();
-        };
-        if late {
-            std::thread::spawn(move || {
-                std::thread::sleep(Duration::from_millis(300));
-                start();
-                sleep_forever()
-            });
-        } else {
-            start();
-        }
-    }
-    sleep_forever()
-}
-
-/// A sequential reader: 64 KiB every 20 ms from the start of `path`.
-fn read_slowly(path: &Path) -> ! {
-    use std::io::Read;
-    let mut f = std::fs::File::open(path).unwrap();
-    let mut buf = vec![0u8; 64 << 10];
-    loop {
-        let _ = f.read(&mut buf).unwrap();
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// Threads that live ~1 ms each: they exit while the daemon is changing them.
-fn churn_forever() -> ! {
-    loop {
-        let _ = std::thread::spawn(|| std::thread::sleep(Duration::from_millis(1))).join();
-    }
-}
-
-fn sleep_forever() -> ! {
-    loop {
-        std::thread::sleep(Duration::from_secs(3600));
-    }
-}
-
-fn spin_forever() -> ! {
-    let mut x = 0u64;
-    loop {
-        x = std::hint::black_box(x.wrapping_add(1));
-    }
 }
 
 /// The real-kernel tests are `#[ignore]`d so that a plain `cargo test` lists them as ignored;
