@@ -114,36 +114,8 @@ fn setup(case: &str, children: &mut Vec<libc::pid_t>) -> Step {
             std::mem::forget(_keep);
             Box::new(|| spin(1.0))
         }
-        "worker-per-request" => {
-            let (tx, rx) = channel::<()>();
-            Box::new(move || {
-                let tx = tx.clone();
-                thread("req-worker", move || {
-                    // SAFETY: setpriority on the calling thread (who = 0).
-                    unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 10) };
-                    spin(2.0);
-                    let _ = tx.send(());
-                    // Linger so a poll sees it before it exits.
-                    std::thread::sleep(Duration::from_millis(60));
-                });
-                rx.recv().expect("worker reply");
-            })
-        }
-        "chain" => {
-            let (tx, rx) = channel();
-            let b = server("chain-b", 0.5, Some(tx));
-            let (btx, brx) = channel::<()>();
-            thread("chain-a", move || {
-                for () in brx {
-                    spin(0.5);
-                    let _ = b.send(());
-                }
-            });
-            Box::new(move || {
-                btx.send(()).unwrap();
-                rx.recv().unwrap();
-            })
-        }
+        "worker-per-request" => worker_per_request(),
+        "chain" => chain(),
         "logger" => {
             let log = server("logger", 0.3, None);
             Box::new(move || {
@@ -151,80 +123,12 @@ fn setup(case: &str, children: &mut Vec<libc::pid_t>) -> Step {
                 spin(1.0);
             })
         }
-        "db-writer" => {
-            let (tx, rx) = channel::<u64>();
-            let path = std::env::temp_dir().join(format!("uxs-db-{}", std::process::id()));
-            thread("db-writer", move || {
-                let mut f = std::fs::File::create(&path).expect("db file");
-                for n in rx {
-                    let _ = writeln!(f, "row {n}");
-                    let _ = f.sync_data();
-                }
-                let _ = std::fs::remove_file(&path);
-            });
-            let mut n = 0;
-            Box::new(move || {
-                n += 1;
-                tx.send(n).unwrap();
-                spin(1.0);
-            })
-        }
+        "db-writer" => db_writer(),
         "render" => Box::new(|| spin(1.0)),
-        "thread-pool" => {
-            let (tx, rx) = channel();
-            let feed = [0, 1].map(|i| server(&format!("pool-{i}"), 1.0, Some(tx.clone())));
-            let other = [2, 3].map(|i| server(&format!("pool-{i}"), 1.0, None));
-            let mut i = 0;
-            Box::new(move || {
-                other[i % 2].send(()).unwrap();
-                feed[i % 2].send(()).unwrap();
-                rx.recv().unwrap();
-                i += 1;
-            })
-        }
-        "service" => {
-            let (mut ui_end, mut svc_end) = UnixStream::pair().unwrap();
-            children.push(fork_child("svc", move || {
-                let mut b = [0u8; 1];
-                while svc_end.read_exact(&mut b).is_ok() {
-                    spin(1.0);
-                    let _ = svc_end.write_all(&b);
-                }
-            }));
-            Box::new(move || {
-                let mut b = [7u8; 1];
-                ui_end.write_all(&b).unwrap();
-                ui_end.read_exact(&mut b).unwrap();
-            })
-        }
-        "pty-shell" => {
-            let (mut master, pid) = pty_cat();
-            children.push(pid);
-            Box::new(move || {
-                master.write_all(b"k").unwrap();
-                let mut b = [0u8; 1];
-                master.read_exact(&mut b).unwrap();
-            })
-        }
-        "shared-memory" => {
-            let req = Arc::new(AtomicU64::new(0));
-            let done = Arc::new(AtomicU64::new(0));
-            let (r, d) = (Arc::clone(&req), Arc::clone(&done));
-            thread("shm-worker", move || loop {
-                std::thread::sleep(Duration::from_millis(1));
-                let n = r.load(Ordering::Acquire);
-                if n != d.load(Ordering::Acquire) {
-                    spin(2.0);
-                    d.store(n, Ordering::Release);
-                }
-            });
-            Box::new(move || {
-                let n = req.fetch_add(1, Ordering::AcqRel) + 1;
-                while done.load(Ordering::Acquire) != n {
-                    std::thread::sleep(Duration::from_micros(500));
-                }
-            })
-        }
+        "thread-pool" => thread_pool(),
+        "service" => service(children),
+        "pty-shell" => pty_shell(children),
+        "shared-memory" => shared_memory(),
         "timer" => {
             thread("ticker", || loop {
                 std::thread::sleep(Duration::from_millis(5));
@@ -237,6 +141,124 @@ fn setup(case: &str, children: &mut Vec<libc::pid_t>) -> Step {
             std::process::exit(2);
         }
     }
+}
+
+/// Each input spawns a short-lived nice-10 `req-worker` and waits for its reply.
+fn worker_per_request() -> Step {
+    let (tx, rx) = channel::<()>();
+    Box::new(move || {
+        let tx = tx.clone();
+        thread("req-worker", move || {
+            // SAFETY: setpriority on the calling thread (who = 0).
+            unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 10) };
+            spin(2.0);
+            let _ = tx.send(());
+            // Linger so a poll sees it before it exits.
+            std::thread::sleep(Duration::from_millis(60));
+        });
+        rx.recv().expect("worker reply");
+    })
+}
+
+/// Each input goes UI → `chain-a` → `chain-b` → back to the UI thread.
+fn chain() -> Step {
+    let (tx, rx) = channel();
+    let b = server("chain-b", 0.5, Some(tx));
+    let (btx, brx) = channel::<()>();
+    thread("chain-a", move || {
+        for () in brx {
+            spin(0.5);
+            let _ = b.send(());
+        }
+    });
+    Box::new(move || {
+        btx.send(()).unwrap();
+        rx.recv().unwrap();
+    })
+}
+
+/// Each input hands a row to `db-writer`, which writes and syncs it to a file, without waiting.
+fn db_writer() -> Step {
+    let (tx, rx) = channel::<u64>();
+    let path = std::env::temp_dir().join(format!("uxs-db-{}", std::process::id()));
+    thread("db-writer", move || {
+        let mut f = std::fs::File::create(&path).expect("db file");
+        for n in rx {
+            let _ = writeln!(f, "row {n}");
+            let _ = f.sync_data();
+        }
+        let _ = std::fs::remove_file(&path);
+    });
+    let mut n = 0;
+    Box::new(move || {
+        n += 1;
+        tx.send(n).unwrap();
+        spin(1.0);
+    })
+}
+
+/// Four pool threads served in turn: `pool-0`/`pool-1` reply to the UI thread, `pool-2`/`pool-3`
+/// do unrelated work.
+fn thread_pool() -> Step {
+    let (tx, rx) = channel();
+    let feed = [0, 1].map(|i| server(&format!("pool-{i}"), 1.0, Some(tx.clone())));
+    let other = [2, 3].map(|i| server(&format!("pool-{i}"), 1.0, None));
+    let mut i = 0;
+    Box::new(move || {
+        other[i % 2].send(()).unwrap();
+        feed[i % 2].send(()).unwrap();
+        rx.recv().unwrap();
+        i += 1;
+    })
+}
+
+/// Each input is a round trip over a Unix socket to a `svc` child process.
+fn service(children: &mut Vec<libc::pid_t>) -> Step {
+    let (mut ui_end, mut svc_end) = UnixStream::pair().unwrap();
+    children.push(fork_child("svc", move || {
+        let mut b = [0u8; 1];
+        while svc_end.read_exact(&mut b).is_ok() {
+            spin(1.0);
+            let _ = svc_end.write_all(&b);
+        }
+    }));
+    Box::new(move || {
+        let mut b = [7u8; 1];
+        ui_end.write_all(&b).unwrap();
+        ui_end.read_exact(&mut b).unwrap();
+    })
+}
+
+/// Each input is a key echoed back by `cat` on a pseudo-terminal.
+fn pty_shell(children: &mut Vec<libc::pid_t>) -> Step {
+    let (mut master, pid) = pty_cat();
+    children.push(pid);
+    Box::new(move || {
+        master.write_all(b"k").unwrap();
+        let mut b = [0u8; 1];
+        master.read_exact(&mut b).unwrap();
+    })
+}
+
+/// Each input is a request to `shm-worker` through shared atomics, which it polls for.
+fn shared_memory() -> Step {
+    let req = Arc::new(AtomicU64::new(0));
+    let done = Arc::new(AtomicU64::new(0));
+    let (r, d) = (Arc::clone(&req), Arc::clone(&done));
+    thread("shm-worker", move || loop {
+        std::thread::sleep(Duration::from_millis(1));
+        let n = r.load(Ordering::Acquire);
+        if n != d.load(Ordering::Acquire) {
+            spin(2.0);
+            d.store(n, Ordering::Release);
+        }
+    });
+    Box::new(move || {
+        let n = req.fetch_add(1, Ordering::AcqRel) + 1;
+        while done.load(Ordering::Acquire) != n {
+            std::thread::sleep(Duration::from_micros(500));
+        }
+    })
 }
 
 fn main() {
