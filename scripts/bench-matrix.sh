@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The README's measurement matrix (issue 9): scenarios × load layouts × modes, one `uxsched bench`
-# run per cell, each interleaving its modes (A B C A B C …) so ratios compare within one run.
+# The measurement matrix of docs/results/README.md (issue 9): scenarios × load layouts × modes,
+# one `uxsched bench` run per cell, each interleaving its modes (A B C A B C …) so ratios compare
+# within one run.
 #   sudo scripts/bench-matrix.sh OUTDIR [CELL…]      (no CELL: every cell, in the order below)
 # A cell is SCENARIO/LAYOUT[/TAG]; its modes, reps, duration and load are set in `cell_args`.
 # Each cell writes OUTDIR/CELL.txt (the report, headed by the date, commit and /proc/loadavg)

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# A performance-hint session converging under CPU load (docs/api.md, README "Real-time API"):
+# A performance-hint session converging under CPU load (docs/api.md; measured in
+# docs/results/README.md, "Seed 002 on the real kernel"):
 # starts a private uxsched daemon (its own socket, journal and cgroup name; mode eimos, so only the
 # session changes anything), runs crates/client/examples/hint_convergence.rs against it, stops it.
 # As root. Arguments go to the example (e.g. --work-ms 4 --target-ms 8 --frames 240 --hogs 2).

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Markdown tables of a `scripts/bench-matrix.sh` directory, for the README.
+"""Markdown tables of a `scripts/bench-matrix.sh` directory, for docs/results/README.md.
 
     scripts/matrix-table.py OUTDIR
 

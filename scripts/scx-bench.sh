@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The README's sched_ext figures, rerunnable: builds the release uxsched and the kernel's
-# scx_simple (scripts/build-scx-simple.sh), boots the 6.12 test guest (../shared/kernels, or
+# The sched_ext figures of docs/results/README.md, rerunnable: builds the release uxsched and the
+# kernel's scx_simple (scripts/build-scx-simple.sh), boots the 6.12 test guest (../shared/kernels, or
 # $UXSCHED_GUEST_KERNEL; QEMU/TCG with -icount, 2 vCPUs) and runs in it
 #   uxsched bench SCENARIO --modes idle,stock,scx-simple,scx-vtcfs,scx-mcfs,scx-facfs --layout L
 # for each scenario and layout; every report (table .txt, JSON with the samples, stderr .err)
