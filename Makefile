@@ -32,11 +32,11 @@ check: setup
 fmt:
 	$(CARGO) fmt --all
 
-## Simulator speed benchmark (figures quoted in README).
+## Simulator speed benchmark (figures in docs/results/README.md).
 bench: build
 	./target/release/uxsched sim bench
 
-## The daemon's reliability on this kernel, as root (figures quoted in README; ~15 min).
+## The daemon's reliability on this kernel, as root (figures in docs/results/README.md; ~15 min).
 ## Shorter: make reliability ARGS="--kills 10 --storm 1000 --messages 100000 --churn-secs 10"
 reliability: build
 	./target/release/uxsched reliability $(ARGS)

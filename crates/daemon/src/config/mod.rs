@@ -216,7 +216,7 @@ pub struct Tracker {
 /// The boost lever of the critical set (issue 10): the fair class (nice `min_nice` and the
 /// short custom slice) or SCHED_FIFO 2 under a per-thread CPU budget (docs/mechanisms.md).
 /// `rt` is the default: it is the lever that reached the idle machine's latency where stock
-/// fails (README, "The tracker's effect, and which lever"); without its guard or canary the
+/// fails (docs/results/HISTORY.md, "The tracker's effect, and which lever"); without its guard or canary the
 /// daemon falls back to `fair` by itself.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
