@@ -108,18 +108,7 @@ fn exclusive_machine() -> Result<std::fs::File> {
 pub fn run(plan: &Plan, env: &Env) -> Result<Runs> {
     cancel::install();
     // Refused before waiting for the machine: a missing program is known at once.
-    if plan.scenario.is_xapp() {
-        models::xapp::require_programs(
-            plan.scenario,
-            &std::env::var_os("PATH").unwrap_or_default(),
-        )?;
-    }
-    if plan.modes.contains(&ModeName::Rtapi) && !plan.scenario.asks_realtime() {
-        bail!(
-            "mode rtapi needs a model whose thread asks for real time itself (alarm, player), not {}; drop rtapi from --modes",
-            plan.scenario.name()
-        );
-    }
+    check_plan(plan)?;
     let _machine = exclusive_machine()?;
     for line in crate::leftovers::recover()? {
         eprintln!("uxsched bench: {line}");
@@ -131,19 +120,7 @@ pub fn run(plan: &Plan, env: &Env) -> Result<Runs> {
     if plan.modes.iter().any(|m| *m != ModeName::Idle) {
         loads::prepare(&plan.load)?;
     }
-    let total = (plan.reps * plan.modes.len()) as u64;
-    let bar = if env.progress {
-        indicatif::ProgressBar::new(total)
-    } else {
-        indicatif::ProgressBar::hidden()
-    };
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{prefix} [{bar:30}] {pos}/{len} runs, {elapsed} elapsed, ETA {eta}  {msg}",
-        )?
-        .progress_chars("=> "),
-    );
-    bar.set_prefix(plan.scenario.name());
+    let bar = progress_bar(plan, env.progress)?;
     let mut records = Vec::new();
     let mut dropped: Vec<(ModeName, String)> = Vec::new();
     for rep in 0..plan.reps {
@@ -185,6 +162,42 @@ pub fn run(plan: &Plan, env: &Env) -> Result<Runs> {
         dropped,
         layout_note: layout.note.clone(),
     })
+}
+
+/// What the plan asks that cannot be done: a real program that is not installed, or `rtapi`
+/// with a model that does not ask for real time.
+fn check_plan(plan: &Plan) -> Result<()> {
+    if plan.scenario.is_xapp() {
+        models::xapp::require_programs(
+            plan.scenario,
+            &std::env::var_os("PATH").unwrap_or_default(),
+        )?;
+    }
+    if plan.modes.contains(&ModeName::Rtapi) && !plan.scenario.asks_realtime() {
+        bail!(
+            "mode rtapi needs a model whose thread asks for real time itself (alarm, player), not {}; drop rtapi from --modes",
+            plan.scenario.name()
+        );
+    }
+    Ok(())
+}
+
+/// A bar over all the plan's runs (hidden unless `shown`).
+fn progress_bar(plan: &Plan, shown: bool) -> Result<indicatif::ProgressBar> {
+    let total = (plan.reps * plan.modes.len()) as u64;
+    let bar = if shown {
+        indicatif::ProgressBar::new(total)
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{prefix} [{bar:30}] {pos}/{len} runs, {elapsed} elapsed, ETA {eta}  {msg}",
+        )?
+        .progress_chars("=> "),
+    );
+    bar.set_prefix(plan.scenario.name());
+    Ok(bar)
 }
 
 /// Restores the mode when dropped, if the normal path did not.
@@ -238,52 +251,22 @@ fn run_one(
         Some(l)
     };
     if load.is_some() {
-        let until = Instant::now() + WARMUP;
-        while Instant::now() < until {
-            cancel::check()?;
-            guard.mode.apply(&targets)?;
-            std::thread::sleep(SWEEP);
-        }
+        warm_up(guard.mode.as_mut(), &targets)?;
     }
     let started = Instant::now();
     let seed = plan.seed + rep as u64;
-    let mut model: Box<dyn Foreground> = if plan.scenario.is_xapp() {
-        Box::new(models::xapp::XappProcs::spawn(
-            plan, env, layout, &dir, seed,
-        )?)
-    } else {
-        let rt_socket = guard.mode.app_rt_socket();
-        Box::new(ModelProcs::spawn(
-            plan,
-            env,
-            layout,
-            &dir,
-            seed,
-            rt_socket.as_deref(),
-        )?)
-    };
+    let mut model = spawn_foreground(plan, env, layout, &dir, seed, guard.mode.as_ref())?;
     model.targets(&mut targets);
     guard.mode.apply(&targets)?;
     model.go()?;
-    let deadline = Instant::now() + plan.duration + HANG_MARGIN;
-    while !model.finished()? {
-        cancel::check()?;
-        if Instant::now() > deadline {
-            bail!(
-                "the model did not finish within {} s of its planned duration",
-                HANG_MARGIN.as_secs()
-            );
-        }
-        guard.mode.apply(&targets)?;
-        std::thread::sleep(SWEEP);
-    }
+    sweep_until_finished(model.as_mut(), guard.mode.as_mut(), &targets, plan.duration)?;
     let wall_s = started.elapsed().as_secs_f64();
     cancel::check()?;
     let output = model.collect()?;
     let mut extras = output.extras;
     extras.extend(guard.mode.extras());
     // The first input after the mode came into force (a daemon's focus): a mode that is slow
-    // to act shows here long before it moves p99 (the name-based daemon's 46–85 ms, 2026-11-27).
+    // to act shows here long before it moves p99.
     if let Some(&first) = output.samples_ms.first() {
         extras.insert("first_ms".into(), first);
     }
@@ -301,6 +284,67 @@ fn run_one(
         wall_s,
         background,
     })
+}
+
+/// The load's warm-up: the mode swept over `targets` every [`SWEEP`] for [`WARMUP`].
+fn warm_up(mode: &mut dyn Mode, targets: &Targets) -> Result<()> {
+    let until = Instant::now() + WARMUP;
+    while Instant::now() < until {
+        cancel::check()?;
+        mode.apply(targets)?;
+        std::thread::sleep(SWEEP);
+    }
+    Ok(())
+}
+
+/// The run's foreground in `dir`: the real program under X, or the model's processes (given
+/// the mode's real-time socket, if it has one).
+fn spawn_foreground(
+    plan: &Plan,
+    env: &Env,
+    layout: &ActiveLayout,
+    dir: &Path,
+    seed: u64,
+    mode: &dyn Mode,
+) -> Result<Box<dyn Foreground>> {
+    Ok(if plan.scenario.is_xapp() {
+        Box::new(models::xapp::XappProcs::spawn(
+            plan, env, layout, dir, seed,
+        )?)
+    } else {
+        let rt_socket = mode.app_rt_socket();
+        Box::new(ModelProcs::spawn(
+            plan,
+            env,
+            layout,
+            dir,
+            seed,
+            rt_socket.as_deref(),
+        )?)
+    })
+}
+
+/// Sweep the mode every [`SWEEP`] until the model finishes; an error if it runs
+/// [`HANG_MARGIN`] past its planned `duration`.
+fn sweep_until_finished(
+    model: &mut dyn Foreground,
+    mode: &mut dyn Mode,
+    targets: &Targets,
+    duration: Duration,
+) -> Result<()> {
+    let deadline = Instant::now() + duration + HANG_MARGIN;
+    while !model.finished()? {
+        cancel::check()?;
+        if Instant::now() > deadline {
+            bail!(
+                "the model did not finish within {} s of its planned duration",
+                HANG_MARGIN.as_secs()
+            );
+        }
+        mode.apply(targets)?;
+        std::thread::sleep(SWEEP);
+    }
+    Ok(())
 }
 
 /// The foreground of one run: a model's own processes, or a real program under X
