@@ -54,68 +54,15 @@ pub struct ModeRow {
 
 impl Report {
     pub fn build(plan: &Plan, records: Vec<RunRecord>) -> Report {
-        let pooled = |m: ModeName| -> Vec<f64> {
-            records
-                .iter()
-                .filter(|r| r.mode == m)
-                .flat_map(|r| r.samples_ms.iter().copied())
-                .collect()
-        };
-        let idle = pooled(ModeName::Idle);
-        let runs_bg = |m: ModeName| -> Vec<f64> {
-            records
-                .iter()
-                .filter(|r| r.mode == m)
-                .filter_map(|r| r.background.as_ref().map(|b| b.value))
-                .collect()
-        };
-        let stock_runs = runs_bg(ModeName::Stock);
+        let idle = pooled(&records, ModeName::Idle);
+        let stock_runs = background_runs(&records, ModeName::Stock);
         let modes = plan
             .modes
             .iter()
             .enumerate()
             .map(|(i, &m)| {
-                let samples = pooled(m);
-                let runs: Vec<&RunRecord> = records.iter().filter(|r| r.mode == m).collect();
                 let seed = plan.seed.wrapping_mul(31).wrapping_add(i as u64);
-                let ratio = |p| stats::ratio_ci(&samples, &idle, p, seed, stats::BOOTSTRAP_ROUNDS);
-                let bg_runs = runs_bg(m);
-                let background_ci = stats::mean_ratio_ci(
-                    &bg_runs,
-                    &stock_runs,
-                    seed ^ 0xb9,
-                    stats::BOOTSTRAP_ROUNDS,
-                );
-                let wall: f64 = runs.iter().map(|r| r.wall_s).sum();
-                let switches: u64 = runs.iter().map(|r| r.context_switches).sum();
-                let mut extras = BTreeMap::new();
-                for r in &runs {
-                    for (k, v) in &r.extras {
-                        *extras.entry(k.clone()).or_insert(0.0) += v / runs.len() as f64;
-                    }
-                }
-                ModeRow {
-                    mode: m,
-                    summary: stats::summarize(&samples),
-                    p95_ratio: ratio(95.0),
-                    p99_ratio: ratio(99.0),
-                    p95_per_rep: runs
-                        .iter()
-                        .map(|r| stats::percentile(&stats::sorted(&r.samples_ms), 95.0))
-                        .collect(),
-                    background: (!bg_runs.is_empty()).then(|| stats::mean(&bg_runs)),
-                    background_unit: runs
-                        .iter()
-                        .find_map(|r| r.background.as_ref().map(|b| b.unit.clone())),
-                    background_vs_stock: background_ci.map(|c| c.value),
-                    background_ci,
-                    context_switches_per_s: if wall > 0.0 {
-                        switches as f64 / wall
-                    } else {
-                        0.0
-                    },
-                    extras,
-                }
+                ModeRow::build(m, &records, &idle, &stock_runs, seed)
             })
             .collect();
         let sc = scenario(plan.scenario);
@@ -207,6 +154,73 @@ impl Report {
             let _ = writeln!(s, "warning: {w}");
         }
         s
+    }
+}
+
+/// The samples of every run under `m`, pooled.
+fn pooled(records: &[RunRecord], m: ModeName) -> Vec<f64> {
+    records
+        .iter()
+        .filter(|r| r.mode == m)
+        .flat_map(|r| r.samples_ms.iter().copied())
+        .collect()
+}
+
+/// The background throughput of each run under `m` that had a load.
+fn background_runs(records: &[RunRecord], m: ModeName) -> Vec<f64> {
+    records
+        .iter()
+        .filter(|r| r.mode == m)
+        .filter_map(|r| r.background.as_ref().map(|b| b.value))
+        .collect()
+}
+
+impl ModeRow {
+    /// Mode `m`'s row from its runs in `records`: ratios to `idle`'s pooled samples and to
+    /// `stock_runs`' throughputs, bootstrapped from `seed`.
+    fn build(
+        m: ModeName,
+        records: &[RunRecord],
+        idle: &[f64],
+        stock_runs: &[f64],
+        seed: u64,
+    ) -> ModeRow {
+        let samples = pooled(records, m);
+        let runs: Vec<&RunRecord> = records.iter().filter(|r| r.mode == m).collect();
+        let ratio = |p| stats::ratio_ci(&samples, idle, p, seed, stats::BOOTSTRAP_ROUNDS);
+        let bg_runs = background_runs(records, m);
+        let background_ci =
+            stats::mean_ratio_ci(&bg_runs, stock_runs, seed ^ 0xb9, stats::BOOTSTRAP_ROUNDS);
+        let wall: f64 = runs.iter().map(|r| r.wall_s).sum();
+        let switches: u64 = runs.iter().map(|r| r.context_switches).sum();
+        let mut extras = BTreeMap::new();
+        for r in &runs {
+            for (k, v) in &r.extras {
+                *extras.entry(k.clone()).or_insert(0.0) += v / runs.len() as f64;
+            }
+        }
+        ModeRow {
+            mode: m,
+            summary: stats::summarize(&samples),
+            p95_ratio: ratio(95.0),
+            p99_ratio: ratio(99.0),
+            p95_per_rep: runs
+                .iter()
+                .map(|r| stats::percentile(&stats::sorted(&r.samples_ms), 95.0))
+                .collect(),
+            background: (!bg_runs.is_empty()).then(|| stats::mean(&bg_runs)),
+            background_unit: runs
+                .iter()
+                .find_map(|r| r.background.as_ref().map(|b| b.unit.clone())),
+            background_vs_stock: background_ci.map(|c| c.value),
+            background_ci,
+            context_switches_per_s: if wall > 0.0 {
+                switches as f64 / wall
+            } else {
+                0.0
+            },
+            extras,
+        }
     }
 }
 
