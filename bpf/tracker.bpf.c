@@ -67,6 +67,19 @@ struct {
 	__type(value, __u8);
 } members SEC(".maps");
 
+/* tgid → 1 for the foreground app's process family: its descendants with the same uid (a
+ * browser's zygotes, renderers, GPU process), filled by userspace at focus and inherited here on
+ * fork, so a new renderer counts from its first instruction. Its threads' wake-ups of a display
+ * thread are reported even when a timer, not the episode, woke them (the frame producers of a
+ * pipeline paced by vsync; docs/tracker.md, "Pipelines"). Fixed size: a family beyond it is
+ * followed only through its wake-ups, as any other process. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u32);
+} family SEC(".maps");
+
 /* tid → the episode it was reached in: the in-kernel filter. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -213,6 +226,32 @@ static __always_inline struct hot *hot_in(__u32 tid, __u64 epoch)
 	return h && h->epoch == epoch ? h : NULL;
 }
 
+static __always_inline int in_family(struct config *cfg, __u32 tgid)
+{
+	return tgid == cfg->fg_tgid || bpf_map_lookup_elem(&family, &tgid) != NULL;
+}
+
+static __always_inline int is_display(struct config *cfg, struct task_struct *t)
+{
+	return role_of(t->pid) & ROLE_DISPLAY && t->tgid != cfg->fg_tgid;
+}
+
+/* `waker` woke a display thread: reported once per (episode, waker, display). The episode stays
+ * open: a browser's UI thread asks the X server things before its renderer has drawn, so the
+ * first display wake-up is not the frame; userspace ends the episode (config.closed_epoch) when
+ * no work the input handed to another process of the family is still under way. Not quiet:
+ * resolving drops the provisional members, which must leave the members map before the next
+ * input, or their next edge would be quiet and come late. */
+static __always_inline void record_display(struct state *st, struct task_struct *waker,
+					   struct task_struct *display, __u32 flags)
+{
+	struct edge_key k = { .epoch = st->epoch, .waker = waker->pid, .wakee = display->pid };
+	__u64 one = 1;
+
+	if (bpf_map_update_elem(&edges, &k, &one, BPF_NOEXIST) == 0)
+		emit(EV_DISPLAY, flags, k.epoch, waker, display);
+}
+
 static __always_inline void record_edge(struct config *cfg, struct state *st,
 					struct task_struct *waker, struct task_struct *wakee,
 					struct hot *wh)
@@ -221,12 +260,8 @@ static __always_inline void record_edge(struct config *cfg, struct state *st,
 	__u64 one = 1, *n;
 	__u32 tid = wakee->pid;
 
-	if (role_of(tid) & ROLE_DISPLAY && wakee->tgid != cfg->fg_tgid) {
-		st->open = 0;
-		/* Not quiet: resolving drops the provisional members, which must leave the members
-		 * map before the next input, or their next edge would be quiet and come late. It
-		 * wakes the tracker once per interaction, after the work reached the display. */
-		emit(EV_END, 0, k.epoch, waker, wakee);
+	if (is_display(cfg, wakee)) {
+		record_display(st, waker, wakee, 0);
 		return;
 	}
 	if (bpf_map_update_elem(&edges, &k, &one, BPF_NOEXIST) == 0) {
@@ -255,7 +290,7 @@ static __always_inline int on_wake(struct task_struct *p)
 		return 0;
 	/* Nearly every wake-up system-wide: neither into the app nor during an episode. Every
 	 * branch below needs one of the two, so this returns what they would, sooner. */
-	if (p->tgid != cfg->fg_tgid && !st->open)
+	if (p->tgid != cfg->fg_tgid && (!st->open || st->epoch == cfg->closed_epoch))
 		return 0;
 	ic = bpf_map_lookup_elem(&irq_ctx, &zero);
 	if (!ic)
@@ -272,11 +307,14 @@ static __always_inline int on_wake(struct task_struct *p)
 		start_episode(st, cur, p, 0);
 		return 0;
 	}
-	if (!st->open || bpf_ktime_get_ns() - st->start_ns > cfg->timeout_ns)
+	if (!st->open || st->epoch == cfg->closed_epoch ||
+	    bpf_ktime_get_ns() - st->start_ns > cfg->timeout_ns)
 		return 0;
 	wh = hot_in(cur->pid, st->epoch);
 	if (wh)
 		record_edge(cfg, st, cur, p, wh);
+	else if (is_display(cfg, p) && in_family(cfg, cur->tgid))
+		record_display(st, cur, p, EVF_FAMILY); /* a frame producer, woken by a timer */
 	return 0;
 }
 
@@ -315,18 +353,23 @@ int BPF_PROG(ux_switch, _Bool preempt, struct task_struct *prev, struct task_str
 	return 0;
 }
 
+/* A new process of the family joins it here (fork copies the uid; userspace drops it if an
+ * exec changes it), so a zygote's renderer counts before userspace hears of it. */
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(ux_fork, struct task_struct *parent, struct task_struct *child)
 {
-	__u32 zero = 0, tid = parent->pid, ctid = child->pid;
+	__u32 zero = 0, tid = parent->pid, ctid = child->pid, one = 1;
 	struct config *cfg = bpf_map_lookup_elem(&config, &zero);
 	__u32 *role = bpf_map_lookup_elem(&partners, &tid);
+	int fam = cfg && cfg->fg_tgid && in_family(cfg, parent->tgid);
 
 	if (role) {
 		__u32 r = *role;
 		bpf_map_update_elem(&partners, &ctid, &r, BPF_ANY);
 	}
-	if (role || (cfg && cfg->fg_tgid && parent->tgid == cfg->fg_tgid))
+	if (fam && child->pid == child->tgid)
+		bpf_map_update_elem(&family, &ctid, &one, BPF_ANY);
+	if (role || fam)
 		emit(EV_FORK, 0, 0, parent, child);
 	return 0;
 }
@@ -367,8 +410,11 @@ int BPF_PROG(ux_process_exit, struct task_struct *p)
 	struct config *cfg = bpf_map_lookup_elem(&config, &zero);
 	int partner = bpf_map_delete_elem(&partners, &tid) == 0;
 	int was_hot = bpf_map_delete_elem(&hot, &tid) == 0;
+	int fam = cfg && cfg->fg_tgid && in_family(cfg, p->tgid);
 
-	if (partner || was_hot || (cfg && cfg->fg_tgid && p->tgid == cfg->fg_tgid))
+	if (fam && p->pid == p->tgid)
+		bpf_map_delete_elem(&family, &tid);
+	if (partner || was_hot || fam)
 		emit(EV_EXIT, 0, 0, p, NULL);
 	return 0;
 }

@@ -9,14 +9,16 @@
 /* Event kinds (struct event.kind). */
 #define EV_START 1  /* a = input waker (zeros when IRQ), b = the app thread it woke */
 #define EV_EDGE 2   /* a woke b, first time in this episode */
-#define EV_END 3    /* a (in the episode) woke b, a display thread: the episode is over */
-#define EV_FORK 4   /* a created b */
+#define EV_DISPLAY 3 /* a woke b, a display thread; userspace decides if the episode is over */
+#define EV_FORK 4   /* a created b (a thread of the app's family) */
 #define EV_EXEC 5   /* a exec'd */
 #define EV_EXIT 6   /* a exited */
 #define EV_RENAME 7 /* a renamed itself (a.comm is the new name) */
 
 /* Event flags. */
 #define EVF_IRQ 1 /* the wake-up came from hard IRQ (or softirq over a user task), not a timer */
+#define EVF_FAMILY 2 /* EV_DISPLAY: the waker was not reached from the UI thread but is of the
+		      * app's process family (a frame producer paced by its own timer) */
 
 /* Partner roles (the `partners` map's values). */
 #define ROLE_INPUT 1
@@ -49,6 +51,7 @@ struct config {
 	__u64 timeout_ns; /* an episode older than this records nothing more */
 	__u32 max_depth;  /* hops from the UI thread followed in the kernel */
 	__u32 _pad;
+	__u64 closed_epoch; /* userspace resolved this episode: record nothing more of it */
 };
 
 /* Written by the kernel at each episode start (index 0); userspace only reads it. */

@@ -13,10 +13,14 @@
 //!   gets a ⟨context, decision⟩ pair.
 //! - Render/GL threads are confirmed by name when created or renamed; threads whose context
 //!   the store knows as critical are confirmed on creation (the relaunch case).
+//! - Pipelines (episode.rs, docs/tracker.md): the app's process family counts as the app; a
+//!   family thread that wakes a display unreached is a frame producer; a display wake-up ends
+//!   the episode only when no work handed to another family process is still under way.
 
 use crate::config::TrackerConfig;
 use crate::critical::{EndReason, EpisodeInfo, Kind, Member, Snapshot, Source, Status, ThreadId};
 use crate::episode::Episode;
+use crate::family::{Family, RoleFn};
 use crate::store::{Context, Store};
 use crate::wire::{Event, Task};
 use std::collections::BTreeMap;
@@ -46,6 +50,8 @@ pub struct Classifier {
     /// When the foreground was last set (CLOCK_MONOTONIC ns): the `since_ns` of the threads
     /// classified then, from their names or the store, not from an input.
     focused_ns: u64,
+    /// The app's other processes and their roles.
+    family: Family,
 }
 
 impl Classifier {
@@ -61,7 +67,41 @@ impl Classifier {
             episodes: 0,
             store_failed: false,
             focused_ns: 0,
+            family: Family::new(|_| None),
         }
+    }
+
+    /// Read family processes' roles with `read` (the tracker: [`crate::procfs::role`]); without
+    /// it their threads' context is `partner`, as any other process's.
+    pub fn with_roles(mut self, read: RoleFn) -> Self {
+        self.family = Family::new(read);
+        self
+    }
+
+    /// The foreground app's other processes (`procs`) and their current threads, after
+    /// [`Classifier::set_foreground`]: their threads are classified from the store and names,
+    /// like the app's own.
+    pub fn set_family(&mut self, procs: &[u32], threads: &[Task], now: u64) {
+        self.family.reset(procs);
+        for t in threads {
+            self.classify_new(t, now);
+        }
+    }
+
+    /// Whether `tgid` is a process of the foreground app's family besides the app's own.
+    pub fn in_family(&self, tgid: u32) -> bool {
+        self.family.is_other(tgid)
+    }
+
+    /// `tgid` is no longer of the family (renamed as an input or display, exec'd as another
+    /// user).
+    pub fn leave_family(&mut self, tgid: u32) {
+        self.family.remove(tgid);
+    }
+
+    /// The last episode resolved here, which the kernel may stop recording.
+    pub fn closed_epoch(&self) -> Option<u64> {
+        self.last.as_ref().map(|e| e.epoch)
     }
 
     /// When the foreground was last set (see [`Member::since_ns`]).
@@ -82,6 +122,7 @@ impl Classifier {
         self.last = None;
         self.episodes = 0;
         self.focused_ns = now;
+        self.family.reset(&[]);
         self.app = app;
         if let Some(a) = &self.app {
             if let Err(e) = self.store.load_app(&a.key) {
@@ -103,9 +144,14 @@ impl Classifier {
         }
     }
 
-    fn context(&self, t: &Task) -> Option<Context> {
-        let app = self.app.as_ref()?;
+    fn context(&mut self, t: &Task) -> Option<Context> {
+        let app = self.app.as_ref()?.key.clone();
         let creator = match self.kind_of(t) {
+            // A family process by its role, so the next launch's renderer is recognised.
+            Kind::Partner if self.family.is_other(t.tgid) => match self.family.role(t.tgid) {
+                Some(role) => format!("family:{role}"),
+                None => "partner".into(),
+            },
             Kind::App => self
                 .creators
                 .get(&t.tid)
@@ -115,7 +161,7 @@ impl Classifier {
             Kind::KernelWorker => "kernel".into(),
         };
         Some(Context {
-            app: app.key.clone(),
+            app,
             thread: t.comm.clone(),
             creator,
         })
@@ -147,9 +193,10 @@ impl Classifier {
         }
     }
 
-    /// An app thread appeared or was renamed: render name or learned context → confirmed.
+    /// A thread of the app or its family appeared or was renamed: render name or learned
+    /// context → confirmed.
     fn classify_new(&mut self, t: &Task, now: u64) {
-        if self.kind_of(t) != Kind::App {
+        if self.kind_of(t) != Kind::App && !self.family.is_other(t.tgid) {
             return;
         }
         if self.cfg.is_render(&t.comm) {
@@ -173,20 +220,18 @@ impl Classifier {
                 waker,
                 wakee,
             } => self.edge(ts, epoch, &waker, &wakee),
-            Event::End {
+            Event::Display {
                 ts,
                 epoch,
                 waker,
                 display,
-            } => {
-                if let Some(e) = self.episode.as_mut().filter(|e| e.epoch == epoch) {
-                    e.add_display(&waker, &display);
-                    self.confirm_cycles(ts);
-                    self.resolve(ts, EndReason::Display);
-                }
-            }
+                family,
+            } => self.display(ts, epoch, &waker, &display, family),
             Event::Fork { ts, parent, child } => self.fork(ts, &parent, &child),
             Event::Rename { ts, task } => {
+                if task.tid == task.tgid && self.cfg.role_bits(&task.comm) != 0 {
+                    self.family.remove(task.tgid); // an input or display is never the app
+                }
                 if let Some(e) = &mut self.episode {
                     e.rename(&task);
                 }
@@ -202,6 +247,9 @@ impl Classifier {
                     return;
                 }
                 self.creators.remove(&task.tid);
+                if task.tid == task.tgid {
+                    self.family.remove(task.tgid);
+                }
                 if self
                     .critical
                     .get(&task.tid)
@@ -210,7 +258,41 @@ impl Classifier {
                     self.critical.remove(&task.tid);
                 }
             }
-            Event::Exec { .. } => {}
+            Event::Exec { .. } => self.family.forget_roles(),
+        }
+    }
+
+    /// A display wake-up: by a thread the episode reached, or by a frame producer (`family`).
+    /// It ends the episode once no work handed to another family process is under way.
+    fn display(&mut self, ts: u64, epoch: u64, waker: &Task, display: &Task, family: bool) {
+        let producer = family && !waker.kthread && self.is_family_task(waker);
+        if family && !producer {
+            return; // unreached and not (or no longer) of the family: not this episode's work
+        }
+        let Some(e) = self.episode.as_mut().filter(|e| e.epoch == epoch) else {
+            return;
+        };
+        if producer {
+            e.add_producer(waker, display);
+        } else {
+            e.add_display(waker, display);
+        }
+        self.confirm_cycles(ts);
+        self.end_if_drawn(ts);
+    }
+
+    fn is_family_task(&self, t: &Task) -> bool {
+        self.kind_of(t) == Kind::App || self.family.is_other(t.tgid)
+    }
+
+    /// Resolve the episode if it reached a display and nothing the input handed to another
+    /// process of the family is still under way (episode.rs, [`Episode::pending`]).
+    fn end_if_drawn(&mut self, ts: u64) {
+        let Some(e) = &self.episode else { return };
+        let ui = e.ui.tgid;
+        let handed_off = |t: &Task| t.tgid != ui && self.family.is_other(t.tgid);
+        if !e.displays.is_empty() && e.pending(handed_off).is_empty() {
+            self.resolve(ts, EndReason::Display);
         }
     }
 
@@ -219,6 +301,7 @@ impl Classifier {
             return;
         }
         self.resolve(ts, EndReason::Superseded);
+        self.family.forget_roles();
         self.mark(&ui, Status::Confirmed, Source::Observed, ts);
         if let Some(i) = &input {
             self.mark(i, Status::Confirmed, Source::Observed, ts);
@@ -240,6 +323,7 @@ impl Classifier {
         };
         self.mark(wakee, status.0, status.1, ts);
         self.confirm_cycles(ts);
+        self.end_if_drawn(ts);
     }
 
     fn confirm_cycles(&mut self, ts: u64) {
@@ -251,8 +335,16 @@ impl Classifier {
     }
 
     fn fork(&mut self, ts: u64, parent: &Task, child: &Task) {
-        let Some(app) = &self.app else { return };
-        if child.tgid != app.tgid {
+        let Some(app_tgid) = self.app.as_ref().map(|a| a.tgid) else {
+            return;
+        };
+        if child.tid == child.tgid && self.is_family_task(parent) {
+            self.family.add(child.tgid); // a new process of the family (the kernel's too)
+        }
+        if child.tgid != app_tgid {
+            if self.family.is_other(child.tgid) {
+                self.classify_new(child, ts);
+            }
             return;
         }
         let role = if parent.tid == parent.tgid {

@@ -220,3 +220,120 @@ fn the_apps_exit_empties_the_set() {
     assert!(s.critical.is_empty(), "{:?}", s.critical);
     assert!(r.c.app().is_none());
 }
+
+/// Roles of the family processes in the tests below (a browser's renderer and GPU process).
+fn chromium_roles(tgid: u32) -> Option<String> {
+    match tgid {
+        200 | 201 => Some("chromium --type=renderer".into()),
+        300 => Some("chromium --type=gpu-process".into()),
+        _ => None,
+    }
+}
+
+fn family_rec(store: Store) -> Rec {
+    let mut c = Classifier::new(TrackerConfig::default(), store).with_roles(chromium_roles);
+    let app = App {
+        tgid: APP,
+        key: "/usr/lib/chromium/chromium 0000".into(),
+    };
+    c.set_foreground(Some(app), &[app_task(APP, "chromium")], 0);
+    c.set_family(&[200, 300], &[], 0);
+    Rec { c, ts: 0 }
+}
+
+/// Issue 30's keystroke: the browser's UI thread asks the X server something before its
+/// renderer has drawn; the frame reaches X from the GPU process. The first display wake-up does
+/// not end the episode while the renderer has the input's work; viz's does.
+#[test]
+fn a_pipeline_through_the_family_ends_at_its_frame_not_the_first_display_wake() {
+    let mut r = family_rec(Store::open(None, 1 << 20).unwrap());
+    let ui = app_task(APP, "chromium");
+    let comp = other(210, 200, "Compositor", false);
+    let (gpu_io, viz) = (
+        other(310, 300, "Chrome_ChildIOT", false),
+        other(311, 300, "VizCompositorTh", false),
+    );
+    r.ev(1, 0, 1, &xorg(), &ui);
+    r.ev(2, 0, 1, &ui, &comp);
+    r.ev(3, 0, 1, &ui, &xorg());
+    assert!(r.c.snapshot(0).episode.unwrap().end.is_none(), "still open");
+    assert_eq!(r.status(210), Some(Status::Provisional));
+    r.ev(2, 0, 1, &comp, &gpu_io);
+    r.ev(2, 0, 1, &gpu_io, &viz);
+    r.ev(3, 0, 1, &viz, &xorg());
+    let s = r.c.snapshot(0);
+    assert_eq!(s.episode.unwrap().end, Some(EndReason::Display));
+    for tid in [210, 310, 311] {
+        assert_eq!(r.status(tid), Some(Status::Confirmed), "{tid}");
+    }
+    let ctx = |t: &str| {
+        s.learned
+            .iter()
+            .find(|p| p.context.thread == t)
+            .map(|p| p.context.creator.clone())
+    };
+    assert_eq!(
+        ctx("Compositor").as_deref(),
+        Some("family:chromium --type=renderer"),
+        "keyed by the process's role, not its pid"
+    );
+}
+
+/// A family thread that wakes the display while the episode is open, woken by its own timer
+/// (EVF_FAMILY), is a frame producer; one that never wakes the display is not, nor is a
+/// process outside the family doing the same.
+#[test]
+fn frame_producers_are_family_threads_that_wake_the_display() {
+    let mut r = family_rec(Store::open(None, 1 << 20).unwrap());
+    let ui = app_task(APP, "chromium");
+    let gpu_main = other(300, 300, "chromium", false);
+    let stranger = other(400, 400, "clock", false);
+    r.ev(1, 0, 1, &xorg(), &ui);
+    r.ev(3, 2, 1, &stranger, &xorg()); // the kernel flags family only; a forged flag is ignored
+    r.ev(3, 2, 1, &gpu_main, &xorg());
+    assert_eq!(r.status(300), Some(Status::Confirmed));
+    assert_eq!(r.status(400), None, "not of the family");
+    r.c.tick(r.ts + 200_000_000);
+    assert_eq!(
+        r.status(300),
+        Some(Status::Confirmed),
+        "kept after the episode"
+    );
+}
+
+/// A relaunched browser's new renderer (another pid, same role) is recognised from the store
+/// when its thread is created, before any episode.
+#[test]
+fn a_new_renderer_is_recognised_by_role_on_relaunch() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.sqlite");
+    {
+        let mut r = family_rec(Store::open(Some(&path), 1 << 20).unwrap());
+        let ui = app_task(APP, "chromium");
+        let comp = other(210, 200, "Compositor", false);
+        r.ev(1, 0, 1, &xorg(), &ui);
+        r.ev(2, 0, 1, &ui, &comp);
+        r.ev(2, 0, 1, &comp, &ui);
+        r.ev(3, 0, 1, &ui, &xorg());
+    }
+    let mut r = family_rec(Store::open(Some(&path), 1 << 20).unwrap());
+    let zygote = other(250, 250, "chromium", false);
+    r.c.set_family(&[250], &[], 0);
+    r.ev(4, 0, 0, &zygote, &other(201, 201, "chromium", false)); // the zygote forks it
+    assert!(r.c.in_family(201), "a zygote's child joins the family");
+    r.ev(
+        4,
+        0,
+        0,
+        &other(201, 201, "chromium", false),
+        &other(211, 201, "x", false),
+    );
+    r.ev(7, 0, 0, &other(211, 201, "Compositor", false), &zygote);
+    let s = r.c.snapshot(0);
+    let m = s
+        .critical
+        .iter()
+        .find(|m| m.id.tid == 211)
+        .expect("learned");
+    assert_eq!((m.status, m.source), (Status::Confirmed, Source::Learned));
+}

@@ -7,6 +7,19 @@
 //! the UI thread and reaches the UI thread or a display thread. A thread that is woken but
 //! never leads back (a logger, §4's T6) is not. The same rule as the simulator's model
 //! (crates/sim/src/mechanism/tracker.rs), with the display as a second end of the circle.
+//!
+//! Pipelines (docs/tracker.md, "Pipelines"; issue 30): a frame may be made in other processes
+//! of the app's family, and a stage may be started by a vsync-like timer instead of by the
+//! previous stage. Two additions keep §4's principle — what never leads to the screen is not
+//! critical:
+//! - a *frame producer*, a family thread that wakes a display thread during the episode though
+//!   the episode did not wake it, is critical: it leads to the screen, its own wake-up came from
+//!   a timer, which leaves no edge (§4's GL thread, found by its display wake instead of its
+//!   name);
+//! - the episode is not over at a display wake-up while work the input handed to another
+//!   process of the family has not yet led back to the UI thread or a display
+//!   ([`Episode::pending`]): a browser's UI thread asks the X server things before its renderer
+//!   has drawn.
 
 use crate::wire::Task;
 use std::collections::{BTreeMap, BTreeSet};
@@ -23,6 +36,8 @@ pub struct Episode {
     pub nodes: BTreeMap<u32, Task>,
     pub edges: BTreeSet<(u32, u32)>,
     pub displays: BTreeSet<u32>,
+    /// Frame producers: family threads that woke a display without being reached.
+    pub producers: BTreeSet<u32>,
     /// Edges dropped over [`MAX_EDGES`].
     pub overflow: u64,
 }
@@ -38,6 +53,7 @@ impl Episode {
             nodes,
             edges: BTreeSet::new(),
             displays: BTreeSet::new(),
+            producers: BTreeSet::new(),
             overflow: 0,
         }
     }
@@ -82,17 +98,41 @@ impl Episode {
         seen
     }
 
-    /// The delay-critical threads so far: reachable from the UI thread and reaching it or a
-    /// display thread (the UI thread included; display threads themselves are not).
-    pub fn critical(&self) -> BTreeSet<u32> {
-        let ui = BTreeSet::from([self.ui.tid]);
-        let fwd = self.closure(&ui, true);
-        let mut ends = ui.clone();
+    /// A family thread the episode did not reach woke `display`: a frame producer.
+    pub fn add_producer(&mut self, waker: &Task, display: &Task) {
+        self.add_display(waker, display);
+        self.producers.insert(waker.tid);
+    }
+
+    /// Threads that reach the UI thread or a display thread.
+    fn leading_back(&self) -> BTreeSet<u32> {
+        let mut ends = BTreeSet::from([self.ui.tid]);
         ends.extend(self.displays.iter().copied());
-        let back = self.closure(&ends, false);
+        self.closure(&ends, false)
+    }
+
+    /// The delay-critical threads so far: reachable from the UI thread and reaching it or a
+    /// display thread, and the frame producers (the UI thread included; display threads
+    /// themselves are not).
+    pub fn critical(&self) -> BTreeSet<u32> {
+        let fwd = self.closure(&BTreeSet::from([self.ui.tid]), true);
+        let back = self.leading_back();
         fwd.intersection(&back)
+            .chain(&self.producers)
             .copied()
             .filter(|t| !self.displays.contains(t))
+            .collect()
+    }
+
+    /// Threads reached from the UI thread that `handed_off` selects (the family's other
+    /// processes) and that do not lead back to the UI thread or a display yet: the input's work
+    /// still under way there. The episode ends at a display wake-up only when there is none.
+    pub fn pending(&self, handed_off: impl Fn(&Task) -> bool) -> Vec<u32> {
+        let fwd = self.closure(&BTreeSet::from([self.ui.tid]), true);
+        let back = self.leading_back();
+        fwd.difference(&back)
+            .filter(|t| self.nodes.get(t).is_some_and(&handed_off))
+            .copied()
             .collect()
     }
 }
@@ -153,6 +193,29 @@ mod tests {
         // terminal → kworker → shell → kworker' → terminal → X
         let c = episode(&[(1, 10), (10, 20), (20, 11), (11, 1)], &[(1, 99)]);
         assert_eq!(c, BTreeSet::from([1, 10, 11, 20]));
+    }
+
+    /// Browser UI (1) → renderer compositor (10) → GPU IO (20) → viz (21) → X; the UI asks X
+    /// (99) something first. A GPU thread woken by its timer (22) draws too.
+    #[test]
+    fn pipeline_through_other_processes_and_a_timer_paced_producer() {
+        let mut e = Episode::new(1, t(1), None, 0);
+        let other = |x: &Task| x.tid >= 10;
+        e.add_edge(&t(1), &t(10));
+        e.add_display(&t(1), &t(99));
+        assert_eq!(
+            e.pending(other),
+            vec![10],
+            "the renderer has the input's work"
+        );
+        for (a, b) in [(10, 20), (20, 21)] {
+            e.add_edge(&t(a), &t(b));
+        }
+        assert_eq!(e.pending(other), vec![10, 20, 21]);
+        e.add_display(&t(21), &t(99));
+        assert!(e.pending(other).is_empty(), "the frame reached the display");
+        e.add_producer(&t(22), &t(99));
+        assert_eq!(e.critical(), BTreeSet::from([1, 10, 20, 21, 22]));
     }
 
     #[test]

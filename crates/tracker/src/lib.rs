@@ -14,6 +14,7 @@ pub mod classify;
 pub mod config;
 pub mod critical;
 pub mod episode;
+pub mod family;
 pub mod procfs;
 pub mod store;
 mod tracker;

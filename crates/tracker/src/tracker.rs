@@ -51,6 +51,11 @@ pub struct Tracker {
     cfg: TrackerConfig,
     /// The tids written to the kernel's `members` map: the set as last synced.
     in_kernel: std::collections::BTreeSet<u32>,
+    /// The foreground process and its user (0/None: none).
+    fg: u32,
+    fg_uid: Option<u32>,
+    /// The last episode resolved here and written to the kernel (`config.closed_epoch`).
+    closed: Option<u64>,
 }
 
 fn lockdown() -> Option<String> {
@@ -130,11 +135,14 @@ impl Tracker {
             _links: links,
             ring,
             pending,
-            cls: Classifier::new(cfg.clone(), store),
+            cls: Classifier::new(cfg.clone(), store).with_roles(procfs::role),
             cfg,
             in_kernel: Default::default(),
+            fg: 0,
+            fg_uid: None,
+            closed: None,
         };
-        t.write_config(0).map_err(refused)?;
+        t.write_config().map_err(refused)?;
         t.mark_input_irqs();
         for task in procfs::all_threads() {
             t.set_partner(task.tid, &task.comm);
@@ -146,15 +154,87 @@ impl Tracker {
         find_map(&self.obj, name)
     }
 
-    fn write_config(&self, fg: u32) -> libbpf_rs::Result<()> {
-        let v = wire::encode_config(
-            fg,
-            self.cfg.irq_starts_episode,
-            self.cfg.episode_timeout_ms * 1_000_000,
-            self.cfg.max_depth,
-        );
+    fn write_config(&self) -> libbpf_rs::Result<()> {
+        let v = wire::encode_config(&wire::Config {
+            fg_tgid: self.fg,
+            irq_starts: self.cfg.irq_starts_episode,
+            timeout_ns: self.cfg.episode_timeout_ms * 1_000_000,
+            max_depth: self.cfg.max_depth,
+            closed_epoch: self.closed.unwrap_or(0),
+        });
         self.map("config")
             .update(&0u32.to_ne_bytes(), &v, MapFlags::ANY)
+    }
+
+    /// Tell the kernel the episode the classifier resolved, so it records nothing more of it
+    /// (the kernel leaves display wake-ups to userspace, which ends episodes by the pipeline
+    /// rule). A failed write costs events the classifier ignores until the timeout.
+    fn close_in_kernel(&mut self) {
+        let closed = self.cls.closed_epoch();
+        if closed == self.closed {
+            return;
+        }
+        self.closed = closed;
+        if let Err(e) = self.write_config() {
+            tracing::debug!("tracker: cannot close episode {closed:?} in the kernel: {e}");
+        }
+    }
+
+    /// Put `tgid` in (or take it out of) the kernel's `family` map.
+    fn set_family_in_kernel(&self, tgid: u32, member: bool) {
+        let map = self.map("family");
+        let key = tgid.to_ne_bytes();
+        let r = if member {
+            map.update(&key, &1u32.to_ne_bytes(), MapFlags::ANY)
+        } else {
+            match map.delete(&key) {
+                Err(e) if e.kind() == libbpf_rs::ErrorKind::NotFound => Ok(()),
+                r => r,
+            }
+        };
+        if let Err(e) = r {
+            tracing::warn!(
+                "tracker: cannot update process {tgid} in the app's family ({e}); its frame \
+                 producers are found only when the episode wakes them"
+            );
+        }
+    }
+
+    /// The app's family at focus: its descendants of the same user, less input and display
+    /// processes (the harness's input and display are the app's children), in the kernel's
+    /// map and the classifier, with their threads.
+    fn set_family(&mut self, pid: Option<u32>) {
+        let map = self.map("family");
+        let old: Vec<Vec<u8>> = map.keys().collect();
+        for k in old {
+            let _ = map.delete(&k);
+        }
+        let procs: Vec<u32> = pid
+            .map(procfs::family)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|&p| procfs::task(p, p).is_some_and(|t| self.cfg.role_bits(&t.comm) == 0))
+            .take(crate::family::MAX_PROCESSES)
+            .collect();
+        for &p in &procs {
+            self.set_family_in_kernel(p, true);
+        }
+        let threads: Vec<_> = procs.iter().flat_map(|&p| procfs::threads(p)).collect();
+        self.cls
+            .set_family(&procs, &threads, procfs::monotonic_ns());
+    }
+
+    /// A renamed or exec'd process of the family: an input or display name, or an exec into
+    /// another user (a set-uid program), takes it out of the family.
+    fn follow_family(&mut self, task: &wire::Task, exec: bool) {
+        if task.tid != task.tgid || !self.cls.in_family(task.tgid) {
+            return;
+        }
+        let other_user = exec && procfs::uid(task.tgid) != self.fg_uid;
+        if other_user || self.cfg.role_bits(&task.comm) != 0 {
+            self.set_family_in_kernel(task.tgid, false);
+            self.cls.leave_family(task.tgid);
+        }
     }
 
     /// Fill `input_irqs` from /proc/interrupts (devices present at start).
@@ -199,11 +279,14 @@ impl Tracker {
             }
             None => None,
         };
-        self.write_config(pid.unwrap_or(0))
+        self.fg = pid.unwrap_or(0);
+        self.fg_uid = pid.and_then(procfs::uid);
+        self.write_config()
             .map_err(|e| std::io::Error::other(e.to_string()))?;
         let threads = pid.map(procfs::threads).unwrap_or_default();
         self.cls
             .set_foreground(app, &threads, procfs::monotonic_ns());
+        self.set_family(pid);
         Ok(())
     }
 
@@ -270,12 +353,14 @@ impl Tracker {
         for ev in events {
             if let Event::Rename { task, .. } | Event::Exec { task, .. } = &ev {
                 self.set_partner(task.tid, &task.comm);
+                self.follow_family(task, matches!(ev, Event::Exec { .. }));
             }
             tracing::trace!("tracker event {ev:?}");
             self.cls.handle(ev);
         }
         self.cls.tick(procfs::monotonic_ns());
         self.sync_members();
+        self.close_in_kernel();
         n
     }
 

@@ -43,12 +43,15 @@ pub enum Event {
         waker: Task,
         wakee: Task,
     },
-    /// `waker` woke a display thread: the episode's work reached the screen.
-    End {
+    /// `waker` woke a display thread: the episode's work reached the screen, maybe (the
+    /// classifier decides whether it ends the episode). `family`: the waker was not reached
+    /// from the UI thread but is a thread of the app's process family (a frame producer).
+    Display {
         ts: u64,
         epoch: u64,
         waker: Task,
         display: Task,
+        family: bool,
     },
     Fork {
         ts: u64,
@@ -74,6 +77,7 @@ const TASK_LEN: usize = 40;
 /// `sizeof(struct event)`.
 pub const EVENT_LEN: usize = 24 + 2 * TASK_LEN;
 const EVF_IRQ: u32 = 1;
+const EVF_FAMILY: u32 = 2;
 
 fn u32_at(b: &[u8], at: usize) -> u32 {
     u32::from_ne_bytes(b[at..at + 4].try_into().expect("4 bytes"))
@@ -115,11 +119,12 @@ pub fn decode(b: &[u8]) -> Option<Event> {
             waker: a,
             wakee: bb,
         },
-        3 => Event::End {
+        3 => Event::Display {
             ts,
             epoch,
             waker: a,
             display: bb,
+            family: flags & EVF_FAMILY != 0,
         },
         4 => Event::Fork {
             ts,
@@ -133,14 +138,25 @@ pub fn decode(b: &[u8]) -> Option<Event> {
     })
 }
 
+/// `struct config`'s fields, in its order.
+pub struct Config {
+    pub fg_tgid: u32,
+    pub irq_starts: bool,
+    pub timeout_ns: u64,
+    pub max_depth: u32,
+    /// The episode userspace resolved: the kernel records nothing more of it.
+    pub closed_epoch: u64,
+}
+
 /// `struct config`.
-pub fn encode_config(fg_tgid: u32, irq_starts: bool, timeout_ns: u64, max_depth: u32) -> Vec<u8> {
-    let mut v = Vec::with_capacity(24);
-    v.extend_from_slice(&fg_tgid.to_ne_bytes());
-    v.extend_from_slice(&u32::from(irq_starts).to_ne_bytes());
-    v.extend_from_slice(&timeout_ns.to_ne_bytes());
-    v.extend_from_slice(&max_depth.to_ne_bytes());
+pub fn encode_config(c: &Config) -> Vec<u8> {
+    let mut v = Vec::with_capacity(32);
+    v.extend_from_slice(&c.fg_tgid.to_ne_bytes());
+    v.extend_from_slice(&u32::from(c.irq_starts).to_ne_bytes());
+    v.extend_from_slice(&c.timeout_ns.to_ne_bytes());
+    v.extend_from_slice(&c.max_depth.to_ne_bytes());
     v.extend_from_slice(&0u32.to_ne_bytes());
+    v.extend_from_slice(&c.closed_epoch.to_ne_bytes());
     v
 }
 
@@ -203,6 +219,8 @@ pub(crate) mod tests {
         // An IRQ start has no input thread.
         let e = decode(&encode(1, EVF_IRQ, 5, 9, &a, &b)).unwrap();
         assert!(matches!(e, Event::Start { input: None, .. }));
+        let e = decode(&encode(3, EVF_FAMILY, 5, 9, &b, &a)).unwrap();
+        assert!(matches!(e, Event::Display { family: true, .. }));
         assert_eq!(decode(&encode(99, 0, 0, 0, &a, &b)), None);
         assert_eq!(decode(&bytes[..50]), None);
         assert_eq!(b.start_ticks(), 123_456);
