@@ -12,7 +12,7 @@ pub struct Scenario {
     pub source: &'static str,
 }
 
-pub const ALL: [ModelKind; 9] = [
+pub const ALL: [ModelKind; 10] = [
     ModelKind::Painting,
     ModelKind::Worker,
     ModelKind::Frames,
@@ -22,6 +22,7 @@ pub const ALL: [ModelKind; 9] = [
     ModelKind::Gallery,
     ModelKind::Xterm,
     ModelKind::Xedit,
+    ModelKind::Chromium,
 ];
 
 pub fn scenario(model: ModelKind) -> Scenario {
@@ -69,6 +70,11 @@ pub fn scenario(model: ModelKind) -> Scenario {
         ModelKind::Xedit => (
             LoadKind::Cpu,
             "keystroke → screen: XTEST key sent → xedit's window damaged (Xaw text draws it); client SCHED_FIFO 10",
+            "real app",
+        ),
+        ModelKind::Chromium => (
+            LoadKind::Cpu,
+            "keystroke → screen: XTEST key sent → Chromium's window damaged (a <textarea>: browser → renderer → software compositor); client SCHED_FIFO 10",
             "real app",
         ),
     };

@@ -1,8 +1,10 @@
-//! The real-application scenarios against real Xvfb, openbox, xterm and xedit (Debian packages
-//! xvfb, openbox, xterm, x11-apps; scripts/setup.sh installs them): the desktop and the
-//! programs start and stop without leftovers, one keystroke is seen as one change of the
-//! program's pixels within a sane time — and for xterm only once `cat` echoed it — and a missing
-//! program is refused by name.
+//! The real-application scenarios against real Xvfb, openbox, xterm, xedit and Chromium (Debian
+//! packages xvfb, openbox, xterm, x11-apps, chromium; scripts/setup.sh installs them): the
+//! desktop and the programs start and stop without leftovers, one keystroke is seen as one
+//! change of the program's pixels within a sane time — and for xterm only once `cat` echoed it
+//! —, the browser runs as its unprivileged user inside its own sandbox, `fifo` covers every
+//! thread of its process tree and of the X server and restores them, and a missing program is
+//! refused by name.
 
 mod common;
 
@@ -13,7 +15,7 @@ use std::time::Duration;
 use uxsched_bench::loads::LoadKind;
 use uxsched_bench::models::xapp::{self, Desktop, Probe};
 use uxsched_bench::models::ModelKind;
-use uxsched_bench::modes::ModeName;
+use uxsched_bench::modes::{self, ModeEnv, ModeName, Targets};
 use uxsched_bench::sys;
 
 /// Kills and reaps a program started by a test.
@@ -27,7 +29,11 @@ impl Drop for Program {
 }
 
 fn start(kind: ModelKind, desktop: &Desktop, dir: &std::path::Path) -> Program {
-    Program(xapp::start_app(kind, desktop, dir, None).expect("starting the program"))
+    Program(
+        xapp::start_app(kind, desktop, dir, None)
+            .expect("starting the program")
+            .child,
+    )
 }
 
 /// Every live descendant of this test process.
@@ -201,6 +207,193 @@ fn the_bench_measures_xterm_under_idle_and_fifo() {
             mode.name(),
             r.extras
         );
+        assert!(
+            r.summary.p99 < 500.0,
+            "{}: p99 {} ms",
+            mode.name(),
+            r.summary.p99
+        );
+    }
+}
+
+/// The browser, started as the scenario starts it; its sandbox must be Chromium's own.
+fn start_browser(desktop: &Desktop, dir: &std::path::Path) -> Program {
+    let app = xapp::start_app(ModelKind::Chromium, desktop, dir, None).expect("starting chromium");
+    assert_eq!(
+        app.sandbox,
+        Some(true),
+        "chromium runs with --no-sandbox here (its log is {})",
+        dir.join("app-sandboxed.log").display()
+    );
+    Program(app.child)
+}
+
+/// Real, effective, saved and filesystem uid of a process.
+fn uids(pid: i32) -> Vec<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .unwrap()
+        .split_whitespace()
+        .map(|u| u.parse().unwrap())
+        .collect()
+}
+
+#[test]
+#[ignore = "needs Xvfb, chromium and root: make test runs it as root"]
+fn chromium_runs_as_its_user_in_its_sandbox_and_draws_each_keystroke() {
+    let _serial = serial();
+    require_root();
+    let scratch = Scratch::new("xapps-chromium");
+    std::fs::create_dir_all(&scratch.0).unwrap();
+    let desktop = Desktop::start(&scratch.0.join("desktop")).unwrap();
+    let browser = start_browser(&desktop, &scratch.0);
+    let pid = browser.0.id() as i32;
+    let user = xapp::AppUser::ensure().unwrap();
+    // The browser, its zygotes, a renderer and the GPU process at least; all the user's.
+    let family = modes::process_tree(pid);
+    assert!(family.len() >= 4, "chromium's process tree: {family:?}");
+    for p in &family {
+        assert_eq!(uids(*p), vec![user.uid; 4], "pid {p} of chromium's tree");
+    }
+    let probe = Probe::attach(desktop.display(), pid).unwrap();
+    assert_eq!(probe.wm_pid().unwrap(), Some(pid as u32), "_NET_WM_PID");
+    // Nothing draws without input (no caret blink), once the page has settled.
+    let span = Duration::from_millis(500);
+    probe.settle(span, Duration::from_secs(30)).unwrap();
+    assert!(probe
+        .keystroke(0, Duration::from_secs(30))
+        .unwrap()
+        .is_some());
+    probe.settle(span, Duration::from_secs(30)).unwrap();
+    for i in 1..6 {
+        let latency = probe
+            .keystroke(i, Duration::from_secs(2))
+            .unwrap()
+            .unwrap_or_else(|| panic!("chromium: keystroke {i} changed no pixel"));
+        assert!(
+            latency > Duration::from_micros(20) && latency < Duration::from_millis(500),
+            "chromium: keystroke {i} took {latency:?}"
+        );
+        assert!(
+            probe.quiet(Duration::from_millis(150)).unwrap(),
+            "chromium: more pixels changed after keystroke {i}"
+        );
+    }
+}
+
+/// Policy (stat field 41) and soft RLIMIT_RTTIME (`/proc/<pid>/limits`, readable whoever owns
+/// the process) of every thread that exists now in `procs`.
+fn rt_state(procs: &[i32]) -> Vec<(i32, i32, i32, String)> {
+    procs
+        .iter()
+        .flat_map(|&p| {
+            let limit = std::fs::read_to_string(format!("/proc/{p}/limits"))
+                .unwrap_or_default()
+                .lines()
+                .find(|l| l.starts_with("Max realtime timeout"))
+                .and_then(|l| l.split_whitespace().nth(3).map(str::to_owned))
+                .unwrap_or_default();
+            sys::threads(p).into_iter().filter_map(move |t| {
+                let policy = sys::thread_sched(p, t).ok()?.policy;
+                Some((p, t, policy, limit.clone()))
+            })
+        })
+        .collect()
+}
+
+#[test]
+#[ignore = "needs Xvfb, chromium and root: make test runs it as root"]
+fn fifo_covers_every_thread_of_the_browsers_tree_and_the_x_server_and_restores_them() {
+    let _serial = serial();
+    require_root();
+    let scratch = Scratch::new("xapps-chromium-fifo");
+    std::fs::create_dir_all(&scratch.0).unwrap();
+    let desktop = Desktop::start(&scratch.0.join("desktop")).unwrap();
+    let browser = start_browser(&desktop, &scratch.0);
+    let pid = browser.0.id() as i32;
+    let probe = Probe::attach(desktop.display(), pid).unwrap();
+    probe
+        .settle(Duration::from_millis(300), Duration::from_secs(30))
+        .unwrap();
+    let targets = Targets {
+        app: Some(pid),
+        x_server: Some(desktop.server_pid()),
+        ..Targets::default()
+    };
+    let mut procs = targets.app_family();
+    procs.push(desktop.server_pid());
+    let before = rt_state(&procs);
+    assert!(before.iter().all(|t| t.2 == 0), "not all fair: {before:?}");
+    let env = ModeEnv {
+        uxsched_exe: None,
+        scratch: scratch.0.clone(),
+        daemon_config: String::new(),
+    };
+    let mut fifo = modes::build(ModeName::Fifo, &env).unwrap();
+    fifo.apply(&targets).unwrap();
+    // Threads that existed before the sweep (later ones are the next sweep's).
+    let known: BTreeSet<i32> = before.iter().map(|t| t.1).collect();
+    let during: Vec<_> = rt_state(&procs)
+        .into_iter()
+        .filter(|t| known.contains(&t.1))
+        .collect();
+    assert_eq!(during.len(), before.len(), "threads exited meanwhile");
+    for t in &during {
+        assert_eq!(
+            (t.2, t.3.as_str()),
+            (1, "200000"),
+            "pid {} tid {}",
+            t.0,
+            t.1
+        );
+    }
+    assert!(probe
+        .keystroke(0, Duration::from_secs(5))
+        .unwrap()
+        .is_some());
+    fifo.restore().unwrap();
+    let after: Vec<_> = rt_state(&procs)
+        .into_iter()
+        .filter(|t| known.contains(&t.1))
+        .collect();
+    let changed: Vec<_> = after.iter().filter(|t| !before.contains(t)).collect();
+    assert!(changed.is_empty(), "not restored: {changed:?}");
+}
+
+#[test]
+#[ignore = "needs Xvfb, chromium and root: make test runs it as root"]
+fn the_bench_measures_chromium_under_idle_and_fifo_in_the_same_session() {
+    let _serial = serial();
+    require_root();
+    let scratch = Scratch::new("xapps-chromium-bench");
+    let mut plan = plan(
+        ModelKind::Chromium,
+        &[ModeName::Idle, ModeName::Fifo],
+        2000,
+        LoadKind::Cpu,
+        &scratch,
+    );
+    plan.layout = uxsched_bench::layout::Layout::SameSession;
+    let report = run_checked(&plan, &scratch).unwrap();
+    for mode in [ModeName::Idle, ModeName::Fifo] {
+        let r = row(&report, mode);
+        assert!(
+            r.summary.n >= 10,
+            "{}: only {} samples",
+            mode.name(),
+            r.summary.n
+        );
+        for (key, want) in [("lost", 0.0), ("sandbox", 1.0)] {
+            assert_eq!(
+                r.extras.get(key),
+                Some(&want),
+                "{}: {:?}",
+                mode.name(),
+                r.extras
+            );
+        }
         assert!(
             r.summary.p99 < 500.0,
             "{}: p99 {} ms",

@@ -39,6 +39,8 @@ pub enum ModelKind {
     /// Real programs under Xvfb (`xapp/`).
     Xterm,
     Xedit,
+    /// Debian's Chromium showing a local page with a focused `<textarea>` (`xapp/browser.rs`).
+    Chromium,
 }
 
 impl ModelKind {
@@ -54,7 +56,10 @@ impl ModelKind {
 
     /// Whether this scenario drives a real program under X (`xapp/`) instead of a model.
     pub fn is_xapp(self) -> bool {
-        matches!(self, ModelKind::Xterm | ModelKind::Xedit)
+        matches!(
+            self,
+            ModelKind::Xterm | ModelKind::Xedit | ModelKind::Chromium
+        )
     }
 
     pub fn name(self) -> &'static str {
@@ -68,6 +73,7 @@ impl ModelKind {
             ModelKind::Gallery => "gallery",
             ModelKind::Xterm => "xterm",
             ModelKind::Xedit => "xedit",
+            ModelKind::Chromium => "chromium",
         }
     }
 }
@@ -100,7 +106,7 @@ pub struct ModelArgs {
     /// CPU work per request/frame in ms (each model has its own default).
     #[arg(long)]
     pub compute_ms: Option<f64>,
-    /// The real program a measuring client types into (`xterm`, `xedit`).
+    /// The real program a measuring client types into (`xterm`, `xedit`, `chromium`).
     #[arg(long)]
     pub app_pid: Option<i32>,
     /// The `rtapi` mode: the daemon socket on which the model's time-critical thread asks for
@@ -133,8 +139,10 @@ pub fn run_model(args: &ModelArgs) -> Result<()> {
         (ModelKind::Reader, Role::App) => reader::app(args)?,
         (ModelKind::Gallery, Role::App) => gallery::app(args)?,
         // The measuring client counts the real program's context switches, not its own.
-        (ModelKind::Xterm | ModelKind::Xedit, Role::System) => xapp::client_main(args)?,
-        (m @ (ModelKind::Xterm | ModelKind::Xedit), Role::App) => {
+        (ModelKind::Xterm | ModelKind::Xedit | ModelKind::Chromium, Role::System) => {
+            xapp::client_main(args)?
+        }
+        (m @ (ModelKind::Xterm | ModelKind::Xedit | ModelKind::Chromium), Role::App) => {
             bail!(
                 "the app of {} is the real program, started by the runner",
                 m.name()

@@ -7,6 +7,7 @@
 mod android;
 mod daemon;
 mod fifo;
+mod owner;
 mod rtapi;
 mod s76;
 mod schedqos;
@@ -152,7 +153,7 @@ impl ModeName {
             ModeName::Android => "Android top app: ui/render threads nice -10; background nice 10 in a cpu.shares=52 group (told which processes are the load, in every layout)",
             ModeName::S76 => "system76-scheduler defaults: autogroup off; foreground nice 0 io BE0; background nice 6 io idle (told which processes are the load)",
             ModeName::Schedqos => "Sched QoS v0.1 published defaults: foreground USER_INTERACTIVE (nice -4, 8 ms slice); background BACKGROUND (SCHED_BATCH nice 4, 20 ms slice) (told which processes are the load)",
-            ModeName::Fifo => "foreground threads SCHED_FIFO 1 (soft RLIMIT_RTTIME 200 ms): the latency reference",
+            ModeName::Fifo => "every thread of the app's process tree, and of the X server for real apps, SCHED_FIFO 1 (soft RLIMIT_RTTIME 200 ms each): the latency reference",
             ModeName::Eimos => "uxsched daemon --mode eimos (seed 001)",
             ModeName::Vtcfs => "uxsched daemon --mode vtcfs (seed 000)",
             ModeName::Mcfs => "uxsched daemon --mode mcfs (seed 002)",
@@ -182,6 +183,38 @@ pub struct Targets {
     pub x_server: Option<i32>,
     /// Real-application scenarios: the app's child on the input path (xterm's `cat`).
     pub app_child: Option<i32>,
+}
+
+impl Targets {
+    /// The app and every live descendant (a browser's zygotes, renderers, GPU and utility
+    /// processes; xterm's `cat`): the whole app. Read from `/proc` at each call, not stored,
+    /// because a browser starts and ends helpers during a run while the runner fills the
+    /// targets once; modes call it at every sweep and so follow the tree as it changes.
+    pub fn app_family(&self) -> Vec<i32> {
+        self.app.map(process_tree).unwrap_or_default()
+    }
+}
+
+/// `root` and every live descendant, root first (one pass over `/proc`'s parent links).
+pub fn process_tree(root: i32) -> Vec<i32> {
+    let parents: Vec<(i32, i32)> = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(|pid| {
+            let f = uxsched_os::task::Fields::read(format!("/proc/{pid}/stat")).ok()?;
+            // A zombie has no threads left to act on.
+            (f.state() != 'Z').then_some((pid, f.num::<i32>(4)?))
+        })
+        .collect();
+    let mut found = vec![root];
+    let mut i = 0;
+    while i < found.len() {
+        let p = found[i];
+        found.extend(parents.iter().filter(|&&(_, pp)| pp == p).map(|&(c, _)| c));
+        i += 1;
+    }
+    found
 }
 
 /// Where a mode can find the uxsched binary and a private scratch directory.
@@ -381,8 +414,8 @@ impl Changes {
         if !self.first_time("rtlimit", pid) {
             return Ok(());
         }
-        let old = sys::rttime_limit(pid)?;
-        sys::set_rttime_limit(pid, limit_us.min(old.1), old.1)?;
+        let old = owner::rttime_limit(pid)?;
+        owner::set_rttime_limit(pid, limit_us.min(old.1), old.1)?;
         self.log.push(Change::RtLimit { pid, old });
         Ok(())
     }
@@ -452,7 +485,7 @@ fn undo(change: &Change) -> Result<()> {
         },
         Change::RtLimit { pid, old } => {
             if sys::session_of(pid).is_some() {
-                sys::set_rttime_limit(pid, old.0, old.1)?;
+                owner::set_rttime_limit(pid, old.0, old.1)?;
             }
             Ok(())
         }

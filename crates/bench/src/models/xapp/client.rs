@@ -10,7 +10,7 @@
 
 use super::damage::DamageWatch;
 use super::input::{self, Keyboard};
-use crate::models::{ready_then_wait_for_go, ModelArgs, ModelOutput};
+use crate::models::{ready_then_wait_for_go, ModelArgs, ModelKind, ModelOutput};
 use crate::sys;
 use anyhow::{bail, Context, Result};
 use rand::{Rng, SeedableRng};
@@ -25,6 +25,8 @@ const RTTIME_LIMIT_US: u64 = 200_000;
 /// 12 hogs they get ~1/13 of the CPUs: 15 s proved too short for xterm's window to be managed.
 /// Measurement starts only once it is, so a long wait costs nothing but time.
 const WINDOW_TIMEOUT: Duration = Duration::from_secs(60);
+/// The browser's warm-up (`warm_up`): bounded like the window's wait, for the same reason.
+const WARM_UP_TIMEOUT: Duration = Duration::from_secs(30);
 /// A keystroke whose pixels did not change within this is counted as lost.
 const DRAW_TIMEOUT: Duration = Duration::from_secs(2);
 const PACE_MS: std::ops::Range<u64> = 50..100;
@@ -66,6 +68,17 @@ impl Probe {
         self.window
     }
 
+    /// The window's `_NET_WM_PID`, if the program set one (Chromium and xterm do, xedit not).
+    pub fn wm_pid(&self) -> Result<Option<u32>> {
+        use x11rb::protocol::xproto::{AtomEnum, ConnectionExt as _};
+        let atom = self.conn.intern_atom(false, b"_NET_WM_PID")?.reply()?.atom;
+        let prop = self
+            .conn
+            .get_property(false, self.window, atom, AtomEnum::CARDINAL, 0, 1)?
+            .reply()?;
+        Ok(prop.value32().and_then(|mut v| v.next()))
+    }
+
     /// Type keystroke number `i`; its latency until the window's pixels changed, or `None` if
     /// they did not within `timeout`.
     pub fn keystroke(&self, i: usize, timeout: Duration) -> Result<Option<Duration>> {
@@ -81,6 +94,22 @@ impl Probe {
         Ok(drawn.map(|t| t - sent))
     }
 
+    /// Wait until the window has stayed unchanged for `span`, at most `timeout`: whatever
+    /// starting and taking the focus drew is over.
+    pub fn settle(&self, span: Duration, timeout: Duration) -> Result<()> {
+        let end = Instant::now() + timeout;
+        while !self.quiet(span)? {
+            if Instant::now() > end {
+                bail!(
+                    "window {:#x} kept changing without input for {} s (a blinking caret, an animation?): its pixels would not be the keystrokes'",
+                    self.window,
+                    timeout.as_secs()
+                );
+            }
+        }
+        Ok(())
+    }
+
     /// Whether the window stays unchanged for `span` without input (nothing but our
     /// keystrokes draws, so every sample is the keystroke's).
     pub fn quiet(&self, span: Duration) -> Result<bool> {
@@ -90,6 +119,23 @@ impl Probe {
             .wait(&self.conn, Instant::now() + span)?
             .is_none())
     }
+}
+
+/// The browser's window is managed before its page is laid out and its first keystroke
+/// waits for the text path's first use (font, glyph cache): one keystroke, not a sample,
+/// typed once the window stopped changing, proves the `<textarea>` has the focus and takes
+/// that first-use cost out of the samples; the run starts once its drawing has settled.
+fn warm_up(probe: &Probe) -> Result<()> {
+    let span = Duration::from_millis(500);
+    probe.settle(span, WARM_UP_TIMEOUT)?;
+    if probe.keystroke(0, WARM_UP_TIMEOUT)?.is_none() {
+        bail!(
+            "the warm-up keystroke changed no pixel of the browser's window {:#x} within {} s: the page's <textarea> does not have the focus (the browser's log is app.log in the run's directory)",
+            probe.window(),
+            WARM_UP_TIMEOUT.as_secs()
+        );
+    }
+    probe.settle(span, WARM_UP_TIMEOUT)
 }
 
 /// SCHED_FIFO for this process, its runaway bound set first.
@@ -114,8 +160,12 @@ pub fn run(args: &ModelArgs) -> Result<ModelOutput> {
     let display = std::env::var("DISPLAY").context("the measuring client needs DISPLAY")?;
     enter_realtime()?;
     let probe = Probe::attach(&display, app)?;
-    // Let the program finish drawing its focus change before the first keystroke.
-    std::thread::sleep(Duration::from_millis(200));
+    if args.model == ModelKind::Chromium {
+        warm_up(&probe)?;
+    } else {
+        // Let the program finish drawing its focus change before the first keystroke.
+        std::thread::sleep(Duration::from_millis(200));
+    }
     ready_then_wait_for_go()?;
     let switches_before = sys::context_switches(app);
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(args.seed);

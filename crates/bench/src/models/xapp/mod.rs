@@ -6,6 +6,9 @@
 //! - `xterm`: the keystroke travels X server → xterm → pty (a kernel worker flushes it) →
 //!   `cat` in raw mode, which echoes it → pty → xterm → X server. The child is on the path.
 //! - `xedit`: an Xaw text widget draws the keystroke itself: X server → xedit → X server.
+//! - `chromium`: a `<textarea>` in Debian's Chromium, run as an unprivileged user with its own
+//!   sandbox (`browser.rs`, `user.rs`): X server → browser → renderer → GPU process (software
+//!   compositing) → X server. The browser's helpers are descendants of the app.
 //!
 //! Processes of one run: the desktop (two sessions of their own, like system services), the
 //! program — the **app** modes act on — started where the layout puts the models' apps (the
@@ -13,13 +16,16 @@
 //! client in a session of its own. [`XappProcs`] plays the runner's
 //! side of the model protocol (`ready`, go, output JSON) through the client.
 
+mod browser;
 mod client;
 mod damage;
 mod display;
 mod input;
+mod user;
 
 pub use client::{run as client_main, Probe, CLIENT_RT_PRIORITY};
 pub use display::Desktop;
+pub use user::{AppUser, USER as APP_USER};
 
 use crate::layout::ActiveLayout;
 use crate::models::{self, ModelKind, ModelOutput};
@@ -42,6 +48,7 @@ pub fn program(kind: ModelKind) -> Option<(&'static str, &'static str)> {
     match kind {
         ModelKind::Xterm => Some(("xterm", "xterm")),
         ModelKind::Xedit => Some(("xedit", "x11-apps")),
+        ModelKind::Chromium => Some(("chromium", "chromium")),
         _ => None,
     }
 }
@@ -69,7 +76,8 @@ pub fn require_programs(kind: ModelKind, path: &OsStr) -> Result<()> {
     )
 }
 
-/// The program's command line on `display`; `dir` holds its scratch files.
+/// The program's command line on `display`; `dir` holds its scratch files (xterm, xedit; the
+/// browser's is `browser.rs`'s, with its user and sandbox).
 pub fn app_command(kind: ModelKind, display: &str, dir: &Path) -> Result<Command> {
     let mut cmd = match kind {
         ModelKind::Xterm => {
@@ -93,10 +101,20 @@ pub fn app_command(kind: ModelKind, display: &str, dir: &Path) -> Result<Command
             c.arg(file);
             c
         }
+        ModelKind::Chromium => {
+            bail!("chromium is started by start_app, as its own user and with its sandbox checked")
+        }
         other => bail!("{} is not a real-application scenario", other.name()),
     };
     cmd.env("DISPLAY", display).current_dir(dir);
     Ok(cmd)
+}
+
+/// A started program: its process (the app), and for the browser whether its own sandbox runs.
+pub struct App {
+    pub child: Child,
+    /// `Some(false)`: Chromium could not build its sandbox and runs with `--no-sandbox`.
+    pub sandbox: Option<bool>,
 }
 
 /// Start the program on `desktop`, its output in `dir/app.log`, in the caller's session and,
@@ -106,11 +124,18 @@ pub fn start_app(
     desktop: &Desktop,
     dir: &Path,
     cgroup: Option<&std::fs::File>,
-) -> Result<Child> {
+) -> Result<App> {
+    let cgroup_fd = cgroup.map(|f| f.as_raw_fd());
+    if kind == ModelKind::Chromium {
+        let b = browser::start(desktop.display(), dir, cgroup_fd)?;
+        return Ok(App {
+            child: b.child,
+            sandbox: Some(b.sandbox),
+        });
+    }
     let log = std::fs::File::create(dir.join("app.log"))?;
     let (bin, _) = program(kind).context("not a real-application scenario")?;
     let mut cmd = app_command(kind, desktop.display(), dir)?;
-    let cgroup_fd = cgroup.map(|f| f.as_raw_fd());
     // SAFETY: join_cgroup_in_child only write(2)s to an open fd.
     unsafe {
         cmd.pre_exec(move || crate::layout::join_cgroup_in_child(cgroup_fd));
@@ -118,13 +143,19 @@ pub fn start_app(
     cmd.stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log);
-    crate::leftovers::spawn(&mut cmd).with_context(|| format!("starting {bin}"))
+    let child = crate::leftovers::spawn(&mut cmd).with_context(|| format!("starting {bin}"))?;
+    Ok(App {
+        child,
+        sandbox: None,
+    })
 }
 
 /// One run's desktop, program and measuring client; all killed when dropped.
 pub struct XappProcs {
     client: Child,
     app: Child,
+    /// The browser's sandbox (reported as the `sandbox` extra: 1 on, 0 `--no-sandbox`).
+    sandbox: Option<bool>,
     go: Option<ChildStdin>,
     out: PathBuf,
     /// Last: dropped after the program and the client.
@@ -140,7 +171,10 @@ impl XappProcs {
         seed: u64,
     ) -> Result<XappProcs> {
         let desktop = Desktop::start(&dir.join("desktop"))?;
-        let app = start_app(plan.scenario, &desktop, dir, layout.app_cgroup()?.as_ref())?;
+        let App {
+            child: app,
+            sandbox,
+        } = start_app(plan.scenario, &desktop, dir, layout.app_cgroup()?.as_ref())?;
         let app_pid = app.id() as i32;
         let mut client_cmd = runner::model_command(plan, env, dir, seed, "system");
         client_cmd
@@ -161,6 +195,7 @@ impl XappProcs {
             client: crate::leftovers::spawn(&mut client_cmd)
                 .context("starting the measuring client")?,
             app,
+            sandbox,
             go: None,
             out: dir.join("system.json"),
             desktop,
@@ -179,7 +214,8 @@ impl XappProcs {
 }
 
 impl Foreground for XappProcs {
-    /// The program is the app; its X server and its child (xterm's `cat`) are named too.
+    /// The program is the app; its X server and its child (xterm's `cat`) are named too, and
+    /// modes reach the rest of its process tree through [`Targets::app_family`].
     fn targets(&self, t: &mut Targets) {
         let app = self.app.id() as i32;
         t.app = Some(app);
@@ -214,8 +250,13 @@ impl Foreground for XappProcs {
     fn collect(&self) -> Result<ModelOutput> {
         let text = std::fs::read(&self.out)
             .with_context(|| format!("client output {}", self.out.display()))?;
-        serde_json::from_slice(&text)
-            .with_context(|| format!("parsing client output {}", self.out.display()))
+        let mut out: ModelOutput = serde_json::from_slice(&text)
+            .with_context(|| format!("parsing client output {}", self.out.display()))?;
+        if let Some(on) = self.sandbox {
+            out.extras
+                .insert("sandbox".into(), if on { 1.0 } else { 0.0 });
+        }
+        Ok(out)
     }
 }
 
