@@ -14,13 +14,16 @@ set -euo pipefail
 # kernel source (~150 MB, a 25 s download here) and its build tools for the `kbuild` load: the
 # field's standard compile; the same source gives crates/scx its sched_ext headers, and with
 # dwarves (pahole, for BTF) and cpio tools/scx-kernel/build.sh builds the sched_ext test kernel);
-# a Java 17 JDK and Maven build and test the Java client (java/).
+# a Java 17 JDK and Maven build and test the Java client (java/); chromium is the browser of the
+# `chromium` scenario (a real browser typed into; it runs as the system user uxsched-bench, which
+# the harness creates with useradd on first use).
 PKGS=(build-essential pkg-config curl ca-certificates rt-app rt-tests stress-ng fio
       xvfb x11-utils xdotool clang llvm libbpf-dev libelf-dev zlib1g-dev bpftool util-linux procps
       fonts-dejavu-core qemu-system-x86 busybox-static dbus-daemon
       linux-source-6.12 flex bison bc libssl-dev dwarves cpio python3-pip
       xterm x11-apps openbox xfonts-base valgrind systemd dbus-bin
-      openjdk-17-jdk-headless maven)
+      openjdk-17-jdk-headless maven
+      chromium)
 
 missing=()
 for p in "${PKGS[@]}"; do
