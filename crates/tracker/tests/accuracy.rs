@@ -246,6 +246,28 @@ case!(
     ["shm-worker"]
 );
 case!(unrelated_periodic_timer, "timer", [], ["ticker"], []);
+// Issue 30's pipeline rule (docs/tracker.md, "Pipelines").
+case!(
+    timer_paced_stage_in_another_process,
+    "timer-pipeline",
+    ["frame-timer"],
+    [],
+    []
+);
+case!(
+    family_process_that_never_draws,
+    "family-ticker",
+    [],
+    ["bg-log", "bg-ticker", "bg-merge"],
+    []
+);
+case!(
+    helper_started_through_a_zygote_draws_after_the_ui_asks_the_display,
+    "zygote-helper",
+    ["helper"],
+    ["zygote"],
+    []
+);
 
 /// `episode_cpu` loads the `sched_switch` program: the chain's threads show on-CPU time in
 /// their episode (each hop spins a little in the fixture).

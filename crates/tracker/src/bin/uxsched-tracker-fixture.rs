@@ -105,8 +105,9 @@ fn pty_cat() -> (std::fs::File, libc::pid_t) {
     }
 }
 
-/// Set up `case` (children first, while single-threaded) and return its step.
-fn setup(case: &str, children: &mut Vec<libc::pid_t>) -> Step {
+/// Set up `case` (children first, while single-threaded) and return its step. `display` is the
+/// display's socket, for cases whose frames are drawn by another process.
+fn setup(case: &str, children: &mut Vec<libc::pid_t>, display: &UnixStream) -> Step {
     match case {
         "ui-only" => {
             let (_keep, rx) = channel::<()>();
@@ -129,6 +130,9 @@ fn setup(case: &str, children: &mut Vec<libc::pid_t>) -> Step {
         "service" => service(children),
         "pty-shell" => pty_shell(children),
         "shared-memory" => shared_memory(),
+        "timer-pipeline" => timer_pipeline(children, display),
+        "family-ticker" => family_ticker(children),
+        "zygote-helper" => zygote_helper(children, display),
         "timer" => {
             thread("ticker", || loop {
                 std::thread::sleep(Duration::from_millis(5));
@@ -261,6 +265,92 @@ fn shared_memory() -> Step {
     })
 }
 
+/// The cases whose UI thread does not draw: their frames reach the display from another
+/// process only.
+const UI_DOES_NOT_DRAW: [&str; 1] = ["timer-pipeline"];
+
+/// A non-blocking pipe's read end: read without sleeping on it, so writing wakes nobody.
+fn nonblocking(f: &std::fs::File) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: fcntl on a descriptor we own.
+    unsafe { libc::fcntl(f.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) };
+}
+
+/// Issue 30's timer-paced stage: the UI thread leaves work in a pipe for `frame-timer`, a
+/// child process that wakes every 16 ms by its own timer (like a vsync-paced compositor), takes
+/// what is pending without sleeping on the pipe, and draws it. Nothing the input does wakes
+/// it: only its display wake-up shows it makes the frame.
+fn timer_pipeline(children: &mut Vec<libc::pid_t>, display: &UnixStream) -> Step {
+    let (mut work, mut work_in) = pipe();
+    nonblocking(&work);
+    let mut d = display.try_clone().unwrap();
+    children.push(fork_child("frame-timer", move || {
+        let mut b = [0u8; 64];
+        loop {
+            std::thread::sleep(Duration::from_micros(16_667));
+            if matches!(work.read(&mut b), Ok(n) if n > 0) {
+                spin(1.0);
+                if d.write_all(&[3]).is_err() {
+                    return;
+                }
+            }
+        }
+    }));
+    Box::new(move || {
+        spin(0.5);
+        work_in.write_all(&[1]).unwrap();
+    })
+}
+
+/// A process of the app's family that the input reaches but that never leads to the screen:
+/// `bg-log` takes a line per input, `bg-ticker` (same process) does its own work every 10 ms and
+/// hands it to `bg-log` too. Neither is critical.
+fn family_ticker(children: &mut Vec<libc::pid_t>) -> Step {
+    let (mut log, mut log_in) = pipe();
+    children.push(fork_child("bg-log", move || {
+        let (tx, rx) = channel::<()>();
+        thread("bg-ticker", move || loop {
+            std::thread::sleep(Duration::from_millis(10));
+            spin(0.3);
+            let _ = tx.send(());
+        });
+        thread("bg-merge", move || for () in rx {});
+        let mut b = [0u8; 64];
+        while matches!(log.read(&mut b), Ok(n) if n > 0) {
+            spin(0.3);
+        }
+    }));
+    Box::new(move || {
+        log_in.write_all(&[1]).unwrap();
+        spin(1.0);
+    })
+}
+
+/// A helper started through an intermediate zygote-like process (fork → fork, the
+/// intermediate idles), on the frame path: the UI thread hands it the input and returns, and the
+/// main loop then wakes the display before the helper has drawn (a browser asking its X server
+/// something); the helper's frame comes 2 ms later.
+fn zygote_helper(children: &mut Vec<libc::pid_t>, display: &UnixStream) -> Step {
+    let (mut req, mut req_in) = pipe();
+    let mut d = display.try_clone().unwrap();
+    children.push(fork_child("zygote", move || {
+        fork_child("helper", move || {
+            let mut b = [0u8; 1];
+            while req.read_exact(&mut b).is_ok() {
+                spin(2.0);
+                if d.write_all(&[4]).is_err() {
+                    return;
+                }
+            }
+        });
+        loop {
+            // SAFETY: pause has no preconditions; the zygote idles until it is killed.
+            unsafe { libc::pause() };
+        }
+    }));
+    Box::new(move || req_in.write_all(&[1]).unwrap())
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let case = args.get(1).cloned().unwrap_or_default();
@@ -293,7 +383,7 @@ fn main() {
             while matches!(display_end.read(&mut b), Ok(n) if n > 0) {}
         }),
     ];
-    let mut step = setup(&case, &mut children);
+    let mut step = setup(&case, &mut children, &display);
     set_name("ui");
     if case == "render" {
         let mut d = display.try_clone().unwrap();
@@ -314,7 +404,9 @@ fn main() {
     for _ in 0..episodes {
         events.read_exact(&mut ev).unwrap();
         step();
-        display.write_all(&[1]).unwrap();
+        if !UI_DOES_NOT_DRAW.contains(&case.as_str()) {
+            display.write_all(&[1]).unwrap();
+        }
         acks_out.write_all(&[0]).unwrap(); // frame shown: the next event may come
     }
     drop(display);
