@@ -1,85 +1,20 @@
 //! The daemon's cgroup placement on a pure cgroup2 kernel (the development machines mount v1
 //! for `cpu`): a QEMU/TCG guest (`uxsched-guest`, kernel from `../shared/kernels/`) runs the real
 //! `uxsched` binary in mode `eimos` — which puts the focused app in the fg group — and a
-//! multi-threaded app (this test binary re-executed with `UXSCHED_GUEST_ROLE=app`), with no
-//! systemd (so the v2-without-systemd path: whole processes into `/uxsched-fg`). The guest script
-//! only observes and prints `fact key=value` lines; the assertions are here.
+//! multi-threaded app (the test fixture, `uxsched-guest-fixture app`), with no systemd (so the
+//! v2-without-systemd path: whole processes into `/uxsched-fg`). The guest script only observes
+//! and prints `fact key=value` lines; the assertions are here.
 //!
 //! This fails (it does not skip) when QEMU, busybox or the kernel is missing: `bash
 //! scripts/setup.sh` installs the tools; CI has `../shared/kernels/` (or set
 //! `UXSCHED_GUEST_KERNEL`).
 
-use std::time::Duration;
 use uxsched_guest::{Guest, Initramfs};
 
-const ROLE_ENV: &str = "UXSCHED_GUEST_ROLE";
+/// The threads the fixture's `app` role starts besides its main thread (`scx_guest/fixture.rs`,
+/// where `watch` is too: it counts writes to `$UXSCHED_GUEST_WATCH` for 2 s after printing
+/// `watching`, then prints `writes=N`).
 const APP_THREADS: usize = 3;
-
-/// Not a test: the entry point of the guest's helper processes (this binary with `ROLE_ENV`):
-/// `app` — a process with `APP_THREADS` extra threads that runs until killed; `watch` — counts
-/// writes (inotify `IN_MODIFY`) to the file `$UXSCHED_GUEST_WATCH` for 2 s, then prints
-/// `writes=N` (busybox's inotifyd is not in Debian's busybox-static). Without the variable it
-/// returns at once.
-#[test]
-fn child_entry() {
-    match std::env::var(ROLE_ENV).as_deref() {
-        Ok("app") => {
-            for _ in 0..APP_THREADS {
-                std::thread::spawn(|| loop {
-                    std::thread::sleep(Duration::from_millis(20));
-                });
-            }
-            loop {
-                std::thread::sleep(Duration::from_secs(1));
-            }
-        }
-        Ok("watch") => {
-            let path = std::env::var("UXSCHED_GUEST_WATCH").unwrap();
-            println!("writes={}", count_writes(&path, Duration::from_secs(2)));
-            std::process::exit(0);
-        }
-        _ => {}
-    }
-}
-
-/// How many times `path` is modified within `window`, after printing `watching` (libtest has
-/// printed `test child_entry ... ` on that line already). The control write in the script uses
-/// `dd conv=notrunc`: an `O_TRUNC` open of a kernfs file is a modification of its own.
-fn count_writes(path: &str, window: Duration) -> usize {
-    let cpath = std::ffi::CString::new(path).unwrap();
-    // SAFETY: plain syscalls on a descriptor this function owns; the buffer outlives each read.
-    unsafe {
-        let fd = libc::inotify_init1(libc::IN_NONBLOCK);
-        assert!(
-            fd >= 0,
-            "inotify_init1: {}",
-            std::io::Error::last_os_error()
-        );
-        let wd = libc::inotify_add_watch(fd, cpath.as_ptr(), libc::IN_MODIFY);
-        assert!(
-            wd >= 0,
-            "watching {path}: {}",
-            std::io::Error::last_os_error()
-        );
-        println!("watching");
-        let (end, mut count) = (std::time::Instant::now() + window, 0);
-        let mut buf = [0u8; 4096];
-        while std::time::Instant::now() < end {
-            let mut pfd = libc::pollfd {
-                fd,
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            if libc::poll(&mut pfd, 1, 50) > 0 {
-                let n = libc::read(fd, buf.as_mut_ptr().cast(), buf.len());
-                let event = std::mem::size_of::<libc::inotify_event>() as isize;
-                count += (n.max(0) / event) as usize; // no names: a file watch's events are fixed-size
-            }
-        }
-        libc::close(fd);
-        count
-    }
-}
 
 /// Everything observed in one guest boot, in order: `fact key=value` lines by key.
 struct Facts {
@@ -109,7 +44,7 @@ const SCRIPT: &str = r#"
 S=/tmp/u/s.sock
 mkdir -p /tmp/u /sys/fs/cgroup/apps/app-1.scope
 echo +cpu > /sys/fs/cgroup/apps/cgroup.subtree_control
-UXSCHED_GUEST_ROLE=app /bin/app --exact child_entry --nocapture --test-threads=1 >/tmp/app.log 2>&1 &
+/bin/app app >/tmp/app.log 2>&1 &
 APP=$!
 echo $APP > /sys/fs/cgroup/apps/app-1.scope/cgroup.procs
 i=0; while [ "$(ls /proc/$APP/task | wc -l)" -lt 4 ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i+1)); done
@@ -126,8 +61,7 @@ echo "fact bg_weight=$(cat /sys/fs/cgroup/uxsched-bg/cpu.weight)"
 echo "fact fg_procs=$(tr '\n' ' ' < /sys/fs/cgroup/uxsched-fg/cgroup.procs)"
 for t in /proc/$APP/task/*; do echo "fact thread=${t##*/} $(cat $t/cgroup)"; done
 W=/sys/fs/cgroup/uxsched-fg/cpu.weight
-UXSCHED_GUEST_ROLE=watch UXSCHED_GUEST_WATCH=$W /bin/app --exact child_entry --nocapture \
-  --test-threads=1 > /tmp/weight-writes 2>&1 & N=$!
+UXSCHED_GUEST_WATCH=$W /bin/app watch > /tmp/weight-writes 2>&1 & N=$!
 i=0; until grep -q watching /tmp/weight-writes || [ $i -ge 100 ]; do sleep 0.1; i=$((i+1)); done
 sleep 0.5; echo 7007 | dd of=$W conv=notrunc 2>/dev/null; wait $N
 echo "fact weight_writes=$(sed -n 's/^writes=//p' /tmp/weight-writes)"
@@ -149,8 +83,8 @@ fn boot() -> Facts {
     let mut fs = Initramfs::new();
     fs.binary(env!("CARGO_BIN_EXE_uxsched").as_ref(), "/bin/uxsched")
         .unwrap();
-    fs.binary(&std::env::current_exe().unwrap(), "/bin/app")
-        .unwrap();
+    let fixture = env!("CARGO_BIN_EXE_uxsched-guest-fixture");
+    fs.binary(fixture.as_ref(), "/bin/app").unwrap();
     fs.bytes("/etc/uxsched.toml", CONFIG, 0o644);
     let out = guest.run(&fs, SCRIPT).unwrap_or_else(|e| panic!("{e}"));
     eprintln!("guest run: {:.2?}", out.wall);

@@ -13,70 +13,6 @@
 #[path = "scx_guest/rig.rs"]
 mod rig;
 
-use std::time::Duration;
-
-/// Not a test: the guest's processes (this binary re-executed with `UXS_ROLE`).
-#[test]
-fn child_entry() {
-    match std::env::var("UXS_ROLE").as_deref() {
-        Ok("app") => app(),
-        Ok("policies") => policies(),
-        _ => {}
-    }
-}
-
-/// The focused app: a render thread waking every 2 ms for 200 µs of work (class interactive),
-/// a worker alternating 3 ms of work and 3 ms of sleep (topmost), and this thread asleep.
-fn app() {
-    let spin = |d: Duration| {
-        let t = std::time::Instant::now();
-        while t.elapsed() < d {
-            std::hint::spin_loop();
-        }
-    };
-    let every = |name: &str, work: Duration, sleep: Duration| {
-        std::thread::Builder::new()
-            .name(name.into())
-            .spawn(move || loop {
-                spin(work);
-                std::thread::sleep(sleep);
-            })
-            .unwrap();
-    };
-    every(
-        "RenderThread",
-        Duration::from_micros(200),
-        Duration::from_millis(2),
-    );
-    every("worker", Duration::from_millis(3), Duration::from_millis(3));
-    println!("app ready");
-    loop {
-        std::thread::sleep(Duration::from_secs(1));
-    }
-}
-
-/// `fact $UXS_LABEL=policy/nice,…` for every thread of process `$UXS_PID`, by tid.
-fn policies() {
-    let pid = std::env::var("UXS_PID").expect("UXS_PID");
-    let mut tids: Vec<i32> = std::fs::read_dir(format!("/proc/{pid}/task"))
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-        .collect();
-    tids.sort_unstable();
-    let v: Vec<String> = tids
-        .iter()
-        .map(|&t| {
-            let a = uxsched_scx::thread::get(t).unwrap();
-            format!("{}/{}", a.policy, a.nice)
-        })
-        .collect();
-    println!(
-        "fact {}={}",
-        std::env::var("UXS_LABEL").unwrap(),
-        v.join(",")
-    );
-}
-
 const CONFIG: &str = r#"
 socket = "/tmp/u.sock"
 journal = "/tmp/journal.sqlite"
@@ -90,10 +26,15 @@ kind = "stock"
 policy = "mcfs"
 "#;
 
+/// The guest's processes besides uxsched are the fixture's (`scx_guest/fixture.rs`):
+/// `render-app`, the focused app (a render thread waking every 2 ms for 200 µs of work, class
+/// interactive; a worker alternating 3 ms of work and 3 ms of sleep, topmost; its main thread
+/// asleep), and `policies`, which prints `fact $UXS_LABEL=policy/nice,…` for every thread of
+/// `$UXS_PID`, by tid.
 const SCRIPT: &str = r#"
 ST=/sys/kernel/sched_ext/state
 echo "fact state_before=$(cat $ST)"
-pol() { env UXS_ROLE=policies UXS_PID=$APP UXS_LABEL=$1 /bin/t --exact child_entry --nocapture --test-threads=1 | grep -o 'fact .*'; }
+pol() { env UXS_PID=$APP UXS_LABEL=$1 /bin/t policies; }
 daemon() { # ARGS: start the daemon, wait for its socket (and for the scheduler, with scx)
   uxsched daemon --config /etc/u.toml "$@" 2>>/tmp/daemon.log & D=$!
   i=0; while [ ! -S /tmp/u.sock ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
@@ -102,7 +43,7 @@ daemon() { # ARGS: start the daemon, wait for its socket (and for the scheduler,
   fi; }
 status() { echo "fact $1=$(uxsched status --json --socket /tmp/u.sock | tr -d '\n')"; }
 
-env UXS_ROLE=app /bin/t --exact child_entry --nocapture --test-threads=1 >/tmp/app.log 2>&1 & APP=$!
+/bin/t render-app >/tmp/app.log 2>&1 & APP=$!
 sleep 1
 pol orig
 

@@ -2,7 +2,7 @@
 //! (`uxsched-guest`, kernel from `../shared/kernels/`): one boot runs every check, the script
 //! only observes and prints `fact key=value` lines, the assertions are here.
 //!
-//! The workload (`scx_guest/roles.rs`: this binary re-executed) is pinned to CPU 0, so each
+//! The workload (`scx_guest/roles.rs`, roles of `uxsched-guest-fixture`) is pinned to CPU 0, so each
 //! check is one run-queue's competition as the papers analyse it; CPU 1 keeps the shell and
 //! the loader. Wake-up latency is a periodic thread's lateness on an absolute timer.
 //!
@@ -14,18 +14,10 @@
 
 #[path = "scx_guest/rig.rs"]
 mod rig;
-#[path = "scx_guest/roles.rs"]
-mod roles;
 #[path = "scx_guest/workloads.rs"]
 mod workloads;
 
 use std::sync::OnceLock;
-
-/// Not a test: the entry point of the guest's workload processes (see `roles`).
-#[test]
-fn child_entry() {
-    roles::dispatch();
-}
 
 const SCRIPT: &str = r#"
 mount -t bpf bpf /sys/fs/bpf || echo "fact bpffs=failed"
@@ -34,8 +26,7 @@ ST=/sys/kernel/sched_ext/state
 echo "fact state_before=$(cat $ST)"
 run() { # ROLE [VAR=value…]: one workload process in the background
   r=$1; shift
-  env UXSCHED_GUEST_ROLE=$r SCX_PIN=$PIN "$@" /bin/t --exact child_entry --nocapture \
-    --test-threads=1 >>/tmp/roles.log 2>&1 &
+  env SCX_PIN=$PIN "$@" /bin/t $r >>/tmp/roles.log 2>&1 &
   if [ $r = hog ]; then HOGS="$HOGS $!"; else MEAS="$MEAS $!"; fi
 }
 hogs() { # POLICY [N]: N (default HOGS_ON_CPU0) hogs on CPU 0
@@ -105,7 +96,7 @@ echo "fact ejected_after=$(cat $ST)"
 for p in $HOGS; do kill $p; wait $p 2>/dev/null; done; HOGS=
 echo "fact state_end=$(cat $ST)"
 grep '^fact ' /tmp/roles.log
-grep -v '^fact \|^running 1 test\|^test \|^$\|^test result' /tmp/roles.log | sed 's/^/[roles] /' | tail -n 20
+grep -v '^fact ' /tmp/roles.log | sed 's/^/[roles] /' | tail -n 20
 "#;
 
 /// `fact key=value` lines of the one boot (shared by the tests of this file).

@@ -1,5 +1,6 @@
 //! The guest the sched_ext tests boot (`scx_guest.rs`, `daemon_scx_guest.rs`): the 6.12 test
-//! kernel with `uxsched` at /bin/uxsched and the test binary itself at /bin/t.
+//! kernel with `uxsched` at /bin/uxsched and the test fixture (`uxsched-guest-fixture`,
+//! `fixture.rs`: the guest's workload and app processes) at /bin/t.
 
 use std::time::Duration;
 use uxsched_guest::{Guest, Initramfs};
@@ -17,7 +18,8 @@ pub fn guest() -> Result<(Guest, Initramfs), String> {
     let mut fs = Initramfs::new();
     fs.binary(env!("CARGO_BIN_EXE_uxsched").as_ref(), "/bin/uxsched")
         .map_err(|e| e.to_string())?;
-    fs.binary(&std::env::current_exe().unwrap(), "/bin/t")
+    let fixture = env!("CARGO_BIN_EXE_uxsched-guest-fixture");
+    fs.binary(fixture.as_ref(), "/bin/t")
         .map_err(|e| e.to_string())?;
     Ok((guest, fs))
 }

@@ -1,5 +1,6 @@
-//! The guest's workload processes: this test binary re-executed with `UXSCHED_GUEST_ROLE`
-//! (`hog`, `probe`, `share`), configured by `SCX_*` variables, each printing `fact` lines.
+//! The guest's workload processes (`scx_guest.rs`): the fixture's roles `hog`, `probe` and
+//! `share` (`uxsched-guest-fixture ROLE`, `fixture.rs`), configured by `SCX_*` variables, each
+//! printing `fact` lines.
 //!
 //! Common settings: `SCX_CPU` (pin to that CPU), `SCX_POLICY` (`ext`: SCHED_EXT, else
 //! SCHED_NORMAL), `SCX_NICE`, `SCX_SLICE_US` (custom slice, sched_attr.sched_runtime),
@@ -95,14 +96,11 @@ fn burn(ns: u64) {
     }
 }
 
-/// The entry point: runs the role named by `UXSCHED_GUEST_ROLE`, if any, and exits.
-pub fn dispatch() {
-    let Some(role) = env("UXSCHED_GUEST_ROLE") else {
-        return;
-    };
+/// Runs `role` (`hog`, `probe` or `share`) and exits.
+pub fn run(role: &str) -> ! {
     setup();
-    let label = env("SCX_LABEL").unwrap_or_else(|| role.clone());
-    match role.as_str() {
+    let label = env("SCX_LABEL").unwrap_or_else(|| role.to_owned());
+    match role {
         "hog" => loop {
             std::hint::black_box(now_ns());
         },
@@ -139,7 +137,7 @@ fn probe(label: &str) {
     let mean = late.iter().sum::<u64>() / late.len() as u64;
     let p = |pm| uxsched_model::stats::nearest_rank(&late, pm);
     println!(
-        "\nfact probe_{label}={} {mean} {} {} {}",
+        "fact probe_{label}={} {mean} {} {} {}",
         late.len(),
         p(500),
         p(950),
@@ -163,9 +161,9 @@ fn share(label: &str) {
         sleep_until(now_ns() + nap);
     }
     let permille = (thread_cpu_ns() - c0) * 1000 / (now_ns() - t0);
-    println!("\nfact share_{label}={permille}");
+    println!("fact share_{label}={permille}");
     println!(
-        "\nfact burst_wall_{label}={}",
+        "fact burst_wall_{label}={}",
         burst_wall / bursts.max(1) / 1000
     );
 }
