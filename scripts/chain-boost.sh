@@ -6,8 +6,11 @@
 # daemon's `status`: samples, p50, p99, max in µs). The focus pass's cgroup moves overlap the
 # first inputs there, which the bench (it types after the focus is answered) never does.
 #   sudo scripts/chain-boost.sh [ROUNDS] [HOGS] [TEST_BINARY...]     (default: 6 4 this tree's)
-# With several test binaries (copies of target/release/deps/tracker_chain-*, built from the
-# commits to compare) each round runs each once, interleaved. Stops the hogs on exit.
+# With several test binaries (target/release/deps/tracker_chain-* built from the commits to
+# compare) each round runs each once, interleaved. A test binary starts the daemon fixture at the
+# path it was built with (its tree's target/release/uxsched-daemon-fixture), so build each commit
+# in a worktree of its own and pass the test binary from there; a copied test binary would run
+# whatever fixture that path holds now. Stops the hogs on exit.
 set -euo pipefail
 rounds=${1:-6}
 hogs=${2:-4}
