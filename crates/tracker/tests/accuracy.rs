@@ -53,6 +53,9 @@ struct Run {
     episodes: u64,
     /// `since_ns` of learned members and the (start, end) of the episode open at the time.
     learned_at: Vec<(String, u64)>,
+    /// When each name was first seen confirmed (`since_ns`): the set is sticky, so a thread
+    /// found in one lucky episode of 25 counts as found; this says which episode it was.
+    first_confirmed: std::collections::BTreeMap<String, u64>,
     episode_spans: Vec<(u64, u64, Option<u64>)>,
     /// The most on-CPU time any member showed in an episode (`episode_cpu_ns`).
     most_episode_cpu_ns: Option<u64>,
@@ -61,6 +64,13 @@ struct Run {
 impl Run {
     /// The episode open at `t` (the last one started before it) and when it ended: its end, or
     /// the start of the next one that superseded it (a poll may only see the next one open).
+    /// Which episode (1 = the run's first) `name` was first confirmed in.
+    fn confirmed_in_episode(&self, name: &str) -> Option<usize> {
+        let since = *self.first_confirmed.get(name)?;
+        let (epoch, ..) = self.episode_at(since)?;
+        Some(1 + self.episode_spans.iter().position(|x| x.0 == epoch)?)
+    }
+
     fn episode_at(&self, t: u64) -> Option<(u64, u64, u64)> {
         let s = &self.episode_spans;
         let i = s.iter().rposition(|x| x.1 <= t)?;
@@ -115,6 +125,11 @@ fn run_fixture_with(case: &str, cfg: TrackerConfig) -> Run {
             run.most_episode_cpu_ns = run.most_episode_cpu_ns.max(m.episode_cpu_ns);
             if m.status == Status::Confirmed {
                 run.confirmed.insert(m.comm.clone());
+                let t = run
+                    .first_confirmed
+                    .entry(m.comm.clone())
+                    .or_insert(m.since_ns);
+                *t = (*t).min(m.since_ns);
             }
             if m.source == Source::Learned {
                 run.learned_at.push((m.comm.clone(), m.since_ns));
@@ -142,7 +157,7 @@ fn run_fixture_with(case: &str, cfg: TrackerConfig) -> Run {
 }
 
 /// Run one case; report and assert its false positives and negatives.
-fn check(t: &Truth) {
+fn check(t: &Truth) -> Run {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let run = run_fixture(t.case, &dir.path().join("tracker.sqlite"));
@@ -155,15 +170,20 @@ fn check(t: &Truth) {
         .filter(|p| !run.confirmed.iter().any(|n| matches(p, n)))
         .copied()
         .collect();
+    let first: Vec<String> = (run.confirmed.iter())
+        .filter(|n| !ALWAYS.contains(&n.as_str()))
+        .map(|n| format!("{n}@{:?}", run.confirmed_in_episode(n)))
+        .collect();
     eprintln!(
-        "case {:<20} episodes {:>3}  confirmed {:?}  FP {} {:?}  FN {} {:?}",
+        "case {:<20} episodes {:>3}  confirmed {:?}  FP {} {:?}  FN {} {:?}  first in episode {:?}",
         t.case,
         run.episodes,
         run.confirmed,
         fp.len(),
         fp,
         fn_.len(),
-        fn_
+        fn_,
+        first
     );
     assert!(
         run.episodes >= u64::from(EPISODES) / 2,
@@ -188,6 +208,7 @@ fn check(t: &Truth) {
         "{}: false negatives {unexpected:?}",
         t.case
     );
+    run
 }
 
 macro_rules! case {
@@ -261,13 +282,26 @@ case!(
     ["bg-log", "bg-ticker", "bg-merge"],
     []
 );
-case!(
-    helper_started_through_a_zygote_draws_after_the_ui_asks_the_display,
-    "zygote-helper",
-    ["helper"],
-    ["zygote"],
-    []
-);
+
+/// The helper draws 2 ms after the UI thread has woken the display. Before the pipeline rule
+/// that first display wake-up ended the episode, and the helper was found only in the rare
+/// episode whose display was still running (no wake-up, no end), which the sticky set then
+/// hid; it must be found in the run's first episodes.
+#[test]
+#[ignore = "needs root and BPF: make test runs it as root"]
+fn helper_started_through_a_zygote_draws_after_the_ui_wakes_the_display() {
+    let run = check(&Truth {
+        case: "zygote-helper",
+        critical: &["helper"],
+        not_critical: &["zygote"],
+        expected_miss: &[],
+    });
+    let n = run.confirmed_in_episode("helper");
+    assert!(
+        n.is_some_and(|n| n <= 2),
+        "helper first confirmed in episode {n:?}"
+    );
+}
 
 /// `episode_cpu` loads the `sched_switch` program: the chain's threads show on-CPU time in
 /// their episode (each hop spins a little in the fixture).
