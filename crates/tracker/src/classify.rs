@@ -78,14 +78,14 @@ impl Classifier {
         self
     }
 
-    /// The foreground app's other processes (`procs`) and their current threads, after
-    /// [`Classifier::set_foreground`]: their threads are classified from the store and names,
-    /// like the app's own.
-    pub fn set_family(&mut self, procs: &[u32], threads: &[Task], now: u64) {
+    /// The foreground app's other processes (`procs`), after [`Classifier::set_foreground`].
+    /// Their threads are classified from the store when the path first wakes them, as other
+    /// processes' are, not when created: a learned context is a thread name and a process role,
+    /// and a browser has two renderers and a dozen `ThreadPoolForeg` threads per process, so
+    /// classifying at creation raised 30 threads on a relaunch where episodes find 9 (the
+    /// app's own threads still are, as before: seed 003 §6's relaunch case).
+    pub fn set_family(&mut self, procs: &[u32]) {
         self.family.reset(procs);
-        for t in threads {
-            self.classify_new(t, now);
-        }
     }
 
     /// Whether `tgid` is a process of the foreground app's family besides the app's own.
@@ -193,10 +193,9 @@ impl Classifier {
         }
     }
 
-    /// A thread of the app or its family appeared or was renamed: render name or learned
-    /// context → confirmed.
+    /// An app thread appeared or was renamed: render name or learned context → confirmed.
     fn classify_new(&mut self, t: &Task, now: u64) {
-        if self.kind_of(t) != Kind::App && !self.family.is_other(t.tgid) {
+        if self.kind_of(t) != Kind::App {
             return;
         }
         if self.cfg.is_render(&t.comm) {
@@ -342,9 +341,6 @@ impl Classifier {
             self.family.add(child.tgid); // a new process of the family (the kernel's too)
         }
         if child.tgid != app_tgid {
-            if self.family.is_other(child.tgid) {
-                self.classify_new(child, ts);
-            }
             return;
         }
         let role = if parent.tid == parent.tgid {
@@ -391,6 +387,16 @@ impl Classifier {
                 Some((self.context(t)?, critical.contains(tid), self.kind_of(t)))
             })
             .collect();
+        if tracing::enabled!(tracing::Level::DEBUG) {
+            let names: Vec<String> = (critical.iter())
+                .map(|t| format!("{}/{}/{}", e.nodes[t].comm, e.nodes[t].tgid, t))
+                .collect();
+            let ms = ts.saturating_sub(e.start_ns) as f64 / 1e6;
+            tracing::debug!(
+                "tracker: episode {} {why:?} after {ms:.2} ms: {names:?}",
+                e.epoch
+            );
+        }
         let written = self.store.record_all(decisions, ts);
         self.store_written(written);
         self.episodes += 1;

@@ -237,7 +237,7 @@ fn family_rec(store: Store) -> Rec {
         key: "/usr/lib/chromium/chromium 0000".into(),
     };
     c.set_foreground(Some(app), &[app_task(APP, "chromium")], 0);
-    c.set_family(&[200, 300], &[], 0);
+    c.set_family(&[200, 300]);
     Rec { c, ts: 0 }
 }
 
@@ -301,15 +301,16 @@ fn frame_producers_are_family_threads_that_wake_the_display() {
     );
 }
 
-/// A relaunched browser's new renderer (another pid, same role) is recognised from the store
-/// when its thread is created, before any episode.
+/// A relaunched browser's new renderer (another pid, same role) is recognised from the store:
+/// confirmed, not provisional, when the path first wakes it (not at creation: a learned context
+/// is a name and a role, which the other renderer and every pool thread share).
 #[test]
 fn a_new_renderer_is_recognised_by_role_on_relaunch() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.sqlite");
+    let ui = app_task(APP, "chromium");
     {
         let mut r = family_rec(Store::open(Some(&path), 1 << 20).unwrap());
-        let ui = app_task(APP, "chromium");
         let comp = other(210, 200, "Compositor", false);
         r.ev(1, 0, 1, &xorg(), &ui);
         r.ev(2, 0, 1, &ui, &comp);
@@ -318,22 +319,28 @@ fn a_new_renderer_is_recognised_by_role_on_relaunch() {
     }
     let mut r = family_rec(Store::open(Some(&path), 1 << 20).unwrap());
     let zygote = other(250, 250, "chromium", false);
-    r.c.set_family(&[250], &[], 0);
-    r.ev(4, 0, 0, &zygote, &other(201, 201, "chromium", false)); // the zygote forks it
+    let renderer = other(201, 201, "chromium", false);
+    r.c.set_family(&[250]);
+    r.ev(4, 0, 0, &zygote, &renderer); // the zygote forks it
     assert!(r.c.in_family(201), "a zygote's child joins the family");
-    r.ev(
-        4,
-        0,
-        0,
-        &other(201, 201, "chromium", false),
-        &other(211, 201, "x", false),
-    );
-    r.ev(7, 0, 0, &other(211, 201, "Compositor", false), &zygote);
+    let comp = other(211, 201, "Compositor", false);
+    r.ev(4, 0, 0, &renderer, &other(211, 201, "x", false));
+    r.ev(7, 0, 0, &comp, &zygote);
+    assert_eq!(r.status(211), None, "not at creation");
+    r.ev(1, 0, 2, &xorg(), &ui);
+    r.ev(2, 0, 2, &ui, &comp);
     let s = r.c.snapshot(0);
     let m = s
         .critical
         .iter()
         .find(|m| m.id.tid == 211)
-        .expect("learned");
+        .expect("on the path");
     assert_eq!((m.status, m.source), (Status::Confirmed, Source::Learned));
+    let stranger = other(411, 400, "Compositor", false);
+    r.ev(2, 0, 2, &ui, &stranger);
+    assert_eq!(
+        r.status(411),
+        Some(Status::Provisional),
+        "the same name outside the family has another context"
+    );
 }

@@ -202,7 +202,7 @@ impl Tracker {
 
     /// The app's family at focus: its descendants of the same user, less input and display
     /// processes (the harness's input and display are the app's children), in the kernel's
-    /// map and the classifier, with their threads.
+    /// map and the classifier.
     fn set_family(&mut self, pid: Option<u32>) {
         let map = self.map("family");
         let old: Vec<Vec<u8>> = map.keys().collect();
@@ -219,9 +219,7 @@ impl Tracker {
         for &p in &procs {
             self.set_family_in_kernel(p, true);
         }
-        let threads: Vec<_> = procs.iter().flat_map(|&p| procfs::threads(p)).collect();
-        self.cls
-            .set_family(&procs, &threads, procfs::monotonic_ns());
+        self.cls.set_family(&procs);
     }
 
     /// A renamed or exec'd process of the family: an input or display name, or an exec into
