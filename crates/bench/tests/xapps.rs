@@ -242,15 +242,17 @@ fn uids(pid: i32) -> Vec<u32> {
 
 #[test]
 #[ignore = "needs Xvfb, chromium and root: make test runs it as root"]
-fn chromium_runs_as_its_user_in_its_sandbox_and_draws_each_keystroke() {
+fn chromium_and_its_desktop_run_as_its_user_in_its_sandbox_and_draw_each_keystroke() {
     let _serial = serial();
     require_root();
     let scratch = Scratch::new("xapps-chromium");
     std::fs::create_dir_all(&scratch.0).unwrap();
-    let desktop = Desktop::start(&scratch.0.join("desktop")).unwrap();
+    let user = xapp::AppUser::ensure().unwrap();
+    // As the scenario runs it: the desktop as the browser's user too.
+    let desktop = Desktop::start_as(&scratch.0.join("desktop"), &user).unwrap();
+    assert_eq!(uids(desktop.server_pid()), vec![user.uid; 4], "Xvfb");
     let browser = start_browser(&desktop, &scratch.0);
     let pid = browser.0.id() as i32;
-    let user = xapp::AppUser::ensure().unwrap();
     // The browser, its zygotes, a renderer and the GPU process at least; all the user's.
     let family = modes::process_tree(pid);
     assert!(family.len() >= 4, "chromium's process tree: {family:?}");
@@ -259,9 +261,13 @@ fn chromium_runs_as_its_user_in_its_sandbox_and_draws_each_keystroke() {
     }
     let probe = Probe::attach(desktop.display(), pid).unwrap();
     assert_eq!(probe.wm_pid().unwrap(), Some(pid as u32), "_NET_WM_PID");
-    // Nothing draws without input (no caret blink), once the page has settled.
+    // Nothing draws without input (no caret blink: GTK's cycle is 1.2 s), once settled.
     let span = Duration::from_millis(500);
     probe.settle(span, Duration::from_secs(30)).unwrap();
+    assert!(
+        probe.quiet(Duration::from_millis(1500)).unwrap(),
+        "chromium's window changed without input (a blinking caret?)"
+    );
     assert!(probe
         .keystroke(0, Duration::from_secs(30))
         .unwrap()
@@ -310,7 +316,8 @@ fn fifo_covers_every_thread_of_the_browsers_tree_and_the_x_server_and_restores_t
     require_root();
     let scratch = Scratch::new("xapps-chromium-fifo");
     std::fs::create_dir_all(&scratch.0).unwrap();
-    let desktop = Desktop::start(&scratch.0.join("desktop")).unwrap();
+    let user = xapp::AppUser::ensure().unwrap();
+    let desktop = Desktop::start_as(&scratch.0.join("desktop"), &user).unwrap();
     let browser = start_browser(&desktop, &scratch.0);
     let pid = browser.0.id() as i32;
     let probe = Probe::attach(desktop.display(), pid).unwrap();

@@ -35,8 +35,9 @@ const PAGE: &str = r#"<!doctype html>
 </body></html>
 "#;
 
-/// Chromium takes the caret's blink from the desktop's GTK settings: without this a blinking
-/// caret would damage the window twice a second, and a sample could be a blink, not a key.
+/// Chromium takes the caret's blink from the desktop's GTK settings: without this its caret
+/// blinks (7 damage notifications in 4 s without input, measured), and a sample could be a
+/// blink, not a key.
 const GTK_SETTINGS: &str = "[Settings]\ngtk-cursor-blink = false\n";
 
 /// Quiet and deterministic: no first-run UI, no network or component traffic, no keyring, a
@@ -120,7 +121,7 @@ fn prepare_home(user: &AppUser, home: &Path) -> Result<()> {
 
 /// The browser's command line (`chromium` on `PATH`: Debian's launcher, which execs the
 /// browser, so the child's pid is the browser's).
-fn command(display: &str, dir: &Path, sandbox: bool) -> Command {
+fn command(dir: &Path, sandbox: bool) -> Command {
     let mut cmd = Command::new("chromium");
     cmd.args(FLAGS)
         .arg(format!("--user-data-dir={}", dir.join("profile").display()))
@@ -128,7 +129,7 @@ fn command(display: &str, dir: &Path, sandbox: bool) -> Command {
     if !sandbox {
         cmd.arg("--no-sandbox");
     }
-    cmd.env("DISPLAY", display).current_dir(dir);
+    cmd.current_dir(dir);
     cmd
 }
 
@@ -140,13 +141,14 @@ fn spawn(
     sandbox: bool,
 ) -> Result<Child> {
     let log = std::fs::File::create(dir.join("app.log"))?;
-    let mut cmd = command(display, dir, sandbox);
+    let mut cmd = command(dir, sandbox);
     // Registered first, so it runs as root, before run_as drops the uid.
     // SAFETY: join_cgroup_in_child only write(2)s to an open fd.
     unsafe {
         cmd.pre_exec(move || crate::layout::join_cgroup_in_child(cgroup));
     }
-    user.run_as(&mut cmd, &dir.join("home"), display)?;
+    user.run_as(&mut cmd, &dir.join("home"))?;
+    cmd.env("DISPLAY", display);
     cmd.stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log);

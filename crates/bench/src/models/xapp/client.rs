@@ -126,7 +126,9 @@ impl Probe {
 /// typed once the window stopped changing, proves the `<textarea>` has the focus and takes
 /// that first-use cost out of the samples; the run starts once its drawing has settled.
 fn warm_up(probe: &Probe) -> Result<()> {
-    let span = Duration::from_millis(500);
+    // Longer than half of GTK's default caret blink cycle (1.2 s): a caret that blinks (the
+    // page's settings not taken) never settles, and the run fails instead of timing blinks.
+    let span = Duration::from_millis(1000);
     probe.settle(span, WARM_UP_TIMEOUT)?;
     if probe.keystroke(0, WARM_UP_TIMEOUT)?.is_none() {
         bail!(

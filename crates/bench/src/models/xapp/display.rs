@@ -2,8 +2,10 @@
 //! (openbox, EWMH: it focuses new windows and publishes `_NET_ACTIVE_WINDOW`), each a system
 //! service in a session of its own, like a display manager's. Xvfb picks a free display number
 //! itself (`-displayfd`), so concurrent runs and tests never collide. Dropping a [`Desktop`]
-//! kills both sessions.
+//! kills both sessions. For the browser both run as its unprivileged user ([`Desktop::start_as`]),
+//! as a rootless desktop runs them; for xterm and xedit as root, as a display manager's do.
 
+use super::user::AppUser;
 use crate::sys;
 use anyhow::{bail, Context, Result};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -29,16 +31,35 @@ impl Desktop {
     /// Start Xvfb, then openbox, and wait until the window manager manages windows. Logs go
     /// to `dir/{xvfb,wm}.log`.
     pub fn start(dir: &Path) -> Result<Desktop> {
+        Desktop::start_with(dir, None)
+    }
+
+    /// [`Desktop::start`], both programs running as `user` (home: `dir/home`).
+    pub fn start_as(dir: &Path, user: &AppUser) -> Result<Desktop> {
+        Desktop::start_with(dir, Some(user))
+    }
+
+    fn start_with(dir: &Path, user: Option<&AppUser>) -> Result<Desktop> {
         std::fs::create_dir_all(dir)?;
-        let (server, display) = start_server(dir)?;
+        let as_user = |cmd: &mut Command| -> Result<()> {
+            match user {
+                Some(u) => u.run_as(cmd, &dir.join("home")),
+                None => Ok(()),
+            }
+        };
+        let (server, display) = start_server(dir, &as_user)?;
         let mut desktop = Desktop {
             display,
             server: Some(server),
             wm: None,
         };
         let wm_home = dir.join("wm");
-        std::fs::create_dir_all(&wm_home)?;
+        match user {
+            Some(u) => u.own_dir(&wm_home)?,
+            None => std::fs::create_dir_all(&wm_home)?,
+        }
         let mut wm = Command::new("openbox");
+        as_user(&mut wm)?;
         wm.arg("--sm-disable")
             .env("DISPLAY", &desktop.display)
             // An empty private config and cache: openbox falls back to /etc/xdg/openbox/rc.xml
@@ -176,10 +197,14 @@ fn spawn_service(mut cmd: Command, log: &Path, what: &str) -> Result<Child> {
 }
 
 /// Xvfb with `-displayfd`: it writes the display number it chose, once it accepts clients.
-fn start_server(dir: &Path) -> Result<(Child, String)> {
+fn start_server(
+    dir: &Path,
+    as_user: &dyn Fn(&mut Command) -> Result<()>,
+) -> Result<(Child, String)> {
     let (read_end, write_end) = pipe()?;
     let log = dir.join("xvfb.log");
     let mut cmd = Command::new("Xvfb");
+    as_user(&mut cmd)?;
     // -noreset: without it the server resets (dropping windows and root properties) whenever
     // its last client disconnects.
     cmd.args(["-noreset", "-nolisten", "tcp", "-screen", "0", SCREEN])

@@ -170,7 +170,12 @@ impl XappProcs {
         dir: &Path,
         seed: u64,
     ) -> Result<XappProcs> {
-        let desktop = Desktop::start(&dir.join("desktop"))?;
+        // The browser's desktop runs as the browser's user, as a rootless desktop's does.
+        let desktop = if plan.scenario == ModelKind::Chromium {
+            Desktop::start_as(&dir.join("desktop"), &AppUser::ensure()?)?
+        } else {
+            Desktop::start(&dir.join("desktop"))?
+        };
         let App {
             child: app,
             sandbox,

@@ -63,11 +63,12 @@ impl AppUser {
     }
 
     /// Run `cmd` as this user with the environment of a desktop session in `home` (made the
-    /// user's): the harness's environment (root's `HOME`, sudo's variables) is not passed on.
+    /// user's): the harness's environment (root's `HOME`, sudo's variables) is not passed on;
+    /// the caller adds `DISPLAY` and what else the program needs afterwards.
     /// The uid is dropped last in the child (supplementary groups, then gid, then uid), after
     /// any `pre_exec` registered before this call, which therefore still runs as root (joining
     /// the layout's cgroup).
-    pub fn run_as(&self, cmd: &mut Command, home: &Path, display: &str) -> Result<()> {
+    pub fn run_as(&self, cmd: &mut Command, home: &Path) -> Result<()> {
         self.own_dir(home)?;
         let runtime = home.join("runtime");
         self.own_dir(&runtime)?;
@@ -77,7 +78,6 @@ impl AppUser {
             .env("USER", USER)
             .env("LOGNAME", USER)
             .env("LANG", "C.UTF-8")
-            .env("DISPLAY", display)
             .env("XDG_CONFIG_HOME", home.join(".config"))
             .env("XDG_CACHE_HOME", home.join(".cache"))
             .env("XDG_DATA_HOME", home.join(".local/share"))
