@@ -17,9 +17,9 @@ use uxsched_bench::runner::{Env, Launcher, Plan};
 pub enum Commands {
     /// Measure a foreground model under background load on this kernel, mode by mode.
     Bench(BenchArgs),
-    /// About 11–13 minutes of `painting` and `xterm` (a real terminal under Xvfb) under CPU load
-    /// in the `same-session` and `other-session` layouts (modes idle, stock, android, s76,
-    /// uxsched): prints the tables,
+    /// About 18 minutes of `painting` and `xterm` (a real terminal under Xvfb) under CPU load
+    /// in the `same-session` and `other-session` layouts, and `chromium` (a real browser) in
+    /// `same-session` (modes idle, stock, android, s76, uxsched): prints the tables,
     /// one sentence per scenario on whether uxsched was separable from stock and the best
     /// peer, and where the plots went.
     Demo(DemoArgs),
@@ -354,33 +354,33 @@ fn demo(args: DemoArgs) -> Result<ExitCode> {
     } else {
         eprintln!("uxsched demo: the uxsched mode is unavailable (this build has no daemon); running idle, stock, android, s76");
     }
+    // A missing program (the browser) is refused before minutes of the other plans ran.
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for (_, scenario) in DEMO_PLANS.iter().filter(|(_, s)| s.is_xapp()) {
+        uxsched_bench::models::xapp::require_programs(*scenario, &path)?;
+    }
     let scratch = scratch_dir()?;
-    // The realistic layout where stock hurts most on this machine (same-session: painting p95
-    // 15.8× idle under kbuild, 77× under stress-ng, vs ~1.0× in other-session), next to the
-    // default one; a touch-to-frame model and a real terminal typed into.
     let mut plans = Vec::new();
-    for layout in DEMO_LAYOUTS {
-        for scenario in DEMO_SCENARIOS {
-            let stretch = if scenario.is_xapp() {
-                REAL_APP_STRETCH
-            } else {
-                1
-            };
-            plans.push(Plan {
-                scenario,
-                modes: modes.clone(),
-                reps: args.run.reps as usize,
-                duration: args.run.duration * stretch,
-                load: LoadSpec {
-                    kind: LoadKind::Cpu,
-                    workers: LoadKind::Cpu.default_workers(),
-                    scratch: scratch.clone(),
-                },
-                layout,
-                seed: args.run.seed,
-                compute_ms: None,
-            });
-        }
+    for (layout, scenario) in DEMO_PLANS {
+        let stretch = if scenario.is_xapp() {
+            REAL_APP_STRETCH
+        } else {
+            1
+        };
+        plans.push(Plan {
+            scenario,
+            modes: modes.clone(),
+            reps: args.run.reps as usize,
+            duration: args.run.duration * stretch,
+            load: LoadSpec {
+                kind: LoadKind::Cpu,
+                workers: LoadKind::Cpu.default_workers(),
+                scratch: scratch.clone(),
+            },
+            layout,
+            seed: args.run.seed,
+            compute_ms: None,
+        });
     }
     let mut run = args.run;
     let keep_logs = run.keep_logs;
@@ -409,9 +409,18 @@ fn demo(args: DemoArgs) -> Result<ExitCode> {
     finish(result, &scratch, keep_logs)
 }
 
-/// The demo's layouts and scenarios (see `demo`).
-const DEMO_LAYOUTS: [Layout; 2] = [Layout::SameSession, Layout::OtherSession];
-const DEMO_SCENARIOS: [ModelKind; 2] = [ModelKind::Painting, ModelKind::Xterm];
+/// The demo's plans, in order. The realistic layout where stock hurts most on this machine
+/// (same-session: painting p95 15.8× idle under kbuild, 77× under stress-ng, vs ~1.0× in
+/// other-session) has a touch-to-frame model, a real terminal and a real browser typed into
+/// (the case a newcomer knows: typing in a web page while a build runs); the default layout has
+/// the model and the terminal.
+const DEMO_PLANS: [(Layout, ModelKind); 5] = [
+    (Layout::SameSession, ModelKind::Painting),
+    (Layout::SameSession, ModelKind::Xterm),
+    (Layout::SameSession, ModelKind::Chromium),
+    (Layout::OtherSession, ModelKind::Painting),
+    (Layout::OtherSession, ModelKind::Xterm),
+];
 /// A real program is typed into at about 13 keys/s against painting's ~100 touches/s, so its
 /// runs are this much longer: 3 × 15 s gives ~580 keystrokes per mode, enough for p95.
 const REAL_APP_STRETCH: u32 = 3;
