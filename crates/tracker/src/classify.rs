@@ -257,7 +257,7 @@ impl Classifier {
                     self.critical.remove(&task.tid);
                 }
             }
-            Event::Exec { .. } => self.family.forget_roles(),
+            Event::Exec { task, .. } => self.family.forget_role(task.tgid),
         }
     }
 
@@ -300,7 +300,7 @@ impl Classifier {
             return;
         }
         self.resolve(ts, EndReason::Superseded);
-        self.family.forget_roles();
+        self.family.at(ts);
         self.mark(&ui, Status::Confirmed, Source::Observed, ts);
         if let Some(i) = &input {
             self.mark(i, Status::Confirmed, Source::Observed, ts);
@@ -312,6 +312,7 @@ impl Classifier {
         let Some(e) = self.episode.as_mut().filter(|e| e.epoch == epoch) else {
             return;
         };
+        self.family.at(ts);
         if !e.add_edge(waker, wakee) {
             return;
         }
@@ -365,6 +366,7 @@ impl Classifier {
     /// Close the open episode: drop what stayed provisional, learn a pair for every thread seen.
     fn resolve(&mut self, ts: u64, why: EndReason) {
         let Some(e) = self.episode.take() else { return };
+        self.family.at(ts);
         let critical = e.critical();
         for tid in e.nodes.keys() {
             if self

@@ -15,15 +15,20 @@ pub type RoleFn = fn(u32) -> Option<String>;
 /// Processes of a family followed, as the kernel's map (`bpf/tracker.bpf.c`, `family`).
 pub const MAX_PROCESSES: usize = 1024;
 
+/// How long a role read from /proc is reused. A zygote's child rewrites its command line just
+/// after the fork (no exec to tell us), so a role is not kept for good; re-reading it at every
+/// episode was three /proc reads on the path from input to boost (the overhead run's p50
+/// "input → episode known" rose from 0.27 to 0.40–0.50 ms).
+pub const ROLE_TTL_NS: u64 = 1_000_000_000;
+
 pub struct Family {
     /// The processes besides the foreground one.
     others: BTreeSet<u32>,
-    /// Roles read during the open episode. A zygote's child rewrites its command line after the
-    /// fork, so a role is read when first needed in an episode, not once at the fork, and the
-    /// cache is dropped when the next episode starts (at most one /proc read per process and
-    /// episode).
-    roles: BTreeMap<u32, Option<String>>,
+    /// Roles and when they were read ([`ROLE_TTL_NS`]).
+    roles: BTreeMap<u32, (u64, Option<String>)>,
     read_role: RoleFn,
+    /// The time of the event being classified (CLOCK_MONOTONIC ns).
+    now: u64,
 }
 
 impl Family {
@@ -32,6 +37,7 @@ impl Family {
             others: BTreeSet::new(),
             roles: BTreeMap::new(),
             read_role,
+            now: 0,
         }
     }
 
@@ -60,9 +66,14 @@ impl Family {
         self.roles.remove(&tgid);
     }
 
-    /// Forget the roles read so far (a new episode, or an exec that changed one).
-    pub fn forget_roles(&mut self) {
-        self.roles.clear();
+    /// Forget the role of `tgid` (it exec'd).
+    pub fn forget_role(&mut self, tgid: u32) {
+        self.roles.remove(&tgid);
+    }
+
+    /// The time of the event being classified.
+    pub fn at(&mut self, now: u64) {
+        self.now = now;
     }
 
     /// The role of family process `tgid`; `None` when it is not one or is gone.
@@ -70,8 +81,13 @@ impl Family {
         if !self.is_other(tgid) {
             return None;
         }
-        let read = self.read_role;
-        self.roles.entry(tgid).or_insert_with(|| read(tgid)).clone()
+        let now = self.now;
+        let fresh = (self.roles.get(&tgid))
+            .is_some_and(|(t, r)| r.is_some() && now.saturating_sub(*t) <= ROLE_TTL_NS);
+        if !fresh {
+            self.roles.insert(tgid, (now, (self.read_role)(tgid)));
+        }
+        self.roles.get(&tgid).and_then(|(_, r)| r.clone())
     }
 
     pub fn len(&self) -> usize {
@@ -98,6 +114,12 @@ mod tests {
         assert!(f.is_other(20) && f.is_other(30) && !f.is_other(40));
         assert_eq!(f.role(20).as_deref(), Some("chromium --type=renderer"));
         assert_eq!(f.role(30), None, "no role read");
+        f.at(5);
+        assert_eq!(
+            f.role(20).as_deref(),
+            Some("chromium --type=renderer"),
+            "kept"
+        );
         assert_eq!(f.role(40), None, "not of the family");
         f.remove(20);
         assert!(!f.is_other(20) && f.role(20).is_none());
