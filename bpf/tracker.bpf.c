@@ -2,8 +2,10 @@
 /*
  * uxsched's thread tracker, kernel side: follows an interaction from the input wake-up of a
  * foreground-app thread through every thread it wakes (across processes and kernel workers) and
- * reports each new waker→wakee edge of the episode once. Classification (seed 003 §4's cycle
- * rule) is done in userspace: crates/tracker/src/episode.rs.
+ * reports each new waker→wakee edge of the episode once, and the display wake-ups of the app's
+ * process family (issue 30's frame producers). Classification (seed 003 §4's cycle rule and the
+ * pipeline rule, which also decides when an episode ends) is done in userspace:
+ * crates/tracker/src/episode.rs.
  *
  * Kernel types: only the fields used are declared, with preserve_access_index, so CO-RE
  * relocates them against the running kernel's BTF at load time. No vmlinux.h is generated: the

@@ -91,7 +91,8 @@ pub struct Member {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum EndReason {
-    /// The work woke a display thread.
+    /// The work woke a display thread and nothing handed to another process of the app's
+    /// family was still under way (the pipeline rule, episode.rs).
     Display,
     /// Nothing reached the display within the timeout.
     Timeout,
