@@ -152,6 +152,7 @@ pub fn start_app(
 
 /// One run's desktop, program and measuring client; all killed when dropped.
 pub struct XappProcs {
+    kind: ModelKind,
     client: Child,
     app: Child,
     /// The browser's sandbox (reported as the `sandbox` extra: 1 on, 0 `--no-sandbox`).
@@ -197,6 +198,7 @@ impl XappProcs {
             });
         }
         let mut procs = XappProcs {
+            kind: plan.scenario,
             client: crate::leftovers::spawn(&mut client_cmd)
                 .context("starting the measuring client")?,
             app,
@@ -225,7 +227,12 @@ impl Foreground for XappProcs {
         let app = self.app.id() as i32;
         t.app = Some(app);
         t.x_server = Some(self.desktop.server_pid());
-        t.app_child = sys::children(app).first().copied();
+        // xterm's one child is `cat`, on the keystroke's path; a browser's children are
+        // zygotes and utility processes, not one process on the path (its renderer is a
+        // grandchild): they are in the app's family, not named here.
+        if self.kind == ModelKind::Xterm {
+            t.app_child = sys::children(app).first().copied();
+        }
     }
 
     fn go(&mut self) -> Result<()> {
