@@ -409,3 +409,86 @@ fn the_bench_measures_chromium_under_idle_and_fifo_in_the_same_session() {
         );
     }
 }
+
+/// Deny user namespaces to this process and everything it starts, as Docker's default seccomp
+/// profile does: `clone`/`unshare` with CLONE_NEWUSER fail with EPERM, and `clone3` (whose
+/// flags a filter cannot read) with ENOSYS, so callers fall back to `clone`.
+fn deny_user_namespaces() {
+    const LD_W_ABS: u16 = 0x20;
+    const JEQ_K: u16 = 0x15;
+    const JSET_K: u16 = 0x45;
+    const RET_K: u16 = 0x06;
+    const ALLOW: u32 = 0x7fff_0000;
+    const ERRNO: u32 = 0x0005_0000;
+    const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
+    let op = |code, jt, jf, k| libc::sock_filter { code, jt, jf, k };
+    let nr = |n: libc::c_long| n as u32;
+    let filter = [
+        op(LD_W_ABS, 0, 0, 4), // arch
+        op(JEQ_K, 0, 7, AUDIT_ARCH_X86_64),
+        op(LD_W_ABS, 0, 0, 0), // syscall number
+        op(JEQ_K, 7, 0, nr(libc::SYS_clone3)),
+        op(JEQ_K, 2, 0, nr(libc::SYS_clone)),
+        op(JEQ_K, 1, 0, nr(libc::SYS_unshare)),
+        op(RET_K, 0, 0, ALLOW),
+        op(LD_W_ABS, 0, 0, 16), // flags: the low half of args[0]
+        op(JSET_K, 1, 0, libc::CLONE_NEWUSER as u32),
+        op(RET_K, 0, 0, ALLOW),
+        op(RET_K, 0, 0, ERRNO | libc::EPERM as u32),
+        op(RET_K, 0, 0, ERRNO | libc::ENOSYS as u32),
+    ];
+    let prog = libc::sock_fprog {
+        len: filter.len() as u16,
+        filter: filter.as_ptr() as *mut libc::sock_filter,
+    };
+    // SAFETY: prctl with a valid filter program that outlives the call.
+    unsafe {
+        assert_eq!(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
+        assert_eq!(
+            libc::prctl(libc::PR_SET_SECCOMP, libc::SECCOMP_MODE_FILTER, &prog),
+            0,
+            "installing the seccomp filter: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs Xvfb, chromium and root: make test runs it as root"]
+fn without_user_namespaces_chromium_runs_with_no_sandbox_and_says_so() {
+    const NAME: &str = "without_user_namespaces_chromium_runs_with_no_sandbox_and_says_so";
+    let _serial = serial();
+    require_root();
+    if std::env::var_os("UXSCHED_TEST_DENY_USERNS").is_none() {
+        // The filter cannot be taken off again: install it in a copy of this test only.
+        let status = Command::new(std::env::current_exe().unwrap())
+            .args([NAME, "--exact", "--include-ignored", "--test-threads=1"])
+            .env("UXSCHED_TEST_DENY_USERNS", "1")
+            .status()
+            .unwrap();
+        assert!(status.success(), "the copy of this test failed: {status}");
+        return;
+    }
+    deny_user_namespaces();
+    let scratch = Scratch::new("xapps-chromium-nosandbox");
+    std::fs::create_dir_all(&scratch.0).unwrap();
+    let user = xapp::AppUser::ensure().unwrap();
+    let desktop = Desktop::start_as(&scratch.0.join("desktop"), &user).unwrap();
+    let app = xapp::start_app(ModelKind::Chromium, &desktop, &scratch.0, None).unwrap();
+    let browser = Program(app.child);
+    assert_eq!(app.sandbox, Some(false));
+    let first = std::fs::read_to_string(scratch.0.join("app-sandboxed.log")).unwrap();
+    assert!(first.to_lowercase().contains("sandbox"), "{first}");
+    let pid = browser.0.id() as i32;
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+    assert!(String::from_utf8_lossy(&cmdline).contains("--no-sandbox"));
+    // And it works: the page takes keystrokes.
+    let probe = Probe::attach(desktop.display(), pid).unwrap();
+    probe
+        .settle(Duration::from_millis(500), Duration::from_secs(30))
+        .unwrap();
+    assert!(probe
+        .keystroke(0, Duration::from_secs(30))
+        .unwrap()
+        .is_some());
+}
