@@ -66,8 +66,11 @@ fn desktop_and_programs_start_and_stop_without_leftovers() {
     let scratch = Scratch::new("xapps-clean");
     std::fs::create_dir_all(&scratch.0).unwrap();
     let before = our_descendants();
-    let started = {
+    let (started, socket) = {
         let desktop = Desktop::start(&scratch.0.join("desktop")).unwrap();
+        let socket =
+            std::path::PathBuf::from(format!("/tmp/.X11-unix/X{}", &desktop.display()[1..]));
+        assert!(socket.exists(), "{} missing", socket.display());
         let xterm = start(ModelKind::Xterm, &desktop, &scratch.0);
         let xedit = start(ModelKind::Xedit, &desktop, &scratch.0);
         for p in [&xterm, &xedit] {
@@ -81,10 +84,12 @@ fn desktop_and_programs_start_and_stop_without_leftovers() {
             "expected the desktop and both programs, got {started:?}"
         );
         assert!(started.contains(&desktop.server_pid()));
-        started
+        (started, socket)
     };
     let left: Vec<i32> = started.into_iter().filter(|&p| running(p)).collect();
     assert!(left.is_empty(), "processes left running: {left:?}");
+    // Xvfb was stopped, not killed: it removed its socket.
+    assert!(!socket.exists(), "{} left behind", socket.display());
 }
 
 #[test]

@@ -163,14 +163,43 @@ fn unmanaged_after_destroy(
 impl Drop for Desktop {
     fn drop(&mut self) {
         // The window manager first, so it does not see its server die.
-        for child in [self.wm.take(), self.server.take()].into_iter().flatten() {
-            stop_session(child);
+        if let Some(wm) = self.wm.take() {
+            stop_session(wm);
+        }
+        if let Some(server) = self.server.take() {
+            stop_server(server);
         }
         // Dropped last of a run's X processes: forget those that are gone.
         if let Err(e) = crate::leftovers::settle() {
             eprintln!("uxsched bench: warning: {e:#}");
         }
     }
+}
+
+/// SIGTERM first, so Xvfb removes its socket (`/tmp/.X11-unix/X<n>`) as it exits — a SIGKILLed
+/// server leaves it behind — then, after at most a second, the session. The server is waited
+/// for without being reaped (`WNOWAIT`), so its pid, the session's id, cannot be reused before
+/// the session is killed.
+fn stop_server(child: Child) {
+    let pid = child.id() as i32;
+    // SAFETY: a plain syscall; ESRCH (already gone) is fine.
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    let end = Instant::now() + Duration::from_secs(1);
+    while Instant::now() < end && !exited(pid) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    stop_session(child);
+}
+
+/// Whether our child `pid` has exited, leaving it a zombie (not reaped).
+fn exited(pid: i32) -> bool {
+    // SAFETY: zeroed siginfo is a valid out-value for waitid.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    let flags = libc::WEXITED | libc::WNOHANG | libc::WNOWAIT;
+    // SAFETY: valid pointer; WNOWAIT leaves the child waitable.
+    let r = unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, flags) };
+    // SAFETY: si_pid is set by waitid when a child was found (0 with WNOHANG otherwise).
+    r < 0 || unsafe { info.si_pid() } != 0
 }
 
 fn stop_session(mut child: Child) {
