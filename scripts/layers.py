@@ -4,7 +4,8 @@
 Usage: scripts/layers.py [CRATE_SRC ...]   (default: crates/daemon/src)
 
 Each file under SRC belongs to the top-level module named by its first path component
-(`sources/x11.rs` → `sources`, `journal.rs` → `journal`; `lib.rs` is the root and ignored). An
+(`sources/x11.rs` → `sources`, `journal.rs` → `journal`; `lib.rs` is the root and `bin/` holds
+binaries, both ignored). An
 edge A → B is any `crate::B` path written in a file of A, in code or a `use` line, outside
 `#[cfg(test)]` modules and comments. Test modules may reach anywhere: they are not the layering.
 Prints the layers (each module after everything it imports) or every circle found, and exits 1
@@ -53,8 +54,8 @@ def graph(src):
                 continue
             path = os.path.join(root, f)
             rel = os.path.relpath(path, src)
-            if rel == "lib.rs":
-                continue
+            if rel == "lib.rs" or rel.startswith("bin" + os.sep):
+                continue  # the crate root, and binaries (which use the library, not its layers)
             top = rel.split(os.sep)[0].removesuffix(".rs")
             modules.add(top)
             if re.search(r"(^|/)tests?(_\w+)?\.rs$", rel) or "/tests/" in rel:
