@@ -33,6 +33,9 @@ cell_args() {
   case $scenario in
     # Real programs: ~13 keystrokes/s; 4 × 20 s per mode puts p99 on ≥ 10 samples.
     xterm | xedit) args+=(--load cpu --load-workers 12) reps=4 duration=20s ;;
+    # Issue 30's browser: 12 hogs, 3 × 10 s per mode (~13 keystrokes/s: p99 on ≥ 3 samples);
+    # each run also starts Chromium and waits for its window and caret to settle.
+    chromium) args+=(--load cpu --load-workers 12) reps=3 duration=10s ;;
     # 10 wake-ups/s: 4 × 15 s per mode gives 600 samples (p99 on 6).
     alarm) reps=4 duration=15s ;;
     # 4 flips/s: 3 × 5 s gave 63 flips per mode, so p95 was the 4th-slowest flip and jumped
@@ -50,6 +53,8 @@ cell_args() {
     # Issue 10's effect cells: the tracker against name-based roles and the limit (fifo), beside
     # the peers, with p99 on ≥ 10 samples (4 × 10 s: about 1,200 frames per mode).
     long) args+=(--modes "$PEERS,uxsched-roles") reps=4 duration=10s ;;
+    # Issue 30's modes: the limit is fifo over the browser's whole process tree and the X server.
+    browser) args+=(--modes idle,stock,android,fifo,uxsched) ;;
     *) echo "unknown cell tag '$tag' in $1" >&2; exit 2 ;;
   esac
   args+=(--reps "$reps" --duration "$duration")
@@ -67,6 +72,7 @@ ALL=(
   xterm/same-session/roles xterm/no-autogroup/roles
   xterm/same-session/lever xterm/no-autogroup/lever
   xedit/units/short xedit/other-session/short
+  chromium/same-session/browser chromium/no-autogroup/browser
 )
 # The model scenarios in every layout (issue 9: every scenario × every layout).
 for scenario in frames alarm player reader gallery; do
