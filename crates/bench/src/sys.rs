@@ -96,22 +96,12 @@ fn parent_of(pid: i32) -> Option<i32> {
     stat_field(&f, 4).ok().map(|p| p as i32)
 }
 
-/// Every live descendant of `root`, found through parent links before anything is killed (a
+/// Every descendant of `root` (`uxsched_os::process_tree`), found before anything is killed (a
 /// killed parent's children are re-parented to init and the link is lost).
 fn descendants(root: i32) -> Vec<i32> {
-    let parents: Vec<(i32, i32)> = live_pids()
-        .into_iter()
-        .filter_map(|pid| Some((pid, parent_of(pid)?)))
-        .collect();
-    let mut found = vec![root];
-    let mut i = 0;
-    while i < found.len() {
-        let p = found[i];
-        found.extend(parents.iter().filter(|&&(_, pp)| pp == p).map(|&(c, _)| c));
-        i += 1;
-    }
-    found.remove(0);
-    found
+    let mut all = uxsched_os::process_tree::with_descendants(root);
+    all.remove(&root);
+    all.into_iter().collect()
 }
 
 /// SIGKILL a whole load: its process group, every member of its session (if it leads one; see

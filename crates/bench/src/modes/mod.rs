@@ -195,26 +195,18 @@ impl Targets {
     }
 }
 
-/// `root` and every live descendant, root first (one pass over `/proc`'s parent links).
+/// `root` and every live (not zombie: it has no threads left to act on) descendant, root first.
 pub fn process_tree(root: i32) -> Vec<i32> {
-    let parents: Vec<(i32, i32)> = std::fs::read_dir("/proc")
+    let mut tree: Vec<i32> = uxsched_os::process_tree::with_descendants(root)
         .into_iter()
-        .flatten()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .filter_map(|pid| {
-            let f = uxsched_os::task::Fields::read(format!("/proc/{pid}/stat")).ok()?;
-            // A zombie has no threads left to act on.
-            (f.state() != 'Z').then_some((pid, f.num::<i32>(4)?))
+        .filter(|&pid| {
+            pid == root
+                || uxsched_os::task::Fields::read(format!("/proc/{pid}/stat"))
+                    .is_ok_and(|f| f.state() != 'Z')
         })
         .collect();
-    let mut found = vec![root];
-    let mut i = 0;
-    while i < found.len() {
-        let p = found[i];
-        found.extend(parents.iter().filter(|&&(_, pp)| pp == p).map(|&(c, _)| c));
-        i += 1;
-    }
-    found
+    tree.sort_by_key(|&pid| pid != root);
+    tree
 }
 
 /// Where a mode can find the uxsched binary and a private scratch directory.
