@@ -400,7 +400,7 @@ int BPF_PROG(ux_rename, struct task_struct *task, const char *comm)
 	/* Forced: the ring's own notification is skipped while quiet records wait in front, and
 	 * a dispatcher named after its creation was then unknown — no episode started — until
 	 * another event woke the tracker (the first inputs of a fresh app went unboosted for up
-	 * to ~100 ms, 2026-11-27). */
+	 * to ~100 ms). */
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 	return 0;
 }

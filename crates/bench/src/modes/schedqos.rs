@@ -1,5 +1,5 @@
-//! `schedqos`: Google's Sched QoS daemon (Qais Yousef, v0.1-alpha, announced on LKML
-//! 2026-04-14) as its published defaults, applied by the harness — not the daemon itself.
+//! `schedqos`: Google's Sched QoS daemon (Qais Yousef, v0.1-alpha, announced on LKML in
+//! April 2026) as its published defaults, applied by the harness — not the daemon itself.
 //! Its QoS mapping (`qais-yousef/schedqos:configs/qos_mappings.json`, summarised in
 //! `/work/shared/notes/anchors-2026.md` §4.1): USER_INTERACTIVE = SCHED_NORMAL, nice −4,
 //! `sched_runtime` 8 ms; BACKGROUND = SCHED_BATCH, nice +4, `sched_runtime` 20 ms.
