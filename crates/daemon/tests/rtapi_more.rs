@@ -24,17 +24,6 @@ use uxsched_os::sched::{self, SCHED_OTHER};
 const WHAT_ENV: &str = "UXSCHED_TEST_WHAT";
 const ON_ENV: &str = "UXSCHED_TEST_ON";
 
-/// This process's hard RLIMIT_RTTIME.
-fn rttime_hard() -> u64 {
-    let mut l = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: a valid rlimit to write.
-    assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_RTTIME, &mut l) }, 0);
-    l.rlim_max
-}
-
 /// A client child, the fixture's `moreclient` role: `what` is `depend` (nice −5 for its
 /// thread, then depend on `on`) or `rt-unlimited` (FIFO 5, asked only if its RLIMIT_RTTIME is
 /// unlimited); `reply` is its last reply. It only sleeps from then on.
@@ -269,8 +258,8 @@ fn rt_is_refused_when_rlimit_rttime_is_unlimited() {
     let _s = serial();
     ordinary();
     assert_eq!(
-        rttime_hard(),
-        libc::RLIM_INFINITY,
+        uxsched_os::peer::rttime_hard(0).unwrap(),
+        None,
         "this test process's hard RLIMIT_RTTIME is not unlimited, and without \
          CAP_SYS_RESOURCE it cannot be raised: run it from a shell with `ulimit -H -r` unlimited"
     );

@@ -223,10 +223,10 @@ fn more_client() {
             assert!(r.ok, "{r:?}");
             reply(c.send_for_this_thread(Ask::Depend { on }))
         }
-        "rt-unlimited" => match rttime_hard() {
+        "rt-unlimited" => match uxsched_os::peer::rttime_hard(0).unwrap() {
             // Never ask otherwise: the grant would be real.
-            libc::RLIM_INFINITY => reply(c.send_for_this_thread(fifo5)),
-            hard => Reply::refused(
+            None => reply(c.send_for_this_thread(fifo5)),
+            Some(hard) => Reply::refused(
                 Refusal::BadRequest,
                 format!("test setup: this child's hard RLIMIT_RTTIME is {hard}, not unlimited"),
             ),
@@ -235,17 +235,6 @@ fn more_client() {
     };
     println!("{}", serde_json::to_string(&last).unwrap());
     sleep_forever()
-}
-
-/// This process's hard RLIMIT_RTTIME.
-fn rttime_hard() -> u64 {
-    let mut l = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: a valid rlimit to write.
-    assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_RTTIME, &mut l) }, 0);
-    l.rlim_max
 }
 
 /// Send one request for this thread (`UXSCHED_TEST_ASK`: "rt" for FIFO 5, else nice −5) to
