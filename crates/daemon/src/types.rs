@@ -63,6 +63,18 @@ pub enum SourceName {
     Android,
     Mutter,
     X11,
+    /// Every graphical session of the machine, each followed by the source that fits it.
+    Auto,
+    /// sway and other i3-IPC compositors.
+    Sway,
+    Hyprland,
+    Niri,
+    /// KDE Plasma's KWin, through a KWin script.
+    Kwin,
+    /// Feral GameMode's D-Bus API (`RegisterGame`).
+    Gamemode,
+    /// system76-scheduler's D-Bus API (`SetForegroundProcess`).
+    System76,
 }
 
 /// A process as uxsched tracks it: pid plus start time (see `identity`).

@@ -174,6 +174,10 @@ pub(super) fn start_sources(cfg: &Config, tx: &mpsc::Sender<Event>) -> BTreeMap<
                 cfg.sources_any_owner,
                 tx.clone(),
             ),
+            other => Err(std::io::Error::new(
+                std::io::ErrorKind::Unsupported,
+                format!("the {other:?} source is not in this build yet"),
+            )),
         };
         if let Err(e) = &started {
             warn!(?source, "source could not start: {e}");
