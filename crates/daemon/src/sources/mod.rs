@@ -9,10 +9,13 @@
 //! where it is observed: the daemon drops a focus whose process is no longer that one.
 
 pub mod android;
+pub mod auto;
 pub mod cpufreq;
+pub mod dbus;
 pub mod explicit;
 pub mod mutter;
 pub mod tracker;
+pub mod wayland;
 pub mod x11;
 
 use crate::types::AppId;
