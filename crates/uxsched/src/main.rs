@@ -43,6 +43,9 @@ enum Command {
     /// e.g. `uxsched scx run --policy mcfs` (docs/scx.md).
     #[command(subcommand)]
     Scx(scx_cmd::ScxCommand),
+    /// Write the man pages (uxsched.1 and one per subcommand, roff) into DIR: scripts/deb.sh.
+    #[command(hide = true)]
+    Manpages { dir: std::path::PathBuf },
 }
 
 fn main() -> ExitCode {
@@ -64,9 +67,17 @@ fn main() -> ExitCode {
         Command::Tracker(c) => tracker_cmd::run(c),
         Command::Rt(c) => rt_cmd::run(c),
         Command::Scx(c) => scx_cmd::run(c),
+        Command::Manpages { dir } => write_manpages(&dir),
     };
     match result {
         Ok(code) => code,
         Err(e) => exit::report(&e),
     }
+}
+
+/// `uxsched manpages DIR`: the pages of every visible command, from the clap definitions above.
+fn write_manpages(dir: &std::path::Path) -> anyhow::Result<ExitCode> {
+    std::fs::create_dir_all(dir)?;
+    clap_mangen::generate_to(<Cli as clap::CommandFactory>::command(), dir)?;
+    Ok(ExitCode::SUCCESS)
 }
