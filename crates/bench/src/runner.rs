@@ -109,6 +109,7 @@ pub fn run(plan: &Plan, env: &Env) -> Result<Runs> {
     cancel::install();
     // Refused before waiting for the machine: a missing program is known at once.
     check_plan(plan)?;
+    let env = &models::wayland::with_auto_sources(plan, env)?;
     let _machine = exclusive_machine()?;
     for line in crate::leftovers::recover()? {
         eprintln!("uxsched bench: {line}");
@@ -172,6 +173,9 @@ fn check_plan(plan: &Plan) -> Result<()> {
             plan.scenario,
             &std::env::var_os("PATH").unwrap_or_default(),
         )?;
+    }
+    if plan.scenario.is_wayland() {
+        models::wayland::require_programs(&std::env::var_os("PATH").unwrap_or_default())?;
     }
     if plan.modes.contains(&ModeName::Rtapi) && !plan.scenario.asks_realtime() {
         bail!(
@@ -309,6 +313,10 @@ fn spawn_foreground(
 ) -> Result<Box<dyn Foreground>> {
     Ok(if plan.scenario.is_xapp() {
         Box::new(models::xapp::XappProcs::spawn(
+            plan, env, layout, dir, seed,
+        )?)
+    } else if plan.scenario.is_wayland() {
+        Box::new(models::wayland::WaylandProcs::spawn(
             plan, env, layout, dir, seed,
         )?)
     } else {

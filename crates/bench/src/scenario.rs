@@ -12,7 +12,7 @@ pub struct Scenario {
     pub source: &'static str,
 }
 
-pub const ALL: [ModelKind; 10] = [
+pub const ALL: [ModelKind; 11] = [
     ModelKind::Painting,
     ModelKind::Worker,
     ModelKind::Frames,
@@ -23,6 +23,7 @@ pub const ALL: [ModelKind; 10] = [
     ModelKind::Xterm,
     ModelKind::Xedit,
     ModelKind::Chromium,
+    ModelKind::Foot,
 ];
 
 pub fn scenario(model: ModelKind) -> Scenario {
@@ -76,6 +77,11 @@ pub fn scenario(model: ModelKind) -> Scenario {
             LoadKind::Cpu,
             "keystroke → screen: XTEST key sent → Chromium's window damaged (a <textarea>: browser → renderer → software compositor); client SCHED_FIFO 10",
             "real app",
+        ),
+        ModelKind::Foot => (
+            LoadKind::Cpu,
+            "keystroke → frame shown: virtual-keyboard key sent to sway → sway's screencopy (copy_with_damage) ready with foot's echo (`cat`) composited at the next 60 Hz headless frame; client SCHED_FIFO 10; extras focus_*: sway focus command → the daemon's boost on the focused foot",
+            "real app, Wayland",
         ),
     };
     Scenario {

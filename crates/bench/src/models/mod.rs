@@ -14,6 +14,7 @@ mod painting;
 mod player;
 mod reader;
 mod worker;
+pub mod wayland;
 pub mod xapp;
 
 use crate::sys;
@@ -41,6 +42,8 @@ pub enum ModelKind {
     Xedit,
     /// Debian's Chromium showing a local page with a focused `<textarea>` (`xapp/browser.rs`).
     Chromium,
+    /// foot in sway headless, typed into through the virtual keyboard (`wayland/`).
+    Foot,
 }
 
 impl ModelKind {
@@ -62,6 +65,11 @@ impl ModelKind {
         )
     }
 
+    /// Whether this scenario drives a real program on a Wayland compositor (`wayland/`).
+    pub fn is_wayland(self) -> bool {
+        self == ModelKind::Foot
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             ModelKind::Painting => "painting",
@@ -74,6 +82,7 @@ impl ModelKind {
             ModelKind::Xterm => "xterm",
             ModelKind::Xedit => "xedit",
             ModelKind::Chromium => "chromium",
+            ModelKind::Foot => "foot",
         }
     }
 }
@@ -142,7 +151,8 @@ pub fn run_model(args: &ModelArgs) -> Result<()> {
         (ModelKind::Xterm | ModelKind::Xedit | ModelKind::Chromium, Role::System) => {
             xapp::client_main(args)?
         }
-        (m @ (ModelKind::Xterm | ModelKind::Xedit | ModelKind::Chromium), Role::App) => {
+        (ModelKind::Foot, Role::System) => wayland::client_main(args)?,
+        (m @ (ModelKind::Xterm | ModelKind::Xedit | ModelKind::Chromium | ModelKind::Foot), Role::App) => {
             bail!(
                 "the app of {} is the real program, started by the runner",
                 m.name()
@@ -150,7 +160,7 @@ pub fn run_model(args: &ModelArgs) -> Result<()> {
         }
         (m, Role::System) => bail!("model {} has no system process", m.name()),
     };
-    let output = if args.model.is_xapp() {
+    let output = if args.model.is_xapp() || args.model.is_wayland() {
         output
     } else {
         let (switches, cpu) = own_usage();

@@ -231,7 +231,7 @@ impl Mode for Daemon {
 
     fn apply(&mut self, t: &Targets) -> Result<()> {
         let Some(app) = t.app else { return Ok(()) };
-        if self.focused {
+        if self.focused || t.compositor_focus {
             return Ok(());
         }
         let out = self.client(&["focus", &app.to_string()])?;

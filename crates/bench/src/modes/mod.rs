@@ -183,6 +183,9 @@ pub struct Targets {
     pub x_server: Option<i32>,
     /// Real-application scenarios: the app's child on the input path (xterm's `cat`).
     pub app_child: Option<i32>,
+    /// The app's focus is a Wayland compositor's (`foot`): the daemon modes must find it
+    /// through their sources and are not told with `uxsched focus`.
+    pub compositor_focus: bool,
 }
 
 impl Targets {
