@@ -3,7 +3,7 @@ SHELL := /bin/bash
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 CARGO ?= cargo
 
-.PHONY: all setup build demo test check fmt clippy bench reliability clean
+.PHONY: all setup build demo test check fmt clippy bench reliability clean deb
 
 all: build
 
@@ -40,6 +40,11 @@ bench: build
 ## Shorter: make reliability ARGS="--kills 10 --storm 1000 --messages 100000 --churn-secs 10"
 reliability: build
 	./target/release/uxsched reliability $(ARGS)
+
+## The Debian package: target/debian/uxsched_<version>_<arch>.deb, from the release binary with
+## dpkg-deb (scripts/deb.sh, docs/packaging.md). Install: sudo apt install ./target/debian/uxsched_*.deb
+deb: build
+	bash scripts/deb.sh
 
 clean:
 	$(CARGO) clean

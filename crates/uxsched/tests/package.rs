@@ -1,0 +1,578 @@
+//! The Debian package `make deb` builds (scripts/deb.sh, docs/packaging.md), built here from the
+//! release binary Cargo built for these tests (no workspace rebuild): its file list and modes,
+//! its control fields, the package unpacked (the binary runs, the configuration validates, every
+//! man page renders), installed into a scratch root with dpkg and purged from it, and what its
+//! maintainer scripts do on a live system (with recording stand-ins for systemctl & co.).
+
+use std::collections::BTreeSet;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+const VERSION: &str = env!("CARGO_PKG_VERSION");
+const BIN: &str = env!("CARGO_BIN_EXE_uxsched");
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn ok(what: &str, out: Output) -> String {
+    assert!(
+        out.status.success(),
+        "{what}: {}\n{}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn run(program: &str, args: &[&str]) -> String {
+    let out = Command::new(program)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{program}: {e} (scripts/setup.sh installs it)"));
+    ok(&format!("{program} {args:?}"), out)
+}
+
+fn arch() -> String {
+    run("dpkg", &["--print-architecture"]).trim().to_owned()
+}
+
+/// The package, built once per test run by scripts/deb.sh into target/tmp.
+fn deb() -> &'static Path {
+    static DEB: OnceLock<PathBuf> = OnceLock::new();
+    DEB.get_or_init(|| {
+        // One folder per test process; those of processes that are gone are removed.
+        let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+        for e in std::fs::read_dir(tmp).into_iter().flatten().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if let Some(pid) = name.strip_prefix("package-") {
+                if !Path::new("/proc").join(pid).exists() {
+                    let _ = std::fs::remove_dir_all(e.path());
+                }
+            }
+        }
+        let out = tmp.join(format!("package-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&out);
+        let started = std::time::Instant::now();
+        let printed = ok(
+            "scripts/deb.sh",
+            Command::new("bash")
+                .arg(repo().join("scripts/deb.sh"))
+                .arg(BIN)
+                .arg(&out)
+                .output()
+                .unwrap(),
+        );
+        eprintln!(
+            "scripts/deb.sh built the package in {:.1?}",
+            started.elapsed()
+        );
+        let expected = out.join(format!("uxsched_{VERSION}_{}.deb", arch()));
+        assert_eq!(Path::new(printed.trim()), expected);
+        assert!(expected.is_file(), "{expected:?}");
+        expected
+    })
+}
+
+/// `uxsched …  --help`'s subcommands (clap's "Commands:" list, without `help`).
+fn subcommands(path: &[String]) -> Vec<String> {
+    let mut args: Vec<&str> = path.iter().map(String::as_str).collect();
+    args.push("--help");
+    let help = run(BIN, &args);
+    let Some(list) = help.split("\nCommands:\n").nth(1) else {
+        return vec![];
+    };
+    (list.lines())
+        .take_while(|l| !l.trim().is_empty())
+        .filter(|l| l.starts_with("  ") && !l[2..].starts_with(' '))
+        .map(|l| l.split_whitespace().next().unwrap().to_owned())
+        .filter(|name| name != "help")
+        .collect()
+}
+
+/// The man page every command should have: uxsched.1.gz, uxsched-daemon.1.gz,
+/// uxsched-sim-run.1.gz, … — found by walking the binary's own `--help`, not its man code.
+fn expected_man_pages() -> BTreeSet<String> {
+    let mut pages = BTreeSet::new();
+    let mut todo = vec![vec![]];
+    while let Some(path) = todo.pop() {
+        let mut name = vec!["uxsched".to_owned()];
+        name.extend(path.iter().cloned());
+        pages.insert(format!("{}.1.gz", name.join("-")));
+        for sub in subcommands(&path) {
+            let mut next = path.clone();
+            next.push(sub);
+            todo.push(next);
+        }
+    }
+    pages
+}
+
+/// One line of `dpkg-deb -c`: mode string, owner, path (without the leading `.`).
+struct Entry {
+    mode: String,
+    owner: String,
+    path: String,
+}
+
+fn contents() -> Vec<Entry> {
+    let listing = run("dpkg-deb", &["-c", deb().to_str().unwrap()]);
+    (listing.lines())
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            assert!(f.len() >= 6, "odd dpkg-deb -c line: {l}");
+            Entry {
+                mode: f[0].to_owned(),
+                owner: f[1].to_owned(),
+                path: f[5..].join(" ").trim_start_matches('.').to_owned(),
+            }
+        })
+        .collect()
+}
+
+/// Where scripts/deb.sh puts each file of packaging/dbus (docs/packaging.md).
+fn dbus_files() -> Vec<String> {
+    let mut files = vec![];
+    for e in std::fs::read_dir(repo().join("packaging/dbus")).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_str().unwrap().to_owned();
+        let text = std::fs::read_to_string(&p).unwrap();
+        let dir = match p.extension().and_then(|e| e.to_str()) {
+            Some("conf") => "system.d",
+            Some("service") if text.lines().any(|l| l.starts_with("User=")) => "system-services",
+            Some("service") => "services",
+            Some("xml") => "interfaces",
+            _ => continue,
+        };
+        files.push(format!("/usr/share/dbus-1/{dir}/{name}"));
+    }
+    assert!(
+        files
+            .iter()
+            .any(|f| f.ends_with("/system.d/uxsched-rtkit.conf")),
+        "{files:?}"
+    );
+    files
+}
+
+#[test]
+fn the_package_holds_every_file_with_sane_modes_owned_by_root() {
+    let entries = contents();
+    let files: BTreeSet<&str> = (entries.iter())
+        .filter(|e| e.mode.starts_with('-'))
+        .map(|e| e.path.as_str())
+        .collect();
+    let mut wanted = vec![
+        "/usr/bin/uxsched".to_owned(),
+        "/usr/lib/systemd/system/uxsched.service".to_owned(),
+        "/etc/uxsched/uxsched.toml".to_owned(),
+        "/usr/share/doc/uxsched/copyright".to_owned(),
+        "/usr/share/doc/uxsched/changelog.gz".to_owned(),
+        "/usr/share/doc/uxsched/daemon.md".to_owned(),
+    ];
+    wanted.extend(dbus_files());
+    for f in &wanted {
+        assert!(files.contains(f.as_str()), "{f} missing from {files:#?}");
+    }
+    let pages: BTreeSet<String> = (files.iter())
+        .filter_map(|f| f.strip_prefix("/usr/share/man/man1/"))
+        .map(str::to_owned)
+        .collect();
+    let expected = expected_man_pages();
+    assert!(expected.len() > 20, "{expected:?}");
+    assert!(expected.contains("uxsched-daemon.1.gz"), "{expected:?}");
+    assert_eq!(pages, expected, "a man page for every command, no other");
+    for e in &entries {
+        assert_eq!(e.owner, "root/root", "{}", e.path);
+        let want = if e.mode.starts_with('d') {
+            "drwxr-xr-x"
+        } else if e.path == "/usr/bin/uxsched" {
+            "-rwxr-xr-x"
+        } else {
+            "-rw-r--r--"
+        };
+        assert_eq!(e.mode, want, "{}", e.path);
+        assert!(
+            e.path.starts_with("/usr/") || e.path.starts_with("/etc/uxsched/") || e.path.len() <= 5,
+            "{} outside /usr and /etc/uxsched",
+            e.path
+        );
+        let known = wanted.contains(&e.path)
+            || e.path.starts_with("/usr/share/man/man1/")
+            || e.mode.starts_with('d');
+        assert!(known, "{} is in the package but not checked here", e.path);
+    }
+}
+
+#[test]
+fn the_control_fields_scripts_and_checksums_are_right() {
+    let deb = deb().to_str().unwrap();
+    let field = |name: &str| run("dpkg-deb", &["-f", deb, name]).trim().to_owned();
+    assert_eq!(field("Package"), "uxsched");
+    assert_eq!(field("Version"), VERSION);
+    assert_eq!(field("Architecture"), arch());
+    assert_eq!(field("Section"), "admin");
+    assert!(field("Maintainer").contains('@'), "{}", field("Maintainer"));
+    assert!(field("Description").starts_with("keep the app in front"));
+    let size: u64 = field("Installed-Size").parse().unwrap();
+    let binary_kib = std::fs::metadata(BIN).unwrap().len() / 1024;
+    assert!(
+        size > 1024 && size < binary_kib,
+        "Installed-Size {size} KiB"
+    );
+
+    // Depends: every shared library the binary links is a package there, at a version.
+    let depends = field("Depends");
+    let deps: Vec<&str> = depends.split(", ").collect();
+    assert!(
+        deps.iter().any(|d| d.starts_with("libc6 (>= ")),
+        "{depends}"
+    );
+    for lib in run("ldd", &[BIN]).lines() {
+        let Some(path) = lib
+            .split(" => ")
+            .nth(1)
+            .and_then(|r| r.split_whitespace().next())
+        else {
+            continue;
+        };
+        let owner = [path.to_owned(), format!("/usr{path}")]
+            .iter()
+            .find_map(|p| {
+                let out = Command::new("dpkg").args(["-S", p]).output().unwrap();
+                let s = String::from_utf8(out.stdout).unwrap();
+                out.status
+                    .success()
+                    .then(|| s.split(':').next().unwrap().to_owned())
+            })
+            .unwrap_or_else(|| panic!("no package owns {path}"));
+        assert!(
+            deps.iter()
+                .any(|d| d.split([' ', ':']).next() == Some(owner.as_str())),
+            "{path} comes from {owner}, not in Depends: {depends}"
+        );
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let ctrl = dir.path().join("DEBIAN");
+    run("dpkg-deb", &["-e", deb, ctrl.to_str().unwrap()]);
+    assert_eq!(
+        std::fs::read_to_string(ctrl.join("conffiles")).unwrap(),
+        format!("{}\n", uxsched_daemon::config::DEFAULT_PATH)
+    );
+    for script in ["postinst", "prerm", "postrm"] {
+        let p = ctrl.join(script);
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(mode, 0o755, "{script}");
+        run("sh", &["-n", p.to_str().unwrap()]);
+    }
+    // md5sums covers every file and matches what is unpacked.
+    let root = dir.path().join("root");
+    run("dpkg-deb", &["-x", deb, root.to_str().unwrap()]);
+    let sums = std::fs::read_to_string(ctrl.join("md5sums")).unwrap();
+    let listed = sums.lines().count();
+    let files = (contents().iter())
+        .filter(|e| e.mode.starts_with('-'))
+        .count();
+    assert_eq!(listed, files, "{sums}");
+    let check = Command::new("md5sum")
+        .args(["--check", "--quiet", "--strict"])
+        .arg(ctrl.join("md5sums"))
+        .current_dir(&root)
+        .output()
+        .unwrap();
+    ok("md5sum --check", check);
+}
+
+#[test]
+fn unpacked_the_binary_runs_the_configuration_validates_and_every_man_page_renders() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    run(
+        "dpkg-deb",
+        &["-x", deb().to_str().unwrap(), root.to_str().unwrap()],
+    );
+    let bin = root.join("usr/bin/uxsched");
+    let bin = bin.to_str().unwrap();
+    assert_eq!(
+        run(bin, &["--version"]).trim(),
+        format!("uxsched {VERSION}")
+    );
+
+    // The unit runs this binary with this configuration, the daemon's default path.
+    let unit =
+        std::fs::read_to_string(root.join("usr/lib/systemd/system/uxsched.service")).unwrap();
+    let shipped = std::fs::read_to_string(repo().join("packaging/uxsched.service")).unwrap();
+    assert_eq!(unit, shipped);
+    let exec = (unit.lines())
+        .find_map(|l| l.strip_prefix("ExecStart="))
+        .expect("ExecStart=");
+    let config = uxsched_daemon::config::DEFAULT_PATH;
+    assert_eq!(exec, format!("/usr/bin/uxsched daemon --config {config}"));
+    let toml = root.join(config.trim_start_matches('/'));
+    assert_eq!(
+        std::fs::read_to_string(&toml).unwrap(),
+        uxsched_daemon::config::DEFAULT_TOML
+    );
+    run(bin, &["config", "check", toml.to_str().unwrap()]);
+    // The unit's Documentation= is in the package.
+    let docs = (unit.lines())
+        .find_map(|l| l.strip_prefix("Documentation=file://"))
+        .expect("Documentation=");
+    assert!(root.join(docs.trim_start_matches('/')).is_file(), "{docs}");
+
+    // Every page renders with groff without a warning, and man-db reads the main one.
+    let man1 = root.join("usr/share/man/man1");
+    let mut pages = 0;
+    for e in std::fs::read_dir(&man1).unwrap() {
+        let gz = e.unwrap().path();
+        let roff = run("gzip", &["-dc", gz.to_str().unwrap()]);
+        let flat = dir.path().join("page.1");
+        std::fs::write(&flat, &roff).unwrap();
+        let out = Command::new("groff")
+            .args(["-k", "-man", "-Tutf8", "-ww", "-z"]) // -k: preconv, UTF-8 input as man-db reads it
+            .arg(&flat)
+            .output()
+            .expect("groff (groff-base)");
+        assert!(
+            out.status.success() && out.stderr.is_empty(),
+            "{gz:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(roff.contains(".SH NAME"), "{gz:?}");
+        pages += 1;
+    }
+    assert!(pages > 20, "{pages} pages");
+    let out = Command::new("man")
+        .arg("-l")
+        .arg(man1.join("uxsched-daemon.1.gz"))
+        .env("MANPAGER", "cat")
+        .env("MANWIDTH", "100")
+        .output()
+        .expect("man (man-db)");
+    let text = ok("man -l uxsched-daemon.1.gz", out);
+    assert!(
+        text.contains("SYNOPSIS") && text.contains("--config"),
+        "{text}"
+    );
+}
+
+/// A file that writes its name and arguments to `log` and exits with `rc`.
+fn stub(dir: &Path, name: &str, log: &Path, rc: i32) {
+    let p = dir.join(name);
+    std::fs::write(
+        &p,
+        format!(
+            "#!/bin/sh\necho \"{name} $* DPKG_ROOT=${{DPKG_ROOT:-}}\" >>{}\nexit {rc}\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// Stand-ins for every command the maintainer scripts may call on the live system.
+fn stubs(dir: &Path, was_enabled: bool) -> (PathBuf, PathBuf) {
+    let bin = dir.join("stubs");
+    std::fs::create_dir_all(&bin).unwrap();
+    let log = dir.join("calls.log");
+    std::fs::write(&log, "").unwrap();
+    for name in ["deb-systemd-invoke", "systemctl", "dbus-send", "busctl"] {
+        stub(&bin, name, &log, 0);
+    }
+    // The real helper's `was-enabled` is true on a first install, false once disabled.
+    let helper = bin.join("deb-systemd-helper");
+    std::fs::write(
+        &helper,
+        format!(
+            "#!/bin/sh\necho \"deb-systemd-helper $* DPKG_ROOT=${{DPKG_ROOT:-}}\" >>{log}\n\
+             [ \"$1 $2\" = \"--quiet was-enabled\" ] && exit {rc}\nexit 0\n",
+            log = log.display(),
+            rc = if was_enabled { 0 } else { 1 }
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&helper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    (bin, log)
+}
+
+fn maintainer_script(ctrl: &Path, script: &str, args: &[&str], stubs: &Path) {
+    let out = Command::new("sh")
+        .arg(ctrl.join(script))
+        .args(args)
+        .env(
+            "PATH",
+            format!("{}:/usr/sbin:/usr/bin:/sbin:/bin", stubs.display()),
+        )
+        .env_remove("DPKG_ROOT")
+        .output()
+        .unwrap();
+    ok(&format!("{script} {args:?}"), out);
+}
+
+/// On the live system (no DPKG_ROOT): postinst enables the unit unless the administrator
+/// disabled it, reloads the bus's policy where a system bus runs, and starts (upgrade:
+/// restarts) the unit only where systemd runs; prerm stops it on removal only.
+#[test]
+fn the_maintainer_scripts_enable_start_and_stop_only_where_systemd_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let ctrl = dir.path().join("DEBIAN");
+    run(
+        "dpkg-deb",
+        &["-e", deb().to_str().unwrap(), ctrl.to_str().unwrap()],
+    );
+    let systemd = Path::new("/run/systemd/system").is_dir();
+    let bus = Path::new("/run/dbus/system_bus_socket").exists();
+    let calls = |log: &Path| std::fs::read_to_string(log).unwrap();
+
+    // First install.
+    let (bin, log) = stubs(dir.path(), true);
+    maintainer_script(&ctrl, "postinst", &["configure", ""], &bin);
+    let c = calls(&log);
+    assert!(
+        c.contains("deb-systemd-helper enable uxsched.service DPKG_ROOT=\n"),
+        "{c}"
+    );
+    assert_eq!(
+        c.contains("deb-systemd-invoke start uxsched.service"),
+        systemd,
+        "{c}"
+    );
+    assert_eq!(
+        c.contains("systemctl --system daemon-reload"),
+        systemd,
+        "{c}"
+    );
+    assert_eq!(c.contains("org.freedesktop.DBus.ReloadConfig"), bus, "{c}");
+    assert!(!c.contains("restart"), "{c}");
+
+    // Upgrade, after the administrator disabled the unit: stays disabled, restarted if running.
+    let (bin, log) = stubs(dir.path(), false);
+    maintainer_script(&ctrl, "postinst", &["configure", "0.0.1"], &bin);
+    let c = calls(&log);
+    assert!(
+        c.contains("deb-systemd-helper update-state uxsched.service"),
+        "{c}"
+    );
+    assert!(!c.contains("helper enable"), "{c}");
+    assert_eq!(
+        c.contains("deb-systemd-invoke restart uxsched.service"),
+        systemd,
+        "{c}"
+    );
+
+    // prerm: stop on removal, nothing on upgrade.
+    let (bin, log) = stubs(dir.path(), true);
+    maintainer_script(&ctrl, "prerm", &["upgrade", "0.2.0"], &bin);
+    assert_eq!(calls(&log), "");
+    maintainer_script(&ctrl, "prerm", &["remove"], &bin);
+    let c = calls(&log);
+    assert_eq!(
+        c.contains("deb-systemd-invoke stop uxsched.service"),
+        systemd,
+        "{c}"
+    );
+    // postrm remove: the unit masked (its file is gone).
+    maintainer_script(&ctrl, "postrm", &["remove"], &bin);
+    assert!(calls(&log).contains("deb-systemd-helper mask uxsched.service"));
+}
+
+/// `dpkg --root` into an empty scratch root, scripts run outside a chroot with DPKG_ROOT set (as
+/// dpkg does for --force-script-chrootless): installed and registered with its conffile, the
+/// unit enabled inside the root only, nothing started; removed, the conffile stays; purged, the
+/// conffile and the daemon's state under the root are gone. Not root: `--force-not-root` (the
+/// files are then the caller's, which nothing here checks).
+#[test]
+fn installed_into_a_scratch_root_removed_and_purged() {
+    // SAFETY: geteuid has no preconditions.
+    let root_user = unsafe { libc::geteuid() } == 0;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    for d in [
+        "var/lib/dpkg/info",
+        "var/lib/dpkg/updates",
+        "var/log",
+        "etc",
+    ] {
+        std::fs::create_dir_all(root.join(d)).unwrap();
+    }
+    std::fs::write(root.join("var/lib/dpkg/status"), "").unwrap();
+    let (bin, log) = stubs(dir.path(), true);
+    // The real deb-systemd-helper, which honours DPKG_ROOT; the stubs catch anything live.
+    std::fs::remove_file(bin.join("deb-systemd-helper")).unwrap();
+    let dpkg = |args: &[&str]| {
+        let out = Command::new("dpkg")
+            .arg(format!("--root={}", root.display()))
+            .args([
+                "--force-script-chrootless",
+                "--force-depends",
+                "--log=/dev/null",
+            ])
+            .args((!root_user).then_some("--force-not-root"))
+            .args(args)
+            .env(
+                "PATH",
+                format!("{}:/usr/sbin:/usr/bin:/sbin:/bin", bin.display()),
+            )
+            .output()
+            .unwrap();
+        ok(&format!("dpkg {args:?}"), out)
+    };
+    dpkg(&["--install", deb().to_str().unwrap()]);
+    let status = dpkg(&["--status", "uxsched"]);
+    assert!(status.contains("Status: install ok installed"), "{status}");
+    assert!(status.contains(&format!("Version: {VERSION}")), "{status}");
+    assert!(status.contains(" /etc/uxsched/uxsched.toml "), "{status}");
+    let bin_in_root = root.join("usr/bin/uxsched");
+    assert_eq!(
+        run(bin_in_root.to_str().unwrap(), &["--version"]).trim(),
+        format!("uxsched {VERSION}")
+    );
+    let wants = root.join("etc/systemd/system/multi-user.target.wants/uxsched.service");
+    assert_eq!(
+        std::fs::read_link(&wants).unwrap(),
+        Path::new("/usr/lib/systemd/system/uxsched.service"),
+        "enabled inside the root"
+    );
+    let live = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(live, "", "nothing run on the live system");
+
+    // The daemon's state, as a run would have left it.
+    std::fs::create_dir_all(root.join("var/lib/uxsched")).unwrap();
+    std::fs::write(root.join("var/lib/uxsched/tracker.sqlite"), "x").unwrap();
+    let edited = root.join("etc/uxsched/uxsched.toml");
+    std::fs::write(&edited, "mode = \"eimos\"\n").unwrap();
+
+    dpkg(&["--remove", "uxsched"]);
+    assert!(!bin_in_root.exists());
+    assert!(!root.join("usr/lib/systemd/system/uxsched.service").exists());
+    assert_eq!(
+        std::fs::read_to_string(&edited).unwrap(),
+        "mode = \"eimos\"\n"
+    );
+    assert!(root.join("var/lib/uxsched/tracker.sqlite").exists());
+
+    dpkg(&["--purge", "uxsched"]);
+    assert!(
+        !root.join("etc/uxsched").exists(),
+        "conffile and its directory purged"
+    );
+    assert!(!root.join("var/lib/uxsched").exists(), "state purged");
+    assert!(!wants.exists() && std::fs::symlink_metadata(&wants).is_err());
+    let status = Command::new("dpkg")
+        .arg(format!("--root={}", root.display()))
+        .args(["--status", "uxsched"])
+        .output()
+        .unwrap();
+    assert!(
+        !status.status.success() || !String::from_utf8_lossy(&status.stdout).contains("installed")
+    );
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        "",
+        "nothing run on the live system"
+    );
+}
