@@ -17,6 +17,7 @@
 //! | `hog`        | floods the control socket as another user ([`hog`])                       |
 //! | `stage NAME` | one process of the tracker's relay chain ([`stage`])                      |
 //! | `window`     | an X client with one window, prints its id ([`window`])                   |
+//! | `gamemode-bridge` | `uxsched gamemode-bridge` (its errors on stderr, exit 1)             |
 //!
 //! Whatever a role prints on stdout is all the process prints there. The role runs on a thread
 //! of its own, named as the role, while the main thread only waits for it: a test app's main
@@ -50,7 +51,8 @@ const DIR_ENV: &str = "UXSCHED_TEST_FIFOS";
 const WM_PID_ENV: &str = "UXSCHED_TEST_WM_PID";
 
 const USAGE: &str = "usage: uxsched-daemon-fixture daemon|app SPEC|rtclient|moreclient|rtdie|\
-                     rtexit|hog|stage NAME|window (a test fixture of crates/daemon/tests)";
+                     rtexit|hog|stage NAME|window|gamemode-bridge (a test fixture of \
+                     crates/daemon/tests)";
 
 fn var(key: &str) -> String {
     std::env::var(key).unwrap_or_else(|_| panic!("{key} is not set"))
@@ -73,6 +75,12 @@ fn main() {
         ("hog", None) => Box::new(|| hog(Path::new(&var(CONFIG_ENV)))),
         ("stage", Some(name)) => Box::new(move || stage(&name, Path::new(&var(DIR_ENV)))),
         ("window", None) => Box::new(window),
+        ("gamemode-bridge", None) => Box::new(|| {
+            if let Err(e) = uxsched_daemon::sources::dbus::bridge::run() {
+                eprintln!("uxsched gamemode-bridge: {e}");
+                std::process::exit(1);
+            }
+        }),
         _ => {
             eprintln!("{USAGE}");
             std::process::exit(2)
