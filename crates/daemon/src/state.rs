@@ -113,25 +113,34 @@ pub fn role_of(task: &TaskId, comm: &str, foreground: bool, cfg: &Config) -> Rol
     }
 }
 
-/// Scan an app's threads now; `None` once the process is gone or its pid was recycled.
-pub fn scan_app(id: AppId, foreground: bool, cfg: &Config) -> Option<App> {
+/// Scan an app's threads now, with those of its process `family` (the same program under it,
+/// `uxsched_os::process_tree::family`: a browser's renderers and GPU process are the app too);
+/// `None` once the process is gone or its pid was recycled. Only the app's own main thread is
+/// its UI thread; the family's main threads are its other threads.
+pub fn scan_app(id: AppId, family: &[i32], foreground: bool, cfg: &Config) -> Option<App> {
     if !id.alive() {
         return None;
     }
-    let threads = identity::threads(id.pid)
-        .into_iter()
-        .filter_map(|tid| {
-            let st = identity::stat(tid).ok()?;
-            let task = TaskId {
-                tid,
-                pid: id.pid,
-                start: st.start,
-            };
-            Some(ThreadInfo {
-                role: role_of(&task, &st.comm, foreground, cfg),
-                comm: st.comm,
-                cpu: st.processor,
-                task,
+    let threads = std::iter::once(id.pid)
+        .chain(family.iter().copied().filter(|&p| p != id.pid))
+        .flat_map(|pid| {
+            identity::threads(pid).into_iter().filter_map(move |tid| {
+                let st = identity::stat(tid).ok()?;
+                let task = TaskId {
+                    tid,
+                    pid,
+                    start: st.start,
+                };
+                let role = match role_of(&task, &st.comm, foreground, cfg) {
+                    Role::Ui if pid != id.pid => Role::Other,
+                    r => r,
+                };
+                Some(ThreadInfo {
+                    role,
+                    comm: st.comm,
+                    cpu: st.processor,
+                    task,
+                })
             })
         })
         .collect();
@@ -388,7 +397,7 @@ mod tests {
     #[test]
     fn scanning_this_process_finds_its_ui_thread() {
         let me = AppId::of(std::process::id() as i32).unwrap();
-        let app = scan_app(me, true, &Config::default()).unwrap();
+        let app = scan_app(me, &[], true, &Config::default()).unwrap();
         let ui = app.threads.iter().find(|t| t.task.tid == me.pid).unwrap();
         assert_eq!(ui.role, Role::Ui);
         // This thread is running while it reads: at least 1, and never more than all tasks.

@@ -1,7 +1,8 @@
 //! The process tree as /proc shows it: a process's descendants (`/proc/<pid>/task/<tid>/children`,
 //! which lists the children each thread forked) and every process on the machine. Used where a
 //! setting reaches beyond the thread it was set on: I/O priorities that children inherit, and a
-//! session's autogroup that every process of the session shares.
+//! session's autogroup that every process of the session shares; and an app's process family
+//! (a browser's zygotes, renderers and GPU process), which is the app as far as placing it goes.
 
 use std::collections::BTreeSet;
 use std::io;
@@ -20,6 +21,50 @@ pub fn with_descendants(pid: i32) -> BTreeSet<i32> {
         }
     }
     seen
+}
+
+/// The program a process runs: the device and inode of its executable (`/proc/<pid>/exe`,
+/// which stays the same file across the zygote's forks and the helpers' command-line rewrites).
+fn program(pid: i32) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(format!("/proc/{pid}/exe")).ok()?;
+    Some((m.dev(), m.ino()))
+}
+
+/// `pid`'s process family: its descendants that run the same program as the same user (every
+/// uid equal to the leader's real uid) — Chromium's zygotes, renderers, GPU and utility
+/// processes, or Firefox's content processes. A different program started under it (the shell
+/// of a terminal, a compiler run from an editor) is not the app, nor are its descendants: the
+/// walk does not go through it, so a build started from a terminal is never counted as the
+/// terminal. Without `pid` itself; empty when `pid` is gone.
+pub fn family(pid: i32) -> Vec<i32> {
+    const MAX: usize = 1024;
+    let (Some(exe), Ok(uid)) = (program(pid), real_uid(pid)) else {
+        return Vec::new();
+    };
+    let same = |p: i32| {
+        program(p) == Some(exe)
+            && crate::identity::task_id(p)
+                .and_then(|t| crate::identity::uids_of(&t))
+                .is_ok_and(|u| crate::identity::all_uids_are(&u, uid))
+    };
+    let mut found = Vec::new();
+    let mut todo = vec![pid];
+    while let Some(p) = todo.pop() {
+        for child in children(p) {
+            if found.len() < MAX && !found.contains(&child) && same(child) {
+                found.push(child);
+                todo.push(child);
+            }
+        }
+    }
+    found
+}
+
+/// The real uid of process `pid`.
+fn real_uid(pid: i32) -> io::Result<u32> {
+    let leader = crate::identity::task_id(pid)?;
+    Ok(crate::identity::uids_of(&leader)?[0])
 }
 
 /// The direct children of every thread of `pid`.
@@ -70,5 +115,38 @@ mod tests {
             "{found:?} ⊄ {mine:?}"
         );
         assert!(all_processes().unwrap().contains(&me));
+    }
+
+    /// The same program under the app is its family; another program (`sleep`, `timeout`) is
+    /// not, nor is the same program again under another one (`timeout`'s `sh`).
+    #[test]
+    fn the_family_is_the_same_program_under_the_app() {
+        // `; :` keeps each shell from replacing itself with its last command.
+        let script = "sh -c 'sleep 9; :' & timeout 9 sh -c 'sleep 9; :' & wait";
+        let mut sh = std::process::Command::new("sh")
+            .args(["-c", script])
+            .spawn()
+            .unwrap();
+        let pid = sh.id() as i32;
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let mut all = BTreeSet::new();
+        while all.len() < 6 && std::time::Instant::now() < end {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            all = with_descendants(pid);
+        }
+        let fam = family(pid);
+        for p in all.iter().rev() {
+            // SAFETY: kill has no memory preconditions; these are our own children.
+            unsafe { libc::kill(*p, libc::SIGKILL) };
+        }
+        sh.wait().unwrap();
+        assert_eq!(all.len(), 6, "sh, sh, sleep, timeout, sh, sleep: {all:?}");
+        assert_eq!(fam.len(), 1, "only the first inner sh: {fam:?} of {all:?}");
+        let inner = fam[0];
+        assert_eq!(program(inner), program(pid));
+        assert!(
+            family(1 << 30).is_empty(),
+            "a process that is not there has none"
+        );
     }
 }

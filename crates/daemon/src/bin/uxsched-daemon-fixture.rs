@@ -110,8 +110,10 @@ fn daemon() {
 }
 
 /// A test app: one thread per comma-separated name in `spec` (`spin…` threads busy-loop,
-/// `churn` starts threads that live ~1 ms, others sleep; `late:NAME` starts 300 ms later);
-/// `reader=PATH` reads `PATH` slowly instead.
+/// `churn` starts threads that live ~1 ms, `kin` starts a child process of this same program
+/// (the app's process family) and `stranger` a child `sleep` (another program), both killed
+/// with the app; others sleep; `late:NAME` starts 300 ms later); `reader=PATH` reads `PATH`
+/// slowly instead.
 fn app(spec: &str) {
     if let Some(path) = spec.strip_prefix("reader=") {
         read_slowly(Path::new(path));
@@ -125,6 +127,8 @@ fn app(spec: &str) {
             let body: fn() -> ! = match name.as_str() {
                 n if n.starts_with("spin") => spin_forever,
                 "churn" => churn_forever,
+                "kin" => || child_forever(std::env::current_exe().unwrap(), &["app", "kinthread"]),
+                "stranger" => || child_forever("sleep".into(), &["3600"]),
                 _ => sleep_forever,
             };
             std::thread::Builder::new()
@@ -142,6 +146,21 @@ fn app(spec: &str) {
             start();
         }
     }
+    sleep_forever()
+}
+
+/// Start `program` as a child that dies with this process, then sleep.
+fn child_forever(program: std::path::PathBuf, args: &[&str]) -> ! {
+    let mut c = std::process::Command::new(program);
+    c.args(args);
+    // SAFETY: prctl is async-signal-safe.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut c, || {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    let _child = c.spawn().expect("the app's child process");
     sleep_forever()
 }
 

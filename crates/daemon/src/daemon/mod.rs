@@ -7,6 +7,7 @@
 
 mod control;
 mod events;
+mod family;
 mod fast;
 mod placement;
 mod rt;
@@ -98,6 +99,8 @@ struct Daemon {
     backend: Box<dyn crate::backend::Backend>,
     /// When the last pass asked for by the cgroup mover was due.
     moved_pass: Instant,
+    /// The focused app's process family, placed as the app.
+    family: std::cell::RefCell<family::FamilyCache>,
 }
 
 /// The daemon's own `RLIMIT_RTTIME`, µs (see `run`).
@@ -208,6 +211,7 @@ impl Daemon {
             owner_seen: Default::default(),
             backend,
             moved_pass: Instant::now(),
+            family: Default::default(),
             cfg,
         })
     }
@@ -287,23 +291,26 @@ impl Daemon {
         }
     }
 
+    /// The focused app now, with its process family.
+    fn scan_focus(&self) -> Option<state::App> {
+        let id = self.focus?;
+        let family = self.family.borrow_mut().of(id);
+        state::scan_app(id, &family, true, &self.cfg)
+    }
+
     fn scan(&mut self) -> State {
-        let mut focus = self
-            .focus
-            .and_then(|id| state::scan_app(id, true, &self.cfg));
+        let mut focus = self.scan_focus();
         if self.focus.is_some() && focus.is_none() {
             info!(pid = self.focus.map(|a| a.pid), "focused process exited");
             self.focus_by_source.retain(|_, a| a.alive());
             self.update_focus();
-            focus = self
-                .focus
-                .and_then(|id| state::scan_app(id, true, &self.cfg));
+            focus = self.scan_focus();
         }
         self.history.refresh(self.focus);
         let background = self
             .history
             .iter()
-            .filter_map(|id| state::scan_app(*id, false, &self.cfg))
+            .filter_map(|id| state::scan_app(*id, &[], false, &self.cfg))
             .collect();
         let chain = match focus.as_mut() {
             Some(app) => {

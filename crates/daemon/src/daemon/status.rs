@@ -11,9 +11,7 @@ use uxsched_os::{ioprio, sched};
 
 impl Daemon {
     pub(super) fn status(&self) -> Status {
-        let focus_app = self
-            .focus
-            .and_then(|id| state::scan_app(id, true, &self.cfg));
+        let focus_app = self.scan_focus();
         let mut problems: Vec<String> = self
             .rec
             .failures
