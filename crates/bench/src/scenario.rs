@@ -80,7 +80,7 @@ pub fn scenario(model: ModelKind) -> Scenario {
         ),
         ModelKind::Foot => (
             LoadKind::Cpu,
-            "keystroke → frame shown: virtual-keyboard key sent to sway → sway's screencopy (copy_with_damage) ready with foot's echo (`cat`) composited at the next 60 Hz headless frame; client SCHED_FIFO 10; extras focus_*: sway focus command → the daemon's boost on the focused foot",
+            "keystroke → frame shown: virtual-keyboard key sent to sway → screencopy copy_with_damage `ready` (sway composited foot's echo by `cat` and copied the frame; headless output: no vblank wait); client SCHED_FIFO 10; focus_*: sway focus command → the daemon's boost visible on the focused foot",
             "real app, Wayland",
         ),
     };

@@ -13,8 +13,11 @@
 //! `zwlr_screencopy_frame_v1.ready` event of a `copy_with_damage` request armed before the key
 //! (ms). sway sends `ready` once it has committed a frame of the output with damage and copied
 //! it into the client's buffer: the keystroke went sway → foot (wl_keyboard) → pty → `cat`
-//! (echo) → pty → foot (render, wl_surface.commit) → sway (composite at the headless output's
-//! next 60 Hz frame) → copy (640×480, pixman). A frame that changes without input while
+//! (echo) → pty → foot (render, wl_surface.commit) → sway (composite, pixman) → copy
+//! (640×480). wlroots' headless output has no scan-out and no vblank: with no frame pending
+//! sway composites as soon as the damage arrives (its 60 Hz frame clock only spaces frames
+//! that follow each other within 16.7 ms, which paced keystrokes never do), so a sample has
+//! none of the up-to-one-refresh wait a real display adds. A frame that changes without input while
 //! armed (before the key) is counted in `unprompted` and the request re-armed, so a sample is
 //! always the key's frame. Keystrokes are paced 50–100 ms (seeded) after the previous one was
 //! shown. A key that shows nothing within 2 s counts in `lost`; more than 10 % lost fails the
@@ -28,7 +31,8 @@
 //! `focus_boosted`, `focus_p50_ms`, `focus_p99_ms`, `focus_max_ms`. A terminal that keeps a
 //! boost after losing the focus is waited for (1 s) before the switch to it; a switch whose
 //! boost does not show within 1 s is a miss, and two misses before any boost end the phase
-//! (nothing follows the compositor's focus: `idle`, `stock`, `fifo`).
+//! (nothing follows the compositor's focus: `idle`, `stock`, `fifo`); the phase stops after
+//! 10 s whatever it has.
 
 use super::ipc::{self, Ipc};
 use super::{ENV_IPC, ENV_OTHER_PID, ENV_WAYLAND};
@@ -76,6 +80,8 @@ const FOCUS_SWITCHES: usize = 30;
 const FOCUS_TIMEOUT: Duration = Duration::from_secs(1);
 const FOCUS_POLL: Duration = Duration::from_micros(100);
 const FOCUS_GIVE_UP: usize = 2;
+/// The whole phase, within the runner's slack past the planned duration (30 s).
+const FOCUS_PHASE_LIMIT: Duration = Duration::from_secs(10);
 
 /// The keymap uploaded with the virtual keyboard (XKB text format v1), complete in itself (no
 /// includes): 26 letters on xkb keycodes 10–35 and Return on 36 — evdev codes 2–27 and 28
@@ -364,7 +370,12 @@ impl Screen {
 
     /// Wait `span` with a frame armed; re-arm and start over each time the output changes
     /// without input (counted in `unprompted`), at most until `give_up`.
-    fn quiet(&mut self, span: Duration, give_up: Instant, unprompted: &mut u32) -> Result<bool> {
+    pub fn quiet(
+        &mut self,
+        span: Duration,
+        give_up: Instant,
+        unprompted: &mut u32,
+    ) -> Result<bool> {
         if self.frame.is_none() {
             self.arm()?;
         }
@@ -383,7 +394,7 @@ impl Screen {
 
     /// Type keystroke `i` into the focused window, the output quiet and a frame armed; its
     /// latency until sway showed a changed frame, or `None` within `timeout`.
-    fn keystroke(&mut self, i: usize, timeout: Duration) -> Result<Option<Duration>> {
+    pub fn keystroke(&mut self, i: usize, timeout: Duration) -> Result<Option<Duration>> {
         if self.frame.is_none() {
             self.arm()?;
         }
@@ -432,7 +443,7 @@ fn env_var(name: &str) -> Result<String> {
 }
 
 /// Wait until both terminals have a window, then give the app's the focus.
-fn focus_app(ipc: &mut Ipc, app: i32, other: i32) -> Result<()> {
+pub fn focus_app(ipc: &mut Ipc, app: i32, other: i32) -> Result<()> {
     let end = Instant::now() + WINDOW_TIMEOUT;
     loop {
         let tree = ipc.tree()?;
@@ -463,7 +474,11 @@ fn focus_phase(
     rng: &mut impl Rng,
 ) -> Result<(Vec<f64>, usize)> {
     let (mut latencies, mut misses, mut switches) = (Vec::new(), 0, 0);
+    let limit = Instant::now() + FOCUS_PHASE_LIMIT;
     for i in 0..FOCUS_SWITCHES {
+        if Instant::now() > limit {
+            break;
+        }
         // B, A, B, A …: the app is focused now.
         let (pid, base) = terminals[(i + 1) % 2];
         std::thread::sleep(Duration::from_millis(rng.gen_range(PACE_MS)));
@@ -503,6 +518,20 @@ fn focus_phase(
         ipc.command(&format!("[pid={}] focus", terminals[0].0))?;
     }
     Ok((latencies, switches))
+}
+
+/// The focus phase on its own (tests): wait for both terminals' windows, focus the app
+/// (`terminals[0]`), then switch as the client does after its keystrokes. `terminals`: each
+/// terminal's pid and the nice it had before anything could boost it.
+pub fn measure_focus(
+    ipc_path: &Path,
+    terminals: [(i32, i32); 2],
+    seed: u64,
+) -> Result<(Vec<f64>, usize)> {
+    let mut ipc = Ipc::connect(ipc_path)?;
+    focus_app(&mut ipc, terminals[0].0, terminals[1].0)?;
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    focus_phase(&mut ipc, terminals, &mut rng)
 }
 
 /// Nearest-rank percentile of sorted `v`.

@@ -169,10 +169,22 @@ impl Compositor {
         ipc.exists().then(|| (runtime.join(wayland), ipc))
     }
 
-    /// Start a terminal (foot, app id `app_id`) on this compositor as the session's user, in
-    /// the caller's session and, with `cgroup` (the layout's app unit), in that cgroup — joined
-    /// as root before the uid is dropped. Its log is `log`.
+    /// Start a terminal (foot, app id `app_id`) running [`TERMINAL_COMMAND`] on this compositor
+    /// as the session's user, in the caller's session and, with `cgroup` (the layout's app
+    /// unit), in that cgroup — joined as root before the uid is dropped. Its log is `log`.
     pub fn start_terminal(&self, app_id: &str, log: &Path, cgroup: Option<RawFd>) -> Result<Child> {
+        self.start_terminal_running(app_id, log, cgroup, &TERMINAL_COMMAND)
+    }
+
+    /// [`Compositor::start_terminal`] with another command in the terminal (tests: one that
+    /// does not echo).
+    pub fn start_terminal_running(
+        &self,
+        app_id: &str,
+        log: &Path,
+        cgroup: Option<RawFd>,
+        command: &[&str],
+    ) -> Result<Child> {
         let out = std::fs::File::create(log)?;
         let mut cmd = Command::new("foot");
         // Registered first, so it runs as root, before run_as drops the uid.
@@ -188,7 +200,7 @@ impl Compositor {
         cmd.env("WAYLAND_DISPLAY", name)
             .arg(format!("--config={}", self.foot_config.display()))
             .arg(format!("--app-id={app_id}"))
-            .args(TERMINAL_COMMAND)
+            .args(command)
             .current_dir(&self.home)
             .stdin(Stdio::null())
             .stdout(out.try_clone()?)

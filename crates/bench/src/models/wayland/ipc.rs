@@ -12,6 +12,7 @@ use std::time::Duration;
 
 const MAGIC: &[u8; 6] = b"i3-ipc";
 pub const RUN_COMMAND: u32 = 0;
+pub const SUBSCRIBE: u32 = 2;
 pub const GET_OUTPUTS: u32 = 3;
 pub const GET_TREE: u32 = 4;
 /// A reply larger than this is not sway's (a tree of two views is a few KiB).
@@ -46,6 +47,16 @@ impl Ipc {
 
     /// The next reply: it must answer a message of type `kind`.
     pub fn reply(&mut self, kind: u32) -> Result<serde_json::Value> {
+        let (got, body) = self.next()?;
+        if got != kind {
+            bail!("sway answered message type {got}, expected {kind}");
+        }
+        Ok(body)
+    }
+
+    /// The next message, whatever its type (after `SUBSCRIBE`, events: type with the high bit
+    /// set, e.g. `0x8000_0003` for window events).
+    pub fn next(&mut self) -> Result<(u32, serde_json::Value)> {
         let mut head = [0u8; 14];
         self.stream
             .read_exact(&mut head)
@@ -60,10 +71,8 @@ impl Ipc {
         }
         let mut body = vec![0u8; len];
         self.stream.read_exact(&mut body)?;
-        if got != kind {
-            bail!("sway answered message type {got}, expected {kind}");
-        }
-        serde_json::from_slice(&body).context("sway's IPC reply is not JSON")
+        let value = serde_json::from_slice(&body).context("sway's IPC message is not JSON")?;
+        Ok((got, value))
     }
 
     pub fn request(&mut self, kind: u32, payload: &str) -> Result<serde_json::Value> {

@@ -22,9 +22,9 @@
 
 mod client;
 mod compositor;
-mod ipc;
+pub mod ipc;
 
-pub use client::run as client_main;
+pub use client::{focus_app, measure_focus, run as client_main, Screen};
 pub use compositor::{Compositor, OUTPUT, TERMINAL_COMMAND};
 pub use ipc::{focused_pid, view_of, Ipc};
 
