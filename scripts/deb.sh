@@ -94,7 +94,7 @@ grep -q '^Documentation=file:///usr/share/doc/uxsched/daemon.md$' "$pkg/uxsched.
 
 # Control area.
 install -d "$stage/DEBIAN"
-for script in postinst prerm postrm; do
+for script in preinst postinst prerm postrm; do
   install -m 755 "$deb/$script" "$stage/DEBIAN/$script"
 done
 (cd "$stage" && find etc -type f | sort | sed 's|^|/|') >"$stage/DEBIAN/conffiles"

@@ -263,7 +263,7 @@ fn the_control_fields_scripts_and_checksums_are_right() {
         std::fs::read_to_string(ctrl.join("conffiles")).unwrap(),
         format!("{}\n", uxsched_daemon::config::DEFAULT_PATH)
     );
-    for script in ["postinst", "prerm", "postrm"] {
+    for script in ["preinst", "postinst", "prerm", "postrm"] {
         let p = ctrl.join(script);
         let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o7777;
         assert_eq!(mode, 0o755, "{script}");
@@ -380,7 +380,13 @@ fn stubs(dir: &Path, was_enabled: bool) -> (PathBuf, PathBuf) {
     std::fs::create_dir_all(&bin).unwrap();
     let log = dir.join("calls.log");
     std::fs::write(&log, "").unwrap();
-    for name in ["deb-systemd-invoke", "systemctl", "dbus-send", "busctl"] {
+    for name in [
+        "deb-systemd-invoke",
+        "systemctl",
+        "dbus-send",
+        "busctl",
+        "dpkg-divert",
+    ] {
         stub(&bin, name, &log, 0);
     }
     // The real helper's `was-enabled` is true on a first install, false once disabled.
@@ -475,9 +481,61 @@ fn the_maintainer_scripts_enable_start_and_stop_only_where_systemd_runs() {
         systemd,
         "{c}"
     );
-    // postrm remove: the unit masked (its file is gone).
+    // postrm remove: the unit masked (its file is gone), gamemode-daemon's file put back.
     maintainer_script(&ctrl, "postrm", &["remove"], &bin);
-    assert!(calls(&log).contains("deb-systemd-helper mask uxsched.service"));
+    let c = calls(&log);
+    assert!(c.contains("deb-systemd-helper mask uxsched.service"), "{c}");
+    assert!(
+        c.contains("dpkg-divert --package uxsched --remove --rename"),
+        "{c}"
+    );
+}
+
+/// The paths preinst diverts (as its `dpkg-divert --add` calls name them).
+fn diverted(dir: &Path) -> Vec<String> {
+    std::fs::create_dir_all(dir).unwrap();
+    let ctrl = dir.join("DEBIAN");
+    run(
+        "dpkg-deb",
+        &["-e", deb().to_str().unwrap(), ctrl.to_str().unwrap()],
+    );
+    let (bin, log) = stubs(dir, true);
+    maintainer_script(&ctrl, "preinst", &["install"], &bin);
+    (std::fs::read_to_string(&log).unwrap().lines())
+        .filter(|l| l.starts_with("dpkg-divert --package uxsched --add"))
+        .map(|l| l.split_whitespace().rev().nth(1).unwrap().to_owned())
+        .collect()
+}
+
+/// Installing the package overwrites no other package's file: each file of the package that a
+/// package installed on this machine owns (gamemode-daemon's GameMode activation file where
+/// it is installed) is diverted by preinst; and preinst diverts only files the package ships.
+#[test]
+fn every_file_another_package_owns_is_diverted() {
+    let dir = tempfile::tempdir().unwrap();
+    let diverted = diverted(dir.path());
+    let files: Vec<String> = (contents().into_iter())
+        .filter(|e| e.mode.starts_with('-'))
+        .map(|e| e.path)
+        .collect();
+    for d in &diverted {
+        assert!(
+            files.contains(d),
+            "preinst diverts {d}, which the package does not ship"
+        );
+    }
+    for f in &files {
+        let out = Command::new("dpkg").args(["-S", f]).output().unwrap();
+        let owners = String::from_utf8_lossy(&out.stdout).into_owned();
+        let foreign = (owners.lines())
+            .filter_map(|l| l.split(": ").next())
+            .filter(|o| !o.starts_with("diversion by") && !o.split(", ").all(|p| p == "uxsched"))
+            .count();
+        assert!(
+            !out.status.success() || foreign == 0 || diverted.contains(f),
+            "{f} belongs to another package ({owners}) and is not diverted"
+        );
+    }
 }
 
 /// `dpkg --root` into an empty scratch root, scripts run outside a chroot with DPKG_ROOT set (as
@@ -501,8 +559,10 @@ fn installed_into_a_scratch_root_removed_and_purged() {
     }
     std::fs::write(root.join("var/lib/dpkg/status"), "").unwrap();
     let (bin, log) = stubs(dir.path(), true);
-    // The real deb-systemd-helper, which honours DPKG_ROOT; the stubs catch anything live.
+    // The real deb-systemd-helper and dpkg-divert, which honour DPKG_ROOT; the stubs catch
+    // anything live.
     std::fs::remove_file(bin.join("deb-systemd-helper")).unwrap();
+    std::fs::remove_file(bin.join("dpkg-divert")).unwrap();
     let dpkg = |args: &[&str]| {
         let out = Command::new("dpkg")
             .arg(format!("--root={}", root.display()))
@@ -521,7 +581,40 @@ fn installed_into_a_scratch_root_removed_and_purged() {
             .unwrap();
         ok(&format!("dpkg {args:?}"), out)
     };
+    // Another package owning the files uxsched diverts (as gamemode-daemon owns GameMode's
+    // activation file), installed first: uxsched must install over it and give them back.
+    let theirs = diverted(&dir.path().join("divert"));
+    if !theirs.is_empty() {
+        let other = dir.path().join("other");
+        std::fs::create_dir_all(other.join("DEBIAN")).unwrap();
+        std::fs::write(
+            other.join("DEBIAN/control"),
+            "Package: other-owner\nVersion: 1\nArchitecture: all\nMaintainer: t <t@example.org>\n\
+             Description: owns the files uxsched diverts\n",
+        )
+        .unwrap();
+        for f in &theirs {
+            let p = other.join(f.trim_start_matches('/'));
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, "theirs\n").unwrap();
+        }
+        let other_deb = dir.path().join("other.deb");
+        run(
+            "dpkg-deb",
+            &[
+                "--root-owner-group",
+                "--build",
+                other.to_str().unwrap(),
+                other_deb.to_str().unwrap(),
+            ],
+        );
+        dpkg(&["--install", other_deb.to_str().unwrap()]);
+    }
+    let read = |f: &str| std::fs::read_to_string(root.join(f.trim_start_matches('/'))).unwrap();
     dpkg(&["--install", deb().to_str().unwrap()]);
+    for f in &theirs {
+        assert_ne!(read(f), "theirs\n", "{f}: uxsched's after the install");
+    }
     let status = dpkg(&["--status", "uxsched"]);
     assert!(status.contains("Status: install ok installed"), "{status}");
     assert!(status.contains(&format!("Version: {VERSION}")), "{status}");
@@ -547,6 +640,13 @@ fn installed_into_a_scratch_root_removed_and_purged() {
     std::fs::write(&edited, "mode = \"eimos\"\n").unwrap();
 
     dpkg(&["--remove", "uxsched"]);
+    for f in &theirs {
+        assert_eq!(
+            read(f),
+            "theirs\n",
+            "{f}: the other package's again once uxsched is gone"
+        );
+    }
     assert!(!bin_in_root.exists());
     assert!(!root.join("usr/lib/systemd/system/uxsched.service").exists());
     assert_eq!(
