@@ -5,6 +5,7 @@
 mod bench_cmd;
 mod daemon_cmd;
 mod exit;
+mod gamemode_cmd;
 mod rt_cmd;
 mod scx_cmd;
 mod sim_cmd;
@@ -43,6 +44,9 @@ enum Command {
     /// e.g. `uxsched scx run --policy mcfs` (docs/scx.md).
     #[command(subcommand)]
     Scx(scx_cmd::ScxCommand),
+    /// Relay Feral GameMode's session-bus interface to the daemon (started by D-Bus activation
+    /// as the session's user; packaging/dbus/com.feralinteractive.GameMode.service).
+    GamemodeBridge,
     /// Write the man pages (uxsched.1 and one per subcommand, roff) into DIR: scripts/deb.sh.
     #[command(hide = true)]
     Manpages { dir: std::path::PathBuf },
@@ -67,6 +71,7 @@ fn main() -> ExitCode {
         Command::Tracker(c) => tracker_cmd::run(c),
         Command::Rt(c) => rt_cmd::run(c),
         Command::Scx(c) => scx_cmd::run(c),
+        Command::GamemodeBridge => gamemode_cmd::run(),
         Command::Manpages { dir } => write_manpages(&dir),
     };
     match result {
