@@ -92,10 +92,29 @@ install -m 644 "$root/docs/daemon.md" "$doc/daemon.md"
 grep -q '^Documentation=file:///usr/share/doc/uxsched/daemon.md$' "$pkg/uxsched.service" ||
   die "the unit's Documentation= no longer names /usr/share/doc/uxsched/daemon.md: update this script"
 
-# Control area.
+# Control area. Maintainer scripts: preinst and postrm get a dpkg-divert for each file of
+# packaging/debian/diversions that the package ships (another package's file it replaces).
 install -d "$stage/DEBIAN"
+add=$work/divert-add
+remove=$work/divert-remove
+: >"$add"
+: >"$remove"
+while read -r path to; do
+  case "$path" in '' | '#'*) continue ;; esac
+  [ -n "$to" ] || die "packaging/debian/diversions: $path: where does the other package's file go?"
+  [ -f "$stage$path" ] || continue
+  printf '\tdpkg-divert --package uxsched --add --rename --divert %s %s >/dev/null\n' "$to" "$path" >>"$add"
+  printf '\tdpkg-divert --package uxsched --remove --rename --divert %s %s >/dev/null\n' "$to" "$path" >>"$remove"
+done <"$deb/diversions"
 for script in preinst postinst prerm postrm; do
-  install -m 755 "$deb/$script" "$stage/DEBIAN/$script"
+  # A line that is only the placeholder becomes the diversions (or nothing).
+  awk -v add="$add" -v remove="$remove" '
+    function cat(f,   l) { while ((getline l < f) > 0) print l; close(f) }
+    $0 == "#DIVERT_ADD#" { cat(add); next }
+    $0 == "#DIVERT_REMOVE#" { cat(remove); next }
+    { print }' "$deb/$script" >"$stage/DEBIAN/$script"
+  chmod 755 "$stage/DEBIAN/$script"
+  sh -n "$stage/DEBIAN/$script" || die "DEBIAN/$script is not valid sh"
 done
 (cd "$stage" && find etc -type f | sort | sed 's|^|/|') >"$stage/DEBIAN/conffiles"
 (cd "$stage" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' | sort -z |

@@ -485,10 +485,15 @@ fn the_maintainer_scripts_enable_start_and_stop_only_where_systemd_runs() {
     maintainer_script(&ctrl, "postrm", &["remove"], &bin);
     let c = calls(&log);
     assert!(c.contains("deb-systemd-helper mask uxsched.service"), "{c}");
-    assert!(
-        c.contains("dpkg-divert --package uxsched --remove --rename"),
-        "{c}"
-    );
+    let diverts = diverted(&dir.path().join("divert"));
+    for d in &diverts {
+        let put_back = "dpkg-divert --package uxsched --remove --rename --divert ";
+        assert!(
+            c.contains(put_back) && c.contains(&format!(" {d} DPKG_ROOT=")),
+            "{d}: {c}"
+        );
+    }
+    assert_eq!(c.contains("dpkg-divert"), !diverts.is_empty(), "{c}");
 }
 
 /// The paths preinst diverts (as its `dpkg-divert --add` calls name them).
