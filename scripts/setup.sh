@@ -25,6 +25,11 @@ PKGS=(build-essential pkg-config curl ca-certificates rt-app rt-tests stress-ng 
       openjdk-17-jdk-headless maven
       chromium)
 
+# `make deb` (scripts/deb.sh) and its test (crates/uxsched/tests/package.rs): dpkg-dev
+# (dpkg-shlibdeps, dpkg-parsechangelog), binutils (strip), init-system-helpers (deb-systemd-helper,
+# which the maintainer scripts call), groff-base and man-db (the man pages rendered).
+PKGS+=(dpkg-dev binutils init-system-helpers groff-base man-db)
+
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
