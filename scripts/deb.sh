@@ -86,6 +86,35 @@ gzip -9n "$stage"/usr/share/man/man1/*.1
 # Documentation: copyright, changelog (a native package's: changelog.gz) and the page the
 # unit's Documentation= names.
 install -D -m 644 "$deb/copyright" "$doc/copyright"
+# ...and the crates.io crates linked into the binary (normal dependencies of uxsched, for this
+# host), each with its license, from Cargo's own metadata (offline: the lock file's versions).
+host=$(rustc -vV | sed -n 's/^host: //p')
+[ -n "$host" ] || die "rustc -vV names no host triple"
+(cd "$root" && "${CARGO:-cargo}" metadata --offline --locked --format-version 1 --filter-platform "$host") |
+  python3 -c '
+import json, sys
+meta = json.load(sys.stdin)
+packages = {p["id"]: p for p in meta["packages"]}
+deps = {n["id"]: n["deps"] for n in meta["resolve"]["nodes"]}
+root = next(i for i, p in packages.items() if p["name"] == "uxsched" and p["source"] is None)
+seen, todo = set(), [root]
+while todo:
+    i = todo.pop()
+    if i not in seen:
+        seen.add(i)
+        todo += [d["pkg"] for d in deps[i] if any(k["kind"] is None for k in d["dep_kinds"])]
+crates = sorted((packages[i]["name"], packages[i]["version"], packages[i]["license"] or "see the crate")
+                for i in seen if packages[i]["source"])
+print()
+print("Files: usr/bin/uxsched")
+print("Copyright: 2026 the uxsched authors; the crates below: their authors")
+print("License: GPL-2")
+print("Comment: The binary also holds these Rust crates from crates.io, each under its own")
+print(" license (and C code in two: libsqlite3-sys bundles SQLite, public domain; libbpf-sys")
+print(" bundles libbpf, LGPL-2.1 OR BSD-2-Clause):")
+for name, version, lic in crates:
+    print(f" {name} {version}: {lic}")
+' >>"$doc/copyright"
 install -m 644 "$deb/changelog" "$doc/changelog"
 gzip -9n "$doc/changelog"
 install -m 644 "$root/docs/daemon.md" "$doc/daemon.md"

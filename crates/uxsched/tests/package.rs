@@ -318,6 +318,39 @@ fn unpacked_the_binary_runs_the_configuration_validates_and_every_man_page_rende
         uxsched_daemon::config::DEFAULT_TOML
     );
     run(bin, &["config", "check", toml.to_str().unwrap()]);
+    // copyright: the project's license (the workspace's `license`), and the linked crates'.
+    let workspace = std::fs::read_to_string(repo().join("Cargo.toml")).unwrap();
+    assert!(
+        workspace.contains("\nlicense = \"GPL-2.0-only\"\n"),
+        "license changed: update packaging/debian/copyright"
+    );
+    let copyright = std::fs::read_to_string(root.join("usr/share/doc/uxsched/copyright")).unwrap();
+    assert!(copyright.starts_with(
+        "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n"
+    ));
+    assert!(
+        copyright.contains("\nLicense: GPL-2\n")
+            && copyright.contains("/usr/share/common-licenses/GPL-2")
+    );
+    for krate in ["clap ", "clap_mangen ", "libbpf-sys ", "rusqlite "] {
+        assert!(
+            copyright.contains(&format!("\n {krate}")),
+            "{krate}missing from copyright"
+        );
+    }
+    let changelog = run(
+        "gzip",
+        &[
+            "-dc",
+            root.join("usr/share/doc/uxsched/changelog.gz")
+                .to_str()
+                .unwrap(),
+        ],
+    );
+    assert!(
+        changelog.starts_with(&format!("uxsched ({VERSION}) ")),
+        "{changelog}"
+    );
     // The unit's Documentation= is in the package.
     let docs = (unit.lines())
         .find_map(|l| l.strip_prefix("Documentation=file://"))
