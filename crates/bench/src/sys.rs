@@ -295,7 +295,17 @@ pub fn children(pid: i32) -> Vec<i32> {
 /// A live process's CPU time so far (user + system, all its threads), ns, from
 /// `/proc/<pid>/stat` fields 14–15 in clock ticks.
 pub fn process_cpu_ns(pid: i32) -> Option<u64> {
-    let f = Fields::read(format!("/proc/{pid}/stat")).ok()?;
+    cpu_ns_in(&format!("/proc/{pid}/stat"))
+}
+
+/// User plus system CPU time of thread `tid` of process `pid` so far, ns.
+pub fn task_cpu_ns(pid: i32, tid: i32) -> Option<u64> {
+    cpu_ns_in(&format!("/proc/{pid}/task/{tid}/stat"))
+}
+
+/// Fields 14 and 15 (utime, stime) of a `stat` file, ns.
+fn cpu_ns_in(path: &str) -> Option<u64> {
+    let f = Fields::read(path).ok()?;
     let ticks: u64 = f.num::<u64>(14)? + f.num::<u64>(15)?;
     // SAFETY: sysconf has no preconditions.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;

@@ -104,6 +104,8 @@ pub struct Daemon {
     config: toml::Table,
     /// When the daemon answered, and its CPU time then (for its share of a CPU in the run).
     started: Option<(Instant, u64)>,
+    /// The tracker's thread (`uxsched-tracker`) and its CPU time when the daemon answered.
+    tracker: Option<(i32, u64)>,
 }
 
 impl Daemon {
@@ -130,6 +132,7 @@ impl Daemon {
             focused: false,
             config: daemon_config(mode, &env.daemon_config)?,
             started: None,
+            tracker: None,
         })
     }
 
@@ -226,6 +229,10 @@ impl Mode for Daemon {
         self.wait_ready()?;
         let pid = self.child.as_ref().map_or(0, |c| c.id() as i32);
         self.started = sys::process_cpu_ns(pid).map(|cpu| (Instant::now(), cpu));
+        self.tracker = uxsched_os::identity::threads(pid)
+            .into_iter()
+            .find(|&t| uxsched_os::identity::stat(t).is_ok_and(|s| s.comm == "uxsched-tracker"))
+            .and_then(|t| Some((t, sys::task_cpu_ns(pid, t)?)));
         Ok(())
     }
 
@@ -246,8 +253,9 @@ impl Mode for Daemon {
     }
 
     /// The daemon's own cost over the run (its share of one CPU, user + system, the BPF
-    /// programs' in-kernel time not included; its peak RSS) and its "critical → boosted"
-    /// latency (the tracker's new members), µs.
+    /// programs' in-kernel time not included, and its tracker thread's alone; its peak RSS),
+    /// its "critical → boosted" latency (the tracker's new members), µs, and the rt lever's set
+    /// at the run's end.
     fn extras(&mut self) -> std::collections::BTreeMap<String, f64> {
         let mut x = std::collections::BTreeMap::new();
         let pid = self.child.as_ref().map_or(0, |c| c.id() as i32);
@@ -258,6 +266,14 @@ impl Mode for Daemon {
                 100.0 * cpu.saturating_sub(cpu0) as f64 / wall,
             );
         }
+        // The tracker's userspace thread alone (issue 30 asks ≤ 1 % of a CPU while typing).
+        if let (Some((t0, _)), Some((tid, cpu0))) = (self.started, self.tracker) {
+            if let Some(cpu) = sys::task_cpu_ns(pid, tid) {
+                let wall = t0.elapsed().as_nanos().max(1) as f64;
+                let pct = 100.0 * cpu.saturating_sub(cpu0) as f64 / wall;
+                x.insert("tracker_cpu_pct".into(), pct);
+            }
+        }
         if let Some(kib) = sys::status_kib(pid, "VmHWM") {
             x.insert("daemon_rss_mib".into(), kib as f64 / 1024.0);
         }
@@ -265,6 +281,16 @@ impl Mode for Daemon {
             return x;
         };
         let status: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        // The rt lever's set when the run ends: threads at SCHED_FIFO, and their processes.
+        let rt: Vec<&serde_json::Value> = (status["boosted"].as_array().into_iter().flatten())
+            .filter(|b| b["current"]["policy"].as_u64() == Some(libc::SCHED_FIFO as u64))
+            .collect();
+        if !rt.is_empty() {
+            let procs: std::collections::BTreeSet<i64> =
+                rt.iter().filter_map(|b| b["pid"].as_i64()).collect();
+            x.insert("rt_threads_end".into(), rt.len() as f64);
+            x.insert("rt_procs_end".into(), procs.len() as f64);
+        }
         let l = &status["boost_latency"];
         for (key, field) in [
             ("boosted_new", "samples"),
