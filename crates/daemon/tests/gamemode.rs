@@ -300,6 +300,8 @@ fn gamemodes_own_client_registers_through_the_activated_bridge_and_the_game_is_i
         .expect("gamemode-simulate-game (Debian package gamemode)");
     let pid = game.id() as i32;
     wait_focus(&d, "gamemode", Some(pid));
+    // In front, acted on: eimos raises the app's threads (nice below 0).
+    wait_until("the game is raised", secs(5), || nice(pid) < 0);
     // The bus started the bridge, as the session's user.
     assert_eq!(session.owner_uid(GAMEMODE), Some(NOBODY));
     assert_eq!(session.gamemode("QueryStatus", pid).int(), 2);
@@ -349,6 +351,9 @@ fn the_latest_registered_live_game_wins_and_others_processes_are_refused() {
     assert_eq!(session.gamemode("QueryStatus", a.pid()).int(), 2);
     assert_eq!(session.gamemode("UnregisterGame", b.pid()).int(), 0);
     wait_focus(&d, "gamemode", Some(a.pid()));
+    wait_until("a raised, b restored", secs(5), || {
+        nice(a.pid()) < 0 && nice(b.pid()) == 0
+    });
     assert_eq!(session.gamemode("UnregisterGame", b.pid()).int(), -1);
     // Root's process and pid 1: refused with an error and a log line; `a` stays in front.
     let denied = "org.freedesktop.DBus.Error.AccessDenied";
