@@ -190,7 +190,7 @@ fn the_focus_measurement_times_a_boost_applied_on_sways_focus_events() {
     let reply = events.request(ipc::SUBSCRIBE, "[\"window\"]").unwrap();
     assert_eq!(reply["success"], serde_json::Value::Bool(true));
     let follower = std::thread::spawn(move || {
-        while let Ok((kind, event)) = events.next() {
+        while let Ok((kind, event)) = events.message() {
             if kind != 0x8000_0003 || event["change"] != "focus" {
                 continue;
             }

@@ -128,11 +128,14 @@ fn key_code(i: usize) -> u32 {
     }
 }
 
+/// A wl_shm buffer's format, width, height and stride, as screencopy's `buffer` event gives them.
+type ShmParams = (wl_shm::Format, u32, u32, u32);
+
 /// What the screencopy frame in flight reported.
 #[derive(Default)]
 struct FrameEvents {
     /// wl_shm format, width, height, stride (`buffer`).
-    shm: Option<(wl_shm::Format, u32, u32, u32)>,
+    shm: Option<ShmParams>,
     buffer_done: bool,
     ready: Option<Instant>,
     failed: bool,
@@ -200,7 +203,7 @@ pub struct Screen {
     screencopy_version: u32,
     shm: WlShm,
     /// The buffer frames are copied into, its shm parameters and memory.
-    buffer: Option<(WlBuffer, (wl_shm::Format, u32, u32, u32), OwnedFd)>,
+    buffer: Option<(WlBuffer, ShmParams, OwnedFd)>,
     keyboard: ZwpVirtualKeyboardV1,
     /// The frame armed with `copy_with_damage`, if any.
     frame: Option<ZwlrScreencopyFrameV1>,
@@ -296,7 +299,7 @@ impl Screen {
         Ok(())
     }
 
-    fn make_buffer(&mut self, shm: (wl_shm::Format, u32, u32, u32)) -> Result<()> {
+    fn make_buffer(&mut self, shm: ShmParams) -> Result<()> {
         if let Some((old, _, _)) = self.buffer.take() {
             old.destroy();
         }

@@ -47,7 +47,7 @@ impl Ipc {
 
     /// The next reply: it must answer a message of type `kind`.
     pub fn reply(&mut self, kind: u32) -> Result<serde_json::Value> {
-        let (got, body) = self.next()?;
+        let (got, body) = self.message()?;
         if got != kind {
             bail!("sway answered message type {got}, expected {kind}");
         }
@@ -56,7 +56,7 @@ impl Ipc {
 
     /// The next message, whatever its type (after `SUBSCRIBE`, events: type with the high bit
     /// set, e.g. `0x8000_0003` for window events).
-    pub fn next(&mut self) -> Result<(u32, serde_json::Value)> {
+    pub fn message(&mut self) -> Result<(u32, serde_json::Value)> {
         let mut head = [0u8; 14];
         self.stream
             .read_exact(&mut head)
