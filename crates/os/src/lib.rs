@@ -5,6 +5,7 @@
 //! only names, reads and writes.
 
 pub mod autogroup;
+pub mod block;
 pub mod clock;
 pub mod identity;
 pub mod ioprio;
