@@ -44,9 +44,11 @@ printf 'Source: uxsched\n\nPackage: uxsched\nArchitecture: any\n' >"$work/debian
 stage=$work/debian/uxsched
 doc=$stage/usr/share/doc/uxsched
 
-# The binary, without its DWARF line tables (its symbols stay, for backtraces): 98 -> 18 MB.
+# The binary stripped as Debian's dh_strip does (debug info, local symbols, .comment, .note):
+# 98 -> 15 MB. A backtrace then names no function; the build tree's binary keeps them.
 install -d "$stage/usr/bin"
-strip --strip-debug -o "$stage/usr/bin/uxsched" "$bin"
+strip --remove-section=.comment --remove-section=.note --strip-unneeded \
+  -o "$stage/usr/bin/uxsched" "$bin"
 chmod 755 "$stage/usr/bin/uxsched"
 
 # The unit (it runs /usr/bin/uxsched with /etc/uxsched/uxsched.toml) and the configuration.

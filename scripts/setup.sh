@@ -27,8 +27,9 @@ PKGS=(build-essential pkg-config curl ca-certificates rt-app rt-tests stress-ng 
 
 # `make deb` (scripts/deb.sh) and its test (crates/uxsched/tests/package.rs): dpkg-dev
 # (dpkg-shlibdeps, dpkg-parsechangelog), binutils (strip), init-system-helpers (deb-systemd-helper,
-# which the maintainer scripts call), groff-base and man-db (the man pages rendered).
-PKGS+=(dpkg-dev binutils init-system-helpers groff-base man-db)
+# which the maintainer scripts call), groff-base and man-db (the man pages rendered), lintian
+# (Debian's package checker).
+PKGS+=(dpkg-dev binutils init-system-helpers groff-base man-db lintian)
 
 missing=()
 for p in "${PKGS[@]}"; do

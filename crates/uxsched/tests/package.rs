@@ -393,6 +393,23 @@ fn unpacked_the_binary_runs_the_configuration_validates_and_every_man_page_rende
     );
 }
 
+/// Debian's own checker finds no error in the package (its warnings are printed: today only
+/// `maintainer-script-calls-systemctl`, for the fallbacks used where init-system-helpers is
+/// missing).
+#[test]
+fn lintian_finds_no_error() {
+    let out = Command::new("lintian")
+        .args(["--tag-display-limit", "0"])
+        .arg(deb())
+        .output()
+        .expect("lintian (scripts/setup.sh installs it)");
+    let report = String::from_utf8_lossy(&out.stdout).into_owned();
+    eprintln!("{report}{}", String::from_utf8_lossy(&out.stderr));
+    let errors: Vec<&str> = report.lines().filter(|l| l.starts_with("E: ")).collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    assert!(out.status.success(), "lintian: {}", out.status);
+}
+
 /// A file that writes its name and arguments to `log` and exits with `rc`.
 fn stub(dir: &Path, name: &str, log: &Path, rc: i32) {
     let p = dir.join(name);
