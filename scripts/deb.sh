@@ -21,9 +21,9 @@ die() {
   exit 1
 }
 
-for tool in dpkg-deb dpkg-shlibdeps dpkg-parsechangelog strip gzip md5sum; do
+for tool in dpkg-deb dpkg-shlibdeps dpkg-parsechangelog strip gzip md5sum python3 rustc "${CARGO:-cargo}"; do
   command -v "$tool" >/dev/null 2>&1 ||
-    die "$tool not found (Debian packages dpkg-dev and binutils; scripts/setup.sh installs them)"
+    die "$tool not found (dpkg-dev, binutils, python3, the Rust toolchain: scripts/setup.sh installs them)"
 done
 [ -x "$bin" ] || die "no binary at $bin: build it first (make build)"
 
