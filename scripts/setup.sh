@@ -31,6 +31,10 @@ PKGS=(build-essential pkg-config curl ca-certificates rt-app rt-tests stress-ng 
 # (Debian's package checker).
 PKGS+=(dpkg-dev binutils init-system-helpers groff-base man-db lintian)
 
+# The desktop sources' tests (issue 32): gamemode (gamemoderun, gamemode-simulate-game: GameMode's
+# own clients against the daemon's GameMode service).
+PKGS+=(gamemode)
+
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -174,6 +174,8 @@ pub(super) fn start_sources(cfg: &Config, tx: &mpsc::Sender<Event>) -> BTreeMap<
                 cfg.sources_any_owner,
                 tx.clone(),
             ),
+            SourceName::Gamemode => crate::sources::dbus::gamemode::spawn("", tx.clone()),
+            SourceName::System76 => crate::sources::dbus::system76::spawn("", tx.clone()),
             other => Err(std::io::Error::new(
                 std::io::ErrorKind::Unsupported,
                 format!("the {other:?} source is not in this build yet"),
