@@ -34,6 +34,9 @@ PKGS+=(dpkg-dev binutils init-system-helpers groff-base man-db lintian)
 # The desktop sources' tests (issue 32): gamemode (gamemoderun, gamemode-simulate-game: GameMode's
 # own clients against the daemon's GameMode service).
 PKGS+=(gamemode)
+# The Wayland scenario `foot` (crates/bench/src/models/wayland) and the sway source's tests: sway
+# (headless) and the foot terminal.
+PKGS+=(sway foot)
 
 missing=()
 for p in "${PKGS[@]}"; do
