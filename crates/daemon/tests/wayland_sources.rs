@@ -6,12 +6,20 @@
 //! focus is cleared and the source's thread ends. Needs root and the Debian packages `sway` and
 //! `foot`.
 //!
+//! KWin 5.27 runs for real too: `kwin_wayland --virtual --xwayland` as uid 65534 on a private
+//! session bus, with `xterm` clients through its Xwayland; the source loads its script, follows
+//! activations, refuses a root process a client of the user claims, clears the focus when KWin
+//! goes and ends with the bus. Needs root and `kwin-wayland`, `xwayland`, `xterm`, `dbus-bin`,
+//! `dbus-daemon`.
+//!
 //! Hyprland and niri are not in Debian: a fixture server speaks each one's protocol as
 //! documented (docs/compositors.md), as does a fake i3-IPC server for sway's protocol. Each
 //! names a process of the compositor's user, then garbage, then pid 1, then goes away: the
 //! right focus, a logged error and no action for the bad input, the thread ends when the
 //! socket is removed. These run as any user; as root the fixture listens as uid 65534.
 
+#[path = "common/any_user.rs"]
+mod any_user;
 #[path = "common/compositor.rs"]
 mod compositor;
 
@@ -19,10 +27,10 @@ use compositor::*;
 use serde_json::json;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::mpsc;
 use std::time::Duration;
-use uxsched_daemon::sources::wayland::{hyprland, niri, sway};
+use uxsched_daemon::sources::wayland::{hyprland, kwin, niri, sway};
 use uxsched_daemon::types::SourceName;
 
 // ---- sway's protocol, spoken by the fixture ------------------------------------------------
@@ -301,26 +309,6 @@ fn a_compositor_running_as_root_names_nobody_unless_any_owner() {
 
 // ---- sway for real -------------------------------------------------------------------------
 
-/// The one file in `dir` whose name satisfies `pred`, once it exists.
-fn appears(dir: &Path, what: &str, pred: impl Fn(&str) -> bool) -> PathBuf {
-    let end = std::time::Instant::now() + TIMEOUT;
-    loop {
-        let found = std::fs::read_dir(dir)
-            .unwrap()
-            .flatten()
-            .find(|e| pred(&e.file_name().to_string_lossy()));
-        if let Some(e) = found {
-            return e.path();
-        }
-        assert!(
-            std::time::Instant::now() < end,
-            "{what} did not appear in {}",
-            dir.display()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 /// A Wayland client: `foot` running `sleep`, as `uid` (None: the test's own, root).
 fn foot(display: &Path, runtime: &Path, home: &Path, uid: Option<u32>) -> Kill {
     let mut c = std::process::Command::new("foot");
@@ -432,4 +420,151 @@ fn sway_headless_follows_foot_refuses_roots_client_and_ends_with_sway() {
     let _ = sway.0.wait();
     assert_eq!(next_focus(&rx, SourceName::Sway, "sway exited"), None);
     ended(&thread, "sway exited");
+}
+
+// ---- KWin for real ----------------------------------------------------------------------
+
+/// An X client of the [`user`] (`xterm` running `sleep`) on `display`.
+fn xterm(display: &str, runtime: &Path, home: &Path) -> Kill {
+    let mut c = as_user(Path::new("xterm"), runtime, home);
+    c.args(["-e", "sleep", "600"]).env("DISPLAY", display);
+    c.stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    Kill(c.spawn().expect("xterm (Debian package xterm)"))
+}
+
+/// Act as the user switching windows: a KWin script, loaded as the user, activates the window
+/// of process `pid` (Plasma 5's API, then Plasma 6's).
+fn kwin_activate(dir: &Path, runtime: &Path, home: &Path, pid: i32) {
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = dir.join(format!("activate-{n}.js"));
+    let js = format!(
+        "var all = workspace.clientList ? workspace.clientList() : workspace.windowList();\n\
+         for (var i = 0; i < all.length; i++) if (all[i].pid == {pid}) {{\n\
+           if (workspace.clientList) workspace.activeClient = all[i];\n\
+           else workspace.activeWindow = all[i];\n}}\n"
+    );
+    std::fs::write(&path, js).unwrap();
+    for args in [
+        vec![
+            "org.kde.kwin.Scripting.loadScript".to_string(),
+            format!("string:{}", path.display()),
+            format!("string:uxsched-test-{n}"),
+        ],
+        vec!["org.kde.kwin.Scripting.start".to_string()],
+    ] {
+        let out = as_user(Path::new("dbus-send"), runtime, home)
+            .args([
+                "--session",
+                "--print-reply",
+                "--dest=org.kde.KWin",
+                "/Scripting",
+            ])
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {out:?}");
+    }
+}
+
+#[test]
+#[ignore = "needs root: runs KWin headless as uid 65534, and a root process"]
+fn kwin_headless_follows_xterm_refuses_a_claimed_root_process_and_ends_with_the_bus() {
+    assert!(is_root(), "needs root: make test runs it");
+    capture_log();
+    let dir = runtime_dir();
+    let (runtime, home) = (dir.path().join("runtime"), dir.path().join("home"));
+    for d in [&runtime, &home] {
+        std::fs::create_dir(d).unwrap();
+        std::os::unix::fs::chown(d, Some(user()), Some(user())).unwrap();
+    }
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let bus = runtime.join("bus");
+    let mut dbus = as_user(Path::new("dbus-daemon"), &runtime, &home);
+    dbus.args(["--session", "--nofork", "--nopidfile"])
+        .arg(format!("--address=unix:path={}", bus.display()));
+    let dbus = Kill(
+        dbus.spawn()
+            .expect("dbus-daemon (Debian package dbus-daemon)"),
+    );
+    appears(&runtime, "the session bus", |n| n == "bus");
+    // kwin_wayland carries a file capability (cap_sys_resource); where the bounding set lacks it
+    // (a container), exec fails with EPERM. A copy without it is the same KWin.
+    let kwin_bin = dir.path().join("kwin_wayland");
+    std::fs::copy("/usr/bin/kwin_wayland", &kwin_bin)
+        .expect("kwin_wayland (Debian package kwin-wayland)");
+    let log = std::fs::File::create(dir.path().join("kwin.log")).unwrap();
+    let mut kwin = as_user(&kwin_bin, &runtime, &home);
+    kwin.args([
+        "--virtual",
+        "--no-lockscreen",
+        "--xwayland",
+        "--socket",
+        "wayland-uxsched",
+    ]);
+    let mut kwin = Kill(
+        kwin.stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap(),
+    );
+    let display = xwayland_display(kwin.pid());
+    let (tx, rx) = mpsc::channel();
+    let thread = kwin::spawn(bus.clone(), false, tx).unwrap();
+    logged(&["kwin source connected", "kwin=Some"]);
+    let x1 = xterm(&display, &runtime, &home);
+    assert_eq!(
+        next_focus(&rx, SourceName::Kwin, "first xterm"),
+        Some(x1.pid())
+    );
+    let x2 = xterm(&display, &runtime, &home);
+    assert_eq!(
+        next_focus(&rx, SourceName::Kwin, "second xterm"),
+        Some(x2.pid())
+    );
+    drop(x2);
+    assert_eq!(
+        next_focus(&rx, SourceName::Kwin, "second closed"),
+        Some(x1.pid())
+    );
+    // A hostile client of the user claims a root process in `_NET_WM_PID` (KWin names an X
+    // window's process by that claim; only the user's clients may reach this Xwayland).
+    let roots = Kill(
+        std::process::Command::new("sleep")
+            .arg("600")
+            .spawn()
+            .unwrap(),
+    );
+    let mut claim = as_user(&any_user::exe_for_any_user(), &runtime, &home);
+    claim
+        .arg("window")
+        .env("DISPLAY", &display)
+        .env("UXSCHED_TEST_WM_PID", roots.pid().to_string());
+    let _hostile = Kill(claim.stdout(std::process::Stdio::null()).spawn().unwrap());
+    std::thread::sleep(Duration::from_secs(1));
+    kwin_activate(dir.path(), &runtime, &home, roots.pid());
+    assert_eq!(
+        next_focus(&rx, SourceName::Kwin, "root's process claimed"),
+        None
+    );
+    logged(&[
+        "Kwin",
+        "not acted on",
+        &format!("pid {} belongs to uid 0", roots.pid()),
+    ]);
+    kwin_activate(dir.path(), &runtime, &home, x1.pid());
+    assert_eq!(
+        next_focus(&rx, SourceName::Kwin, "activated"),
+        Some(x1.pid())
+    );
+    // KWin exits: the focus is cleared. Then the session bus goes: the thread ends.
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(kwin.pid(), libc::SIGKILL) };
+    let _ = kwin.0.wait();
+    assert_eq!(next_focus(&rx, SourceName::Kwin, "KWin gone"), None);
+    drop(dbus);
+    let _ = std::fs::remove_file(&bus);
+    ended(&thread, "session bus gone");
 }

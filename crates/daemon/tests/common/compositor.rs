@@ -8,7 +8,7 @@
 use std::io::Write;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::os::unix::process::CommandExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::Receiver;
 use std::sync::{Mutex, OnceLock};
@@ -197,5 +197,69 @@ pub fn ended(thread: &std::thread::JoinHandle<()>, step: &str) {
             "{step}: the source's thread did not end"
         );
         std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The one file in `dir` whose name satisfies `pred`, once it exists.
+pub fn appears(dir: &Path, what: &str, pred: impl Fn(&str) -> bool) -> PathBuf {
+    let end = std::time::Instant::now() + TIMEOUT;
+    loop {
+        let found = std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .find(|e| pred(&e.file_name().to_string_lossy()));
+        if let Some(e) = found {
+            return e.path();
+        }
+        assert!(
+            std::time::Instant::now() < end,
+            "{what} did not appear in {}",
+            dir.display()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// `program` as the compositor's [`user`] in the session at `runtime` (bus `runtime/bus`).
+pub fn as_user(program: &Path, runtime: &Path, home: &Path) -> std::process::Command {
+    use std::os::unix::process::CommandExt;
+    let mut c = std::process::Command::new(program);
+    c.env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", home)
+        .env("XDG_RUNTIME_DIR", runtime)
+        .env(
+            "DBUS_SESSION_BUS_ADDRESS",
+            format!("unix:path={}", runtime.join("bus").display()),
+        )
+        .stdin(std::process::Stdio::null())
+        .uid(user())
+        .gid(user());
+    c
+}
+
+/// The X display of the Xwayland that process `parent` started, once it runs.
+pub fn xwayland_display(parent: i32) -> String {
+    let end = std::time::Instant::now() + TIMEOUT;
+    loop {
+        for e in std::fs::read_dir("/proc").unwrap().flatten() {
+            let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+            let Some((comm, rest)) = stat.split_once(") ") else {
+                continue;
+            };
+            let ppid = rest.split(' ').nth(1).and_then(|p| p.parse::<i32>().ok());
+            if comm.ends_with("(Xwayland") && ppid == Some(parent) {
+                let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+                if let Some(d) = cmd
+                    .split(|&b| b == 0)
+                    .map(String::from_utf8_lossy)
+                    .find(|a| a.starts_with(':'))
+                {
+                    return d.into_owned();
+                }
+            }
+        }
+        assert!(std::time::Instant::now() < end, "KWin started no Xwayland");
+        std::thread::sleep(Duration::from_millis(100));
     }
 }

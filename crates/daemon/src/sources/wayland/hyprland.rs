@@ -21,18 +21,18 @@ pub const REQUESTS: &str = ".socket.sock";
 const ASK: &[u8] = b"j/activewindow";
 
 /// Does this event line mean the active window may have changed? Lines that are not
-/// `EVENT>>DATA` are `Err`.
-pub fn moves_focus(line: &[u8]) -> Result<bool, ()> {
-    let line = std::str::from_utf8(line).map_err(|_| ())?;
-    let (event, _data) = line.split_once(">>").ok_or(())?;
+/// `EVENT>>DATA` are `None`.
+pub fn moves_focus(line: &[u8]) -> Option<bool> {
+    let line = std::str::from_utf8(line).ok()?;
+    let (event, _data) = line.split_once(">>")?;
     let named = !event.is_empty()
         && event
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_');
     if !named {
-        return Err(());
+        return None;
     }
-    Ok(matches!(
+    Some(matches!(
         event,
         "activewindow" | "activewindowv2" | "closewindow"
     ))
@@ -109,8 +109,8 @@ fn serve(
             return Err(Lost::Conn("the compositor closed the event socket".into()));
         }
         match moves_focus(&line) {
-            Ok(moves) => dirty |= moves,
-            Err(()) => complaints.say(
+            Some(moves) => dirty |= moves,
+            None => complaints.say(
                 "event",
                 &format!(
                     "hyprland source: an event line that is not EVENT>>DATA ({:?})",
@@ -153,15 +153,15 @@ mod tests {
 
     #[test]
     fn event_lines_are_read_and_garbage_is_told_apart() {
-        assert_eq!(moves_focus(b"activewindow>>foot,~"), Ok(true));
-        assert_eq!(moves_focus(b"activewindowv2>>55d1c4b0e2a0"), Ok(true));
-        assert_eq!(moves_focus(b"closewindow>>55d1c4b0e2a0"), Ok(true));
-        assert_eq!(moves_focus(b"workspace>>2"), Ok(false));
-        assert_eq!(moves_focus(b"activewindowv2>>"), Ok(true));
-        assert_eq!(moves_focus(b"\xff\xfe>>x"), Err(()));
-        assert_eq!(moves_focus(b"no separator"), Err(()));
-        assert_eq!(moves_focus(b">>x"), Err(()));
-        assert_eq!(moves_focus(b"{\"a\": 1}>>x"), Err(()));
+        assert_eq!(moves_focus(b"activewindow>>foot,~"), Some(true));
+        assert_eq!(moves_focus(b"activewindowv2>>55d1c4b0e2a0"), Some(true));
+        assert_eq!(moves_focus(b"closewindow>>55d1c4b0e2a0"), Some(true));
+        assert_eq!(moves_focus(b"workspace>>2"), Some(false));
+        assert_eq!(moves_focus(b"activewindowv2>>"), Some(true));
+        assert_eq!(moves_focus(b"\xff\xfe>>x"), None);
+        assert_eq!(moves_focus(b"no separator"), None);
+        assert_eq!(moves_focus(b">>x"), None);
+        assert_eq!(moves_focus(b"{\"a\": 1}>>x"), None);
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! rate-limited complaints about bad input. docs/compositors.md says what each source asks.
 
 pub mod hyprland;
+pub mod kwin;
 pub mod niri;
 pub mod sway;
 
