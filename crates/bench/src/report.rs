@@ -26,6 +26,8 @@ pub struct Report {
     pub date_utc: String,
     pub kernel: String,
     pub cpus: usize,
+    /// The disk the scenario's files live on, its elevator and its idle throughput.
+    pub device: DeviceLine,
     pub modes: Vec<ModeRow>,
     pub warnings: Vec<String>,
     pub records: Vec<RunRecord>,
@@ -84,6 +86,7 @@ impl Report {
                 .trim()
                 .into(),
             cpus: crate::sys::cpu_count(),
+            device: DeviceLine::for_plan(plan),
             modes,
             warnings: Vec::new(),
             records,
@@ -114,6 +117,7 @@ impl Report {
             self.cpus,
             self.date_utc
         );
+        let _ = writeln!(s, "device: {}", self.device.text());
         let _ = writeln!(
             s,
             "{:<13} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8}  {:<20} {:<20} {:<20} {:>8}  extras",
@@ -156,6 +160,100 @@ impl Report {
         s
     }
 }
+
+/// The disk under the scenario's files (the scratch directory), its elevator and what it
+/// honours (`uxsched_os::block`), and its sequential direct-I/O throughput measured on the idle
+/// machine at the start of the bench — so a report says which disk its storage figures are
+/// about (`gallery` under stock moved from 1.33× to 3.5× idle between two disks, issue 33).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct DeviceLine {
+    /// [`uxsched_os::block::Device::describe`] of the disk, if one was found.
+    pub device: Option<String>,
+    pub scheduler: Option<String>,
+    pub idle_read_mib_s: Option<f64>,
+    pub idle_write_mib_s: Option<f64>,
+    /// Why a figure is missing.
+    pub note: String,
+}
+
+/// Idle measurements taken by [`measure_device`], by scratch directory, until the report.
+static MEASURED: std::sync::Mutex<
+    Vec<(
+        std::path::PathBuf,
+        Result<uxsched_os::block::Sequential, String>,
+    )>,
+> = std::sync::Mutex::new(Vec::new());
+
+/// At most this long for each direction of the idle measurement (the brief's ≤ 5 s in all).
+const IDLE_BUDGET: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Measure the scratch directory's disk at the start of a bench of a storage scenario (the
+/// runner calls it through `models::prepare_files`, inside the machine lock, before any load
+/// starts). Other scenarios are not measured: their reports say so.
+pub fn measure_device(kind: crate::models::ModelKind, scratch: &std::path::Path) {
+    if !kind.is_storage() {
+        return;
+    }
+    let m = uxsched_os::block::measure_sequential(scratch, IDLE_BUDGET, 2 << 30)
+        .map_err(|e| format!("idle throughput not measured: {e}"));
+    let mut all = MEASURED.lock().unwrap_or_else(|e| e.into_inner());
+    all.retain(|(p, _)| p != scratch);
+    all.push((scratch.to_owned(), m));
+}
+
+impl DeviceLine {
+    /// The line for `plan`: probed now, with the idle figures [`measure_device`] took.
+    fn for_plan(plan: &Plan) -> DeviceLine {
+        let scratch = &plan.load.scratch;
+        let mut line = DeviceLine::default();
+        match uxsched_os::block::Probe::read()
+            .and_then(|p| uxsched_os::block::device_for(&p, scratch).cloned())
+        {
+            Ok(d) => {
+                line.device = Some(d.describe());
+                line.scheduler = d.scheduler;
+            }
+            Err(e) => line.note = format!("no disk found under {}: {e}", scratch.display()),
+        }
+        let measured = MEASURED.lock().unwrap_or_else(|e| e.into_inner());
+        let found = measured.iter().find(|(p, _)| p == scratch).map(|(_, m)| m);
+        let why = match found {
+            Some(Ok(m)) => {
+                line.idle_read_mib_s = Some(m.read_bps / MIB);
+                line.idle_write_mib_s = Some(m.write_bps / MIB);
+                return line;
+            }
+            Some(Err(e)) => e.clone(),
+            None if !plan.scenario.is_storage() => {
+                "idle throughput not measured: not a storage scenario".into()
+            }
+            None => "idle throughput not measured (the bench did not prepare its files)".into(),
+        };
+        if !line.note.is_empty() {
+            line.note.push_str("; ");
+        }
+        line.note.push_str(&why);
+        line
+    }
+
+    /// "vda: mq-deadline (…), rotational=1, root filesystem; idle sequential direct I/O: read
+    /// 812 MiB/s, write 402 MiB/s".
+    pub fn text(&self) -> String {
+        let mut s = self.device.clone().unwrap_or_else(|| "unknown".into());
+        if let (Some(r), Some(w)) = (self.idle_read_mib_s, self.idle_write_mib_s) {
+            let _ = write!(
+                s,
+                "; idle sequential direct I/O: read {r:.0} MiB/s, write {w:.0} MiB/s"
+            );
+        }
+        if !self.note.is_empty() {
+            let _ = write!(s, "; {}", self.note);
+        }
+        s
+    }
+}
+
+const MIB: f64 = (1 << 20) as f64;
 
 /// The samples of every run under `m`, pooled.
 fn pooled(records: &[RunRecord], m: ModeName) -> Vec<f64> {

@@ -12,7 +12,7 @@ pub struct Scenario {
     pub source: &'static str,
 }
 
-pub const ALL: [ModelKind; 11] = [
+pub const ALL: [ModelKind; 12] = [
     ModelKind::Painting,
     ModelKind::Worker,
     ModelKind::Frames,
@@ -20,6 +20,7 @@ pub const ALL: [ModelKind; 11] = [
     ModelKind::Player,
     ModelKind::Reader,
     ModelKind::Gallery,
+    ModelKind::Fsync,
     ModelKind::Xterm,
     ModelKind::Xedit,
     ModelKind::Chromium,
@@ -55,13 +56,18 @@ pub fn scenario(model: ModelKind) -> Scenario {
         ),
         ModelKind::Reader => (
             LoadKind::Io,
-            "time per MiB of 48-byte sequential reads from a cold page cache",
+            "time per MiB of 256 KiB sequential reads from a cold page cache (reader_cpu_pct in extras: storage-bound, not CPU)",
             "seed 001",
         ),
         ModelKind::Gallery => (
             LoadKind::Io,
             "flip → image ready: a 1.5 MiB file read cold and decoded (3 ms)",
             "seed 003",
+        ),
+        ModelKind::Fsync => (
+            LoadKind::Write,
+            "one editor save: 320 KiB written to a temporary file, fsync, rename over the document (every 250 ms)",
+            "issue 33",
         ),
         ModelKind::Xterm => (
             LoadKind::Cpu,

@@ -8,6 +8,7 @@ mod hackbench;
 mod io;
 pub mod kbuild;
 mod memory;
+pub mod write;
 
 use crate::layout::Placement;
 use crate::sys;
@@ -31,6 +32,8 @@ pub enum LoadKind {
     Memory,
     /// A real compile: `make -j<2×CPUs>` of the Linux kernel (Debian's linux-source-6.12).
     Kbuild,
+    /// fio sequential buffered writers with periodic fsync, like a copy or an update.
+    Write,
 }
 
 impl LoadKind {
@@ -41,6 +44,7 @@ impl LoadKind {
             LoadKind::Io => "io",
             LoadKind::Memory => "memory",
             LoadKind::Kbuild => "kbuild",
+            LoadKind::Write => "write",
         }
     }
 
@@ -49,7 +53,7 @@ impl LoadKind {
         match self {
             LoadKind::Cpu | LoadKind::Memory => ("stress-ng", "stress-ng"),
             LoadKind::Hackbench => ("hackbench", "rt-tests"),
-            LoadKind::Io => ("fio", "fio"),
+            LoadKind::Io | LoadKind::Write => ("fio", "fio"),
             LoadKind::Kbuild => ("make", "make"),
         }
     }
@@ -62,6 +66,8 @@ impl LoadKind {
             LoadKind::Io => 4,
             LoadKind::Memory => sys::cpu_count(),
             LoadKind::Kbuild => 2 * sys::cpu_count(),
+            // The measurement: two writers copying large files.
+            LoadKind::Write => 2,
         }
     }
 }
@@ -91,6 +97,10 @@ trait Tool {
     }
     /// Throughput over the run, from the files in `out` (the tool's stdout is `out/stdout`).
     fn throughput(&self, spec: &LoadSpec, out: &Path, elapsed: Duration) -> Result<f64>;
+    /// Remove what the tool left on disk once it is stopped (or killed).
+    fn after_stop(&self, _spec: &LoadSpec) -> Result<()> {
+        Ok(())
+    }
     fn unit(&self) -> &'static str;
 }
 
@@ -101,6 +111,7 @@ fn tool_for(kind: LoadKind) -> Box<dyn Tool> {
         LoadKind::Io => Box::new(io::FioRandRead),
         LoadKind::Memory => Box::new(memory::StressVm),
         LoadKind::Kbuild => Box::new(kbuild::KernelBuild::from_env()),
+        LoadKind::Write => Box::new(write::SequentialWriters),
     }
 }
 
@@ -134,6 +145,7 @@ pub fn prepare(spec: &LoadSpec) -> Result<()> {
     match spec.kind {
         LoadKind::Io => io::prepare(spec)?,
         LoadKind::Kbuild => kbuild::KernelBuild::from_env().prepare()?,
+        LoadKind::Write => write::prepare(spec)?,
         _ => {}
     }
     Ok(())
@@ -216,6 +228,7 @@ impl RunningLoad {
             }
         }
         sys::kill_session(sid);
+        self.tool.after_stop(&self.spec)?;
         let value = self
             .tool
             .throughput(&self.spec, &self.out, elapsed)
@@ -239,6 +252,9 @@ impl Drop for RunningLoad {
         if let Some(mut child) = self.child.take() {
             sys::kill_session(child.id() as i32);
             let _ = child.wait();
+            if let Err(e) = self.tool.after_stop(&self.spec) {
+                eprintln!("uxsched bench: warning: {e:#}");
+            }
             if let Err(e) = crate::leftovers::settle() {
                 eprintln!("uxsched bench: warning: {e:#}");
             }

@@ -9,6 +9,7 @@
 
 mod alarm;
 mod frames;
+pub mod fsync;
 mod gallery;
 mod painting;
 mod player;
@@ -37,6 +38,8 @@ pub enum ModelKind {
     Player,
     Reader,
     Gallery,
+    /// An editor's save: write 320 KiB, fsync, rename (`fsync.rs`).
+    Fsync,
     /// Real programs under Xvfb (`xapp/`).
     Xterm,
     Xedit,
@@ -65,6 +68,15 @@ impl ModelKind {
         )
     }
 
+    /// Whether the scenario waits on storage (its report measures the device's idle
+    /// throughput at the start).
+    pub fn is_storage(self) -> bool {
+        matches!(
+            self,
+            ModelKind::Reader | ModelKind::Gallery | ModelKind::Fsync
+        )
+    }
+
     /// Whether this scenario drives a real program on a Wayland compositor (`wayland/`).
     pub fn is_wayland(self) -> bool {
         self == ModelKind::Foot
@@ -79,6 +91,7 @@ impl ModelKind {
             ModelKind::Player => "player",
             ModelKind::Reader => "reader",
             ModelKind::Gallery => "gallery",
+            ModelKind::Fsync => "fsync",
             ModelKind::Xterm => "xterm",
             ModelKind::Xedit => "xedit",
             ModelKind::Chromium => "chromium",
@@ -147,6 +160,7 @@ pub fn run_model(args: &ModelArgs) -> Result<()> {
         (ModelKind::Player, Role::App) => player::app(args)?,
         (ModelKind::Reader, Role::App) => reader::app(args)?,
         (ModelKind::Gallery, Role::App) => gallery::app(args)?,
+        (ModelKind::Fsync, Role::App) => fsync::app(args)?,
         // The measuring client counts the real program's context switches, not its own.
         (ModelKind::Xterm | ModelKind::Xedit | ModelKind::Chromium, Role::System) => {
             xapp::client_main(args)?
@@ -347,6 +361,8 @@ pub fn prepare_files(kind: ModelKind, scratch: &Path, seed: u64) -> Result<()> {
         f.sync_all()?;
         Ok(())
     };
+    // Inside the machine lock, before any load: the device's idle throughput for the report.
+    crate::report::measure_device(kind, scratch);
     match kind {
         ModelKind::Reader => make(reader_file(scratch), READER_BYTES),
         ModelKind::Gallery => (0..GALLERY_IMAGES)
