@@ -155,6 +155,7 @@ fn start_rt_guard(
 /// Start the configured sources' threads; a source that cannot start is reported, not fatal.
 pub(super) fn start_sources(cfg: &Config, tx: &mpsc::Sender<Event>) -> BTreeMap<SourceName, bool> {
     let mut alive = BTreeMap::new();
+    let any = cfg.sources_any_owner;
     for &source in &cfg.sources {
         let started = match source {
             SourceName::Explicit => Ok(()),
@@ -174,6 +175,25 @@ pub(super) fn start_sources(cfg: &Config, tx: &mpsc::Sender<Event>) -> BTreeMap<
                 cfg.sources_any_owner,
                 tx.clone(),
             ),
+            SourceName::Sway => env_path(&["SWAYSOCK", "I3SOCK"])
+                .and_then(|s| crate::sources::wayland::sway::spawn(s, any, tx.clone()))
+                .map(drop),
+            SourceName::Hyprland => env_path(&["XDG_RUNTIME_DIR"])
+                .and_then(|rt| {
+                    Ok(rt
+                        .join("hypr")
+                        .join(env_path(&["HYPRLAND_INSTANCE_SIGNATURE"])?))
+                })
+                .and_then(|d| crate::sources::wayland::hyprland::spawn(d, any, tx.clone()))
+                .map(drop),
+            SourceName::Niri => env_path(&["NIRI_SOCKET"])
+                .and_then(|s| crate::sources::wayland::niri::spawn(s, any, tx.clone()))
+                .map(drop),
+            SourceName::Kwin => env_path(&["XDG_RUNTIME_DIR"])
+                .and_then(|rt| {
+                    crate::sources::wayland::kwin::spawn(rt.join("bus"), any, tx.clone())
+                })
+                .map(drop),
             SourceName::Gamemode => crate::sources::dbus::gamemode::spawn("", tx.clone()),
             SourceName::System76 => crate::sources::dbus::system76::spawn("", tx.clone()),
             other => Err(std::io::Error::new(
@@ -187,6 +207,24 @@ pub(super) fn start_sources(cfg: &Config, tx: &mpsc::Sender<Event>) -> BTreeMap<
         alive.insert(source, started.is_ok());
     }
     alive
+}
+
+/// A compositor's socket as named in the daemon's environment (a daemon run inside the
+/// session); a system service finds the sessions itself with `sources = ["auto"]`.
+fn env_path(vars: &[&str]) -> std::io::Result<std::path::PathBuf> {
+    vars.iter()
+        .find_map(std::env::var_os)
+        .map(Into::into)
+        .ok_or_else(|| {
+            std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                format!(
+                    "{} is not set: run the daemon in the compositor's session, or use \
+                     `sources = [\"auto\"]`",
+                    vars.join(" or ")
+                ),
+            )
+        })
 }
 
 /// Start the delay-critical thread tracker if the config asks for it; say once why not.
