@@ -37,6 +37,8 @@ PKGS+=(gamemode)
 # The Wayland scenario `foot` (crates/bench/src/models/wayland) and the sway source's tests: sway
 # (headless) and the foot terminal.
 PKGS+=(sway foot)
+# The KWin source's test runs KDE's real compositor (kwin_wayland --virtual, with Xwayland).
+PKGS+=(kwin-wayland xwayland)
 
 missing=()
 for p in "${PKGS[@]}"; do
