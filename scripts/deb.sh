@@ -162,6 +162,8 @@ installed_size=$(du -sk --exclude=DEBIAN "$stage" | cut -f1)
   echo "Architecture: $arch"
   echo "Installed-Size: $installed_size"
   echo "Depends: $depends"
+  # The KWin source runs dbus-send and dbus-monitor as the session's user (docs/compositors.md).
+  echo "Recommends: dbus-bin"
   sed -n '/^Description:/,$p' "$deb/control"
 } >"$stage/DEBIAN/control"
 
