@@ -160,7 +160,8 @@ fn child_forever(program: std::path::PathBuf, args: &[&str]) -> ! {
             Ok(())
         });
     }
-    let _child = c.spawn().expect("the app's child process");
+    let mut child = c.spawn().expect("the app's child process");
+    let _ = child.wait(); // it lives as long as the app, unless killed
     sleep_forever()
 }
 
