@@ -40,7 +40,7 @@ pub fn list_text(uxsched_exe: Option<&Path>) -> String {
             sc.metric
         );
     }
-    s.push_str("loads (--load): cpu (stress-ng, 3x CPUs), hackbench (nice 10), io (fio randread), memory (stress-ng --vm)\nlayouts (--layout; default other-session):\n");
+    s.push_str("loads (--load): cpu (stress-ng, 3x CPUs), hackbench (nice 10), io (fio randread), memory (stress-ng --vm), kbuild (make -j of the kernel), write (fio sequential writers, fsync every 256 MiB)\nlayouts (--layout; default other-session):\n");
     for l in layout::Layout::ALL {
         let _ = writeln!(s, "  {:<13} {}", l.name(), l.description());
     }
