@@ -114,6 +114,40 @@ pub struct SourceStatus {
     pub error: Option<String>,
 }
 
+/// One graphical session the daemon found (`sources = ["auto"]`): what it is, whose, and how it
+/// is followed or why not.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionStatus {
+    /// What runs it: `Xorg on :0`, `sway (Wayland wayland-1)`.
+    pub desktop: String,
+    /// Where it was found: a socket, and logind's session id when logind knows it.
+    pub found: String,
+    /// The session's user (`alice (uid 1000)`), and how that was found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uid: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_how: Option<String>,
+    /// logind's word on whether it is the active session (absent without logind).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active: Option<bool>,
+    /// The source that follows it (or would: see `followed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// Its source runs and is well.
+    pub followed: bool,
+    /// The process its source names in front (admitted), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub focus: Option<i32>,
+    /// Why it is not followed, or what is wrong with its source now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
+    /// What to do about the problem.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub todo: Option<String>,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Status {
     pub mode: String,
@@ -141,6 +175,16 @@ pub struct Status {
     /// The backend (stock levers or sched_ext), its state and counters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backend: Option<BackendStatus>,
+    /// How `auto` finds sessions (logind, or the sockets and why not logind); absent when
+    /// `auto` is not in `sources`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub discovery: Option<String>,
+    /// The graphical sessions `auto` found, each with how it is followed or why not.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sessions: Vec<SessionStatus>,
+    /// What discovery saw and left aside (stale sockets), one line each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub discovery_notes: Vec<String>,
 }
 
 /// Percentiles of a latency, µs.

@@ -142,14 +142,18 @@ fn activate(display: &str, win: u32) {
     conn.get_input_focus().unwrap().reply().unwrap();
 }
 
+/// The next focus event (health reports in between — the display gone, back — are skipped).
 fn next_focus(rx: &mpsc::Receiver<Event>, step: &str) -> Option<i32> {
-    let ev = rx.recv_timeout(Duration::from_secs(15));
-    match ev.unwrap_or_else(|e| panic!("no focus event after {step}: {e}")) {
-        Event::Focus { source, app } => {
-            assert_eq!(source, SourceName::X11);
-            app.map(|a| a.pid)
+    loop {
+        let ev = rx.recv_timeout(Duration::from_secs(15));
+        match ev.unwrap_or_else(|e| panic!("no focus event after {step}: {e}")) {
+            Event::Focus { source, app } => {
+                assert_eq!(source, SourceName::X11);
+                return app.map(|a| a.pid);
+            }
+            Event::Health { source, .. } => assert_eq!(source, SourceName::X11),
+            _ => panic!("unexpected event"),
         }
-        _ => panic!("unexpected event"),
     }
 }
 

@@ -43,6 +43,12 @@ pub enum Commands {
         #[command(flatten)]
         socket: SocketArg,
     },
+    /// Say in plain words which desktop sessions the daemon finds and follows, and for those it
+    /// does not, why and what to do (with no daemon running: what it would find).
+    Doctor {
+        #[command(flatten)]
+        socket: SocketArg,
+    },
     /// Focus a process (all its threads, current and future), or clear the focus.
     Focus {
         /// Process id to focus.
@@ -103,6 +109,7 @@ pub fn run(c: Commands) -> anyhow::Result<ExitCode> {
             run_daemon(cfg)
         }
         Commands::Status { json, socket } => status(&socket_path(&socket)?, json),
+        Commands::Doctor { socket } => doctor(socket.socket.as_deref()),
         Commands::Focus { pid, socket, .. } => {
             send(&socket_path(&socket)?, &Request::Focus { pid })?;
             Ok(ExitCode::SUCCESS)
@@ -176,6 +183,68 @@ fn status(socket: &Path, json: bool) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// `uxsched doctor`: the daemon's word on the sessions, or — when none answers — the same
+/// discovery run here.
+fn doctor(socket: Option<&Path>) -> anyhow::Result<ExitCode> {
+    let text = doctor_text(socket, Path::new(config::DEFAULT_PATH));
+    match std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(ExitCode::SUCCESS),
+    }
+}
+
+fn doctor_text(socket: Option<&Path>, config_path: &Path) -> String {
+    use uxsched_daemon::sources::auto;
+    let (cfg, note) = match Config::load(Some(config_path)) {
+        Ok(c) => (c, None),
+        Err(config::ConfigError::Read { source, .. })
+            if source.kind() == std::io::ErrorKind::NotFound =>
+        {
+            (
+                Config::default(),
+                Some(format!(
+                    "no {} — the built-in defaults apply (`sources = [\"auto\"]`)",
+                    config_path.display()
+                )),
+            )
+        }
+        Err(e) => (
+            Config::default(),
+            Some(format!("{e} (the daemon would refuse to start with it)")),
+        ),
+    };
+    let socket = socket.map_or_else(|| cfg.socket.clone(), Path::to_owned);
+    let sources: Vec<String> = cfg
+        .sources
+        .iter()
+        .map(|s| format!("{s:?}").to_lowercase())
+        .collect();
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    match control::call(&socket, &Request::Status) {
+        Ok(control::Response {
+            status: Some(st), ..
+        }) => auto::report::doctor(&socket, Ok(&st), None, &sources, note.as_deref(), root),
+        answer => {
+            let why = match answer {
+                Err(control::ClientError::Connect { source, .. }) => source.to_string(),
+                Err(e) => e.to_string(),
+                Ok(_) => "its status reply has no status".into(),
+            };
+            let opts = auto::Options::of(&cfg.sources, cfg.sources_any_owner);
+            let found = auto::Discovery::new(auto::Roots::default()).run(&opts);
+            auto::report::doctor(
+                &socket,
+                Err(why),
+                Some(&found),
+                &sources,
+                note.as_deref(),
+                root,
+            )
+        }
+    }
+}
+
 /// Append one formatted line to a String (writing to a String cannot fail).
 macro_rules! push_line {
     ($o:expr, $($arg:tt)*) => {{
@@ -193,6 +262,13 @@ fn render_status(s: &Status) -> String {
         _ => push_line!(o, "focus:   none"),
     }
     render_sources(&mut o, &s.sources);
+    if let Some(how) = &s.discovery {
+        push_line!(o, "sessions: found through {how}");
+        o.push_str(&uxsched_daemon::sources::auto::report::render(
+            &s.sessions,
+            true,
+        ));
+    }
     if let Some(l) = &s.boost_latency {
         push_line!(
             o,
@@ -336,6 +412,27 @@ fn render_backend(o: &mut String, b: &uxsched_client::control::BackendStatus) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn doctor_without_a_daemon_says_so_and_still_lists_what_it_finds() {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("none.sock");
+        let text = doctor_text(Some(&socket), &dir.path().join("absent.toml"));
+        assert!(
+            text.contains(&format!("No daemon answers on {}", socket.display())),
+            "{text}"
+        );
+        assert!(
+            text.contains("Start it: `systemctl enable --now uxsched`"),
+            "{text}"
+        );
+        assert!(text.contains("What it would find now"), "{text}");
+        assert!(text.contains("the built-in defaults apply"), "{text}");
+        let cfg = dir.path().join("x.toml");
+        std::fs::write(&cfg, "sources = [\"explicit\"]\n").unwrap();
+        let text = doctor_text(Some(&socket), &cfg);
+        assert!(text.contains("has no \"auto\""), "{text}");
+    }
 
     #[test]
     fn the_backend_line_names_its_state_classes_and_counters() {

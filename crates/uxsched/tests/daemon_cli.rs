@@ -40,7 +40,10 @@ fn eimos_daemon(dir: &Path, tag: &str) -> (Guard, PathBuf) {
     std::fs::write(
         &cfg,
         format!(
-            "socket = \"{}\"\njournal = \"{}\"\ncgroup_name = \"uxsched-{tag}-test-{}\"\n",
+            // Only the socket's focus: `auto` (the default) would follow the machine's
+            // desktop sessions too.
+            "sources = [\"explicit\"]\nsocket = \"{}\"\njournal = \"{}\"\n\
+             cgroup_name = \"uxsched-{tag}-test-{}\"\n",
             sock.display(),
             dir.join("journal.sqlite").display(),
             std::process::id()

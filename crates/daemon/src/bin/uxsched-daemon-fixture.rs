@@ -18,6 +18,8 @@
 //! | `stage NAME` | one process of the tracker's relay chain ([`stage`])                      |
 //! | `window`     | an X client with one window, prints its id ([`window`])                   |
 //! | `gamemode-bridge` | `uxsched gamemode-bridge` (its errors on stderr, exit 1)             |
+//! | `daemon-defaults` | the daemon with the built-in defaults, its files in `UXSCHED_TEST_DIR` ([`daemon_defaults`]) |
+//! | `listen KIND` | a compositor's or X server's sockets in `UXSCHED_TEST_DIR` ([`listen`])  |
 //!
 //! Whatever a role prints on stdout is all the process prints there. The role runs on a thread
 //! of its own, named as the role, while the main thread only waits for it: a test app's main
@@ -49,10 +51,13 @@ const DELAY_ENV: &str = "UXSCHED_TEST_DELAY_US";
 const DIR_ENV: &str = "UXSCHED_TEST_FIFOS";
 /// `window`: the pid its `_NET_WM_PID` claims (a hostile client), else its own.
 const WM_PID_ENV: &str = "UXSCHED_TEST_WM_PID";
+/// `daemon-defaults`: the directory of its socket, journal and store; `listen`: where the
+/// sockets go.
+const DIR_ENV_TEST: &str = "UXSCHED_TEST_DIR";
 
 const USAGE: &str = "usage: uxsched-daemon-fixture daemon|app SPEC|rtclient|moreclient|rtdie|\
-                     rtexit|hog|stage NAME|window|gamemode-bridge (a test fixture of \
-                     crates/daemon/tests)";
+                     rtexit|hog|stage NAME|window|gamemode-bridge|daemon-defaults|listen KIND \
+                     (a test fixture of crates/daemon/tests)";
 
 fn var(key: &str) -> String {
     std::env::var(key).unwrap_or_else(|_| panic!("{key} is not set"))
@@ -81,6 +86,8 @@ fn main() {
                 std::process::exit(1);
             }
         }),
+        ("daemon-defaults", None) => Box::new(daemon_defaults),
+        ("listen", Some(kind)) => Box::new(move || listen(&kind, Path::new(&var(DIR_ENV_TEST)))),
         _ => {
             eprintln!("{USAGE}");
             std::process::exit(2)
@@ -107,6 +114,84 @@ fn daemon() {
         eprintln!("daemon failed: {e:#}");
         std::process::exit(1);
     }
+}
+
+/// The daemon as started with no configuration file: the built-in defaults, except that its
+/// socket, journal, cgroups and tracker store are the test's (`UXSCHED_TEST_DIR`), so that it
+/// stands beside any other daemon. Logs at debug level to stderr.
+fn daemon_defaults() {
+    let dir = std::path::PathBuf::from(var(DIR_ENV_TEST));
+    let defaults = uxsched_daemon::Config::default();
+    let cfg = uxsched_daemon::Config {
+        socket: dir.join("uxsched.sock"),
+        journal: dir.join("journal.sqlite"),
+        cgroup_name: format!("uxsched-test-{}", std::process::id()),
+        tracker: uxsched_daemon::config::Tracker {
+            store: dir.join("tracker.sqlite"),
+            ..defaults.tracker.clone()
+        },
+        ..defaults
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(
+            "info,uxsched_daemon::sources=debug",
+        ))
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .init();
+    if let Err(e) = uxsched_daemon::daemon::run(cfg) {
+        eprintln!("daemon failed: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+/// Listen on the sockets a compositor or X server of `kind` makes, in `dir`, named with this
+/// process's pid where the real one's are: `sway` (`sway-ipc.<uid>.<pid>.sock` and
+/// `wayland-1`), `hyprland` (`hypr/<instance>/.socket2.sock`, `wayland-2`), `niri`
+/// (`niri.wayland-3.<pid>.sock`, `wayland-3`), `wayland-N` (that socket only), or `xgarbage`
+/// (`dir` is an X socket's path: every connection gets garbage and is closed). Prints
+/// `ready`, then serves until killed. The process's name is its executable's (tests run a copy
+/// named as the compositor).
+fn listen(kind: &str, dir: &Path) {
+    use std::os::unix::net::UnixListener;
+    // SAFETY: getuid has no preconditions.
+    let uid = unsafe { libc::getuid() };
+    let pid = std::process::id();
+    let names: Vec<std::path::PathBuf> = match kind {
+        "sway" => vec![
+            dir.join(format!("sway-ipc.{uid}.{pid}.sock")),
+            dir.join("wayland-1"),
+        ],
+        "hyprland" => {
+            let instance = dir.join("hypr").join(format!("fixture_{pid}"));
+            std::fs::create_dir_all(&instance).unwrap();
+            vec![
+                instance.join(".socket.sock"),
+                instance.join(".socket2.sock"),
+                dir.join("wayland-2"),
+            ]
+        }
+        "niri" => vec![
+            dir.join(format!("niri.wayland-3.{pid}.sock")),
+            dir.join("wayland-3"),
+        ],
+        "xgarbage" => vec![dir.to_owned()],
+        w if w.starts_with("wayland-") => vec![dir.join(w)],
+        other => panic!("unknown kind {other}"),
+    };
+    let listeners: Vec<UnixListener> = names
+        .iter()
+        .map(|n| UnixListener::bind(n).unwrap_or_else(|e| panic!("{}: {e}", n.display())))
+        .collect();
+    println!("ready");
+    if kind == "xgarbage" {
+        for c in listeners[0].incoming().map_while(Result::ok) {
+            let mut c = c;
+            let _ = c.write_all(b"\x07garbage, not an X server's setup reply\xff\xff");
+        }
+    }
+    let _keep = listeners;
+    sleep_forever()
 }
 
 /// A test app: one thread per comma-separated name in `spec` (`spin…` threads busy-loop,

@@ -345,7 +345,7 @@ impl Default for Config {
             journal: crate::journal::DEFAULT_PATH.into(),
             log_level: "info".into(),
             control_uids: Vec::new(),
-            sources: vec![SourceName::Explicit],
+            sources: vec![SourceName::Auto],
             sources_any_owner: false,
             min_nice: -19,
             fg_shares: 71755,
@@ -445,7 +445,46 @@ pub enum ConfigError {
     Invalid { path: PathBuf, message: String },
 }
 
+/// What `"auto"` stands for at its place in `sources`, less the sources listed by themselves:
+/// explicit requests (`uxsched focus`, from root or `control_uids`) first, then the followers
+/// of the sessions it finds — each session's focus is relayed one at a time
+/// (`sources/auto/run.rs`), so their order among themselves does not matter.
+pub const AUTO_COVERS: [SourceName; 7] = [
+    SourceName::Explicit,
+    SourceName::X11,
+    SourceName::Sway,
+    SourceName::Hyprland,
+    SourceName::Niri,
+    SourceName::Kwin,
+    SourceName::Mutter,
+];
+
 impl Config {
+    /// The sources whose word counts, highest precedence first: `sources` with `"auto"`
+    /// replaced by what it covers ([`AUTO_COVERS`]).
+    pub fn precedence(&self) -> Vec<SourceName> {
+        let mut out = Vec::new();
+        for &s in &self.sources {
+            let covered: &[SourceName] = if s == SourceName::Auto {
+                &AUTO_COVERS
+            } else {
+                std::slice::from_ref(&s)
+            };
+            for &c in covered {
+                let listed = s == SourceName::Auto && self.sources.contains(&c);
+                if !listed && !out.contains(&c) {
+                    out.push(c);
+                }
+            }
+        }
+        out
+    }
+
+    /// Whether `source`'s word counts (listed, or covered by `"auto"`).
+    pub fn follows(&self, source: SourceName) -> bool {
+        self.precedence().contains(&source)
+    }
+
     /// Parse TOML text; `origin` names the file in errors.
     pub fn parse(text: &str, origin: &Path) -> Result<Config, ConfigError> {
         toml::from_str(text).map_err(|e| ConfigError::Invalid {
@@ -531,6 +570,25 @@ mod tests {
         assert_eq!(c.mode, Mode::Mcfs);
         assert_eq!(c.mcfs.cut_rate, 8);
         assert_eq!(c.vtcfs, Vtcfs::default());
+    }
+
+    #[test]
+    fn auto_is_the_default_and_stands_for_what_it_covers_at_its_place() {
+        use SourceName::*;
+        let c = Config::default();
+        assert_eq!(c.sources, [Auto]);
+        assert_eq!(c.precedence(), AUTO_COVERS);
+        assert!(c.follows(Explicit) && c.follows(X11) && c.follows(Sway));
+        assert!(!c.follows(Android) && !c.follows(Auto));
+        // Listed by themselves: in their own place, not in auto's.
+        let c = parse("sources = [\"android\", \"auto\", \"explicit\"]").unwrap();
+        let p = c.precedence();
+        assert_eq!(p[0], Android);
+        assert_eq!(p[1], X11);
+        assert_eq!(*p.last().unwrap(), Explicit);
+        let c = parse("sources = [\"explicit\"]").unwrap();
+        assert_eq!(c.precedence(), [Explicit]);
+        assert!(!c.follows(X11));
     }
 
     #[test]

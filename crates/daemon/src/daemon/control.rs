@@ -54,7 +54,7 @@ impl Daemon {
         source: SourceName,
         app: Option<AppId>,
     ) -> Result<(), String> {
-        if !self.cfg.sources.contains(&source) {
+        if !self.cfg.follows(source) {
             return Err(format!("source {source:?} is not enabled in `sources`"));
         }
         let before = self.focus;
@@ -71,11 +71,12 @@ impl Daemon {
         Ok(())
     }
 
-    /// Recompute the effective focus from the sources by precedence.
+    /// Recompute the effective focus from the sources by precedence (`"auto"` standing for the
+    /// sources it covers, at its place).
     pub(super) fn update_focus(&mut self) {
         let new = self
             .cfg
-            .sources
+            .precedence()
             .iter()
             .find_map(|s| self.focus_by_source.get(s).copied());
         if new != self.focus {

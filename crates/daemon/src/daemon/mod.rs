@@ -45,7 +45,8 @@ struct Daemon {
     mode: Mode,
     features: Features,
     rec: Reconciler,
-    /// What each source says is in front (precedence = `cfg.sources` order).
+    /// What each source says is in front (precedence = `cfg.precedence()`: the `sources`
+    /// order, `"auto"` standing for what it covers).
     focus_by_source: BTreeMap<SourceName, AppId>,
     focus: Option<AppId>,
     focus_since: Instant,
@@ -58,6 +59,8 @@ struct Daemon {
     last_apply: Instant,
     prefetcher: Prefetcher,
     sources_alive: BTreeMap<SourceName, bool>,
+    /// The `auto` source, when it runs: the sessions it found and follows (`status`).
+    auto: Option<crate::sources::auto::Handle>,
     /// The BPF tracker, when it runs; why not otherwise (shown by `status`).
     tracker: Option<TrackerHandle>,
     tracker_state: String,
@@ -173,7 +176,7 @@ impl Daemon {
         }
         rec.reconcile(&Desired::nothing(&cfg))?;
         let backend = crate::backend::start(&cfg.backend).context("starting the backend")?;
-        let sources_alive = start_sources(&cfg, tx);
+        let sources = start_sources(&cfg, tx);
         // `run` is the loop's thread: the tracker's thread lends it real time for new members.
         let loan = uxsched_os::own::Loan::to_this_thread();
         let (tracker, tracker_state) = start_tracker(&cfg, tx, loan.clone());
@@ -192,7 +195,8 @@ impl Daemon {
                 .checked_sub(Duration::from_millis(cfg.min_focus_interval_ms))
                 .unwrap_or_else(Instant::now),
             prefetcher: Prefetcher::default(),
-            sources_alive,
+            sources_alive: sources.alive,
+            auto: sources.auto,
             tracker,
             tracker_state,
             loan,

@@ -152,13 +152,22 @@ fn start_rt_guard(
         .ok()
 }
 
+/// The sources started: which run, and the `auto` source's handle (what it found, for
+/// `status`).
+pub(super) struct Sources {
+    pub alive: BTreeMap<SourceName, bool>,
+    pub auto: Option<crate::sources::auto::Handle>,
+}
+
 /// Start the configured sources' threads; a source that cannot start is reported, not fatal.
-pub(super) fn start_sources(cfg: &Config, tx: &mpsc::Sender<Event>) -> BTreeMap<SourceName, bool> {
+pub(super) fn start_sources(cfg: &Config, tx: &mpsc::Sender<Event>) -> Sources {
     let mut alive = BTreeMap::new();
     let any = cfg.sources_any_owner;
+    let mut auto = None;
     for &source in &cfg.sources {
         let started = match source {
             SourceName::Explicit => Ok(()),
+            SourceName::Auto => start_auto(cfg, tx).map(|h| auto = Some(h)),
             SourceName::Android => crate::sources::android::spawn(
                 cfg.android.proc_root.clone(),
                 cfg.android.cpuset_root.clone(),
@@ -196,17 +205,28 @@ pub(super) fn start_sources(cfg: &Config, tx: &mpsc::Sender<Event>) -> BTreeMap<
                 .map(drop),
             SourceName::Gamemode => crate::sources::dbus::gamemode::spawn("", tx.clone()),
             SourceName::System76 => crate::sources::dbus::system76::spawn("", tx.clone()),
-            other => Err(std::io::Error::new(
-                std::io::ErrorKind::Unsupported,
-                format!("the {other:?} source is not in this build yet"),
-            )),
         };
         if let Err(e) = &started {
             warn!(?source, "source could not start: {e}");
         }
         alive.insert(source, started.is_ok());
     }
-    alive
+    Sources { alive, auto }
+}
+
+/// `sources = ["auto"]`: discovery and the followers it starts (`sources/auto/`), leaving the
+/// desktops of the desktop sources listed by themselves to them (`auto::Options::of`).
+fn start_auto(
+    cfg: &Config,
+    tx: &mpsc::Sender<Event>,
+) -> std::io::Result<crate::sources::auto::Handle> {
+    use crate::sources::auto;
+    let settings = auto::Settings {
+        roots: auto::Roots::default(),
+        opts: auto::Options::of(&cfg.sources, cfg.sources_any_owner),
+        mutter_root: cfg.mutter.cgroup_root.clone(),
+    };
+    auto::spawn(settings, tx.clone())
 }
 
 /// A compositor's socket as named in the daemon's environment (a daemon run inside the

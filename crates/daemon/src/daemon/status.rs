@@ -26,6 +26,7 @@ impl Daemon {
             Vec::new()
         });
         let boosted = self.boosted(entries, focus_app.as_ref(), &mut problems);
+        let auto = self.auto.as_ref().map(|a| a.report());
         Status {
             mode: self.mode.name().to_owned(),
             focus: self.focus.map(|a| a.pid),
@@ -46,6 +47,9 @@ impl Daemon {
                 self.boost_latency.iter().copied(),
             ),
             backend: Some(self.backend.status()),
+            discovery: auto.as_ref().map(|a| a.how.clone()),
+            discovery_notes: auto.as_ref().map(|a| a.notes.clone()).unwrap_or_default(),
+            sessions: auto.map(|a| a.sessions).unwrap_or_default(),
         }
     }
 
@@ -103,17 +107,50 @@ impl Daemon {
         boosted.into_values().collect()
     }
 
+    /// The configured sources; `auto`'s focus is that of the follower it relays (at most one
+    /// of the sources it covers holds one, `sources/auto/run.rs`), and its error says when it
+    /// finds nothing to follow.
     fn sources_status(&self) -> Vec<SourceStatus> {
         self.cfg
             .sources
             .iter()
-            .map(|s| SourceStatus {
-                name: format!("{s:?}").to_lowercase(),
-                alive: self.sources_alive.get(s).copied().unwrap_or(false),
-                focus: self.focus_by_source.get(s).map(|a| a.pid),
-                error: self.source_errors.get(s).cloned(),
+            .map(|s| {
+                let (focus, error) = match s {
+                    crate::types::SourceName::Auto => self.auto_status(),
+                    s => (
+                        self.focus_by_source.get(s).map(|a| a.pid),
+                        self.source_errors.get(s).cloned(),
+                    ),
+                };
+                SourceStatus {
+                    name: format!("{s:?}").to_lowercase(),
+                    alive: self.sources_alive.get(s).copied().unwrap_or(false),
+                    focus,
+                    error,
+                }
             })
             .collect()
+    }
+
+    /// `auto`'s focus (its followers', not the explicit one it also stands for), and an error
+    /// when it found sessions but follows none of them.
+    fn auto_status(&self) -> (Option<i32>, Option<String>) {
+        let focus = crate::config::AUTO_COVERS
+            .iter()
+            .filter(|s| **s != crate::types::SourceName::Explicit && !self.cfg.sources.contains(s))
+            .find_map(|s| self.focus_by_source.get(s))
+            .map(|a| a.pid);
+        let report = self.auto.as_ref().map(|a| a.report());
+        let error = report.and_then(|r| {
+            let none = !r.sessions.is_empty() && !r.sessions.iter().any(|s| s.followed);
+            none.then(|| {
+                format!(
+                    "no session followed ({} found): `uxsched doctor` says why",
+                    r.sessions.len()
+                )
+            })
+        });
+        (focus, error)
     }
 
     /// The kernel's value now for the kind of `like`.

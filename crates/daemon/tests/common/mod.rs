@@ -76,6 +76,13 @@ impl Daemon {
                 dir.join("tracker.sqlite").display()
             )
         };
+        // Only the socket's focus, unless the test names sources: `auto` (the default) would
+        // follow whatever desktop sessions the machine has.
+        let extra = if extra.contains("sources") {
+            extra
+        } else {
+            format!("sources = [\"explicit\"]\n{extra}")
+        };
         // Fast passes and no rate limit, unless the test sets them itself.
         let timing: String = [("rescan_ms", "50"), ("min_focus_interval_ms", "0")]
             .iter()
