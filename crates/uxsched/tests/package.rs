@@ -217,7 +217,11 @@ fn the_control_fields_scripts_and_checksums_are_right() {
     assert_eq!(field("Section"), "admin");
     assert!(field("Maintainer").contains('@'), "{}", field("Maintainer"));
     assert!(field("Description").starts_with("keep the app in front"));
-    assert_eq!(field("Recommends"), "dbus-bin", "the KWin source's dbus-send/monitor");
+    assert_eq!(
+        field("Recommends"),
+        "dbus-bin",
+        "the KWin source's dbus-send/monitor"
+    );
     let size: u64 = field("Installed-Size").parse().unwrap();
     let binary_kib = std::fs::metadata(BIN).unwrap().len() / 1024;
     assert!(

@@ -14,8 +14,8 @@ mod gallery;
 mod painting;
 mod player;
 mod reader;
-mod worker;
 pub mod wayland;
+mod worker;
 pub mod xapp;
 
 use crate::sys;
@@ -166,7 +166,10 @@ pub fn run_model(args: &ModelArgs) -> Result<()> {
             xapp::client_main(args)?
         }
         (ModelKind::Foot, Role::System) => wayland::client_main(args)?,
-        (m @ (ModelKind::Xterm | ModelKind::Xedit | ModelKind::Chromium | ModelKind::Foot), Role::App) => {
+        (
+            m @ (ModelKind::Xterm | ModelKind::Xedit | ModelKind::Chromium | ModelKind::Foot),
+            Role::App,
+        ) => {
             bail!(
                 "the app of {} is the real program, started by the runner",
                 m.name()
