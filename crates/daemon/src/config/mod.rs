@@ -345,7 +345,7 @@ impl Default for Config {
             journal: crate::journal::DEFAULT_PATH.into(),
             log_level: "info".into(),
             control_uids: Vec::new(),
-            sources: vec![SourceName::Auto],
+            sources: vec![SourceName::Auto, SourceName::Gamemode],
             sources_any_owner: false,
             min_nice: -19,
             fg_shares: 71755,
@@ -576,8 +576,9 @@ mod tests {
     fn auto_is_the_default_and_stands_for_what_it_covers_at_its_place() {
         use SourceName::*;
         let c = Config::default();
-        assert_eq!(c.sources, [Auto]);
-        assert_eq!(c.precedence(), AUTO_COVERS);
+        assert_eq!(c.sources, [Auto, Gamemode]);
+        assert_eq!(c.precedence()[..AUTO_COVERS.len()], AUTO_COVERS);
+        assert_eq!(c.precedence()[AUTO_COVERS.len()..], [Gamemode]);
         assert!(c.follows(Explicit) && c.follows(X11) && c.follows(Sway));
         assert!(!c.follows(Android) && !c.follows(Auto));
         // Listed by themselves: in their own place, not in auto's.
