@@ -664,6 +664,9 @@ fn listen(exe: &Path, kind: &str, dir: &Path, uid: u32) -> Kill {
 /// socket, one that names another user's pid, and root's directory are not followed.
 #[test]
 fn compositors_are_found_in_a_runtime_tree_and_each_gets_its_source_or_a_reason() {
+    // Alone: its listeners run as the same user as the other tests' compositors, and a
+    // listener is asked who it is once per socket (`procs::listener_in`).
+    let _serial = serial();
     // SAFETY: getuid has no preconditions.
     let me = unsafe { libc::getuid() };
     let user = if me == 0 { USER } else { me };
@@ -829,7 +832,18 @@ impl Drop for RuntimeDir {
 
 /// `foot` running `sleep` on the compositor at `display` (a socket path), as `uid` (`None`:
 /// root, from a runtime directory of its own).
+/// Its output goes to a log of its own, shown if the test fails ([`ShowLogsIfFailed`]).
 fn foot(display: &Path, runtime: &Path, uid: Option<u32>) -> Kill {
+    let log = tempfile::Builder::new()
+        .prefix("uxsched-test-foot-")
+        .suffix(".log")
+        .tempfile()
+        .unwrap()
+        .keep()
+        .unwrap()
+        .1;
+    LOGS.lock().unwrap().push(log.clone());
+    let out = std::fs::File::create(&log).unwrap();
     let mut c = Command::new("foot");
     c.args(["sleep", "600"])
         .env_clear()
@@ -838,12 +852,30 @@ fn foot(display: &Path, runtime: &Path, uid: Option<u32>) -> Kill {
         .env("XDG_RUNTIME_DIR", runtime)
         .env("WAYLAND_DISPLAY", display)
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
+        .stdout(out.try_clone().unwrap())
+        .stderr(out);
     if let Some(uid) = uid {
         c.uid(uid).gid(uid);
     }
     Kill(c.spawn().expect("foot (Debian package foot)"))
+}
+
+/// The compositor's and the terminals' logs of the running test: printed if it fails (a
+/// terminal that exits at once leaves nothing in front, and only its log says why), removed.
+static LOGS: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+struct ShowLogsIfFailed;
+
+impl Drop for ShowLogsIfFailed {
+    fn drop(&mut self) {
+        for log in LOGS.lock().unwrap_or_else(|e| e.into_inner()).drain(..) {
+            if std::thread::panicking() {
+                let text = std::fs::read_to_string(&log).unwrap_or_default();
+                eprintln!("--- {}:\n{text}", log.display());
+            }
+            let _ = std::fs::remove_file(&log);
+        }
+    }
 }
 
 fn swaymsg(socket: &Path, cmd: &str) {
@@ -866,6 +898,8 @@ fn a_users_sway_is_found_with_no_configuration_and_its_focus_followed() {
     let _serial = serial();
     let runtime = RuntimeDir::of(USER);
     let home = open_dir();
+    LOGS.lock().unwrap().push(home.path().join("sway.log"));
+    let _logs = ShowLogsIfFailed; // dropped before `home`, which holds sway's log
     let config = home.path().join("sway.conf");
     std::fs::write(&config, "# sway's defaults\n").unwrap();
     let log = std::fs::File::create(home.path().join("sway.log")).unwrap();

@@ -50,10 +50,14 @@ pub fn spawn(address: &str, events: Sender<Event>) -> std::io::Result<()> {
     };
     let bus = bus_name(address);
     let conn = serve(address, SYSTEM_NAME, OBJECT_PATH, iface).map_err(|e| {
-        std::io::Error::other(format!(
-            "cannot own {SYSTEM_NAME} on {bus} ({e}); install uxsched's D-Bus policy \
-             (packaging/dbus/uxsched-foreground.conf) so root may own the name"
-        ))
+        // No bus at all (no dbus-daemon: a container, a minimal system) is not a policy problem.
+        let why = if e.to_string().contains("No such file or directory") {
+            "is the system bus running? GameMode's clients are not served without it"
+        } else {
+            "install uxsched's D-Bus policy (packaging/dbus/uxsched-foreground.conf) so root \
+             may own the name"
+        };
+        std::io::Error::other(format!("cannot own {SYSTEM_NAME} on {bus} ({e}); {why}"))
     })?;
     info!("gamemode source: serving {INTERFACE} as {SYSTEM_NAME} on {bus}");
     std::thread::Builder::new()
