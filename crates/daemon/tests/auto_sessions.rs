@@ -198,6 +198,21 @@ struct Daemon {
     socket: PathBuf,
 }
 
+/// Stopped with SIGTERM, as a service is, so that it restores what it changed and removes its
+/// cgroups: a SIGKILLed daemon left its fg group holding half of the root's real-time runtime,
+/// and two such left the later tests' groups none (SIGKILL after 10 s).
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let child = &mut self.child.0;
+        // SAFETY: kill has no memory preconditions; the pid is our child's, not yet reaped.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        let end = Instant::now() + Duration::from_secs(10);
+        while child.try_wait().ok().flatten().is_none() && Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
 impl Daemon {
     fn start(env: &[(&str, &str)]) -> Daemon {
         let dir = tempfile::tempdir().unwrap();
@@ -845,7 +860,10 @@ fn foot(display: &Path, runtime: &Path, uid: Option<u32>) -> Kill {
     LOGS.lock().unwrap().push(log.clone());
     let out = std::fs::File::create(&log).unwrap();
     let mut c = Command::new("foot");
+    // Its own working directory: cargo runs tests in the crate's directory, which a clone
+    // under /root leaves unreachable to the user the terminal runs as (it then exits at once).
     c.args(["sleep", "600"])
+        .current_dir("/")
         .env_clear()
         .env("PATH", "/usr/bin:/bin")
         .env("HOME", runtime)
@@ -906,6 +924,7 @@ fn a_users_sway_is_found_with_no_configuration_and_its_focus_followed() {
     let mut sway = Command::new("sway");
     sway.arg("-c")
         .arg(&config)
+        .current_dir("/") // not the crate's directory, unreachable from a clone in /root
         .env_clear()
         .env("PATH", "/usr/bin:/bin")
         .env("HOME", home.path())

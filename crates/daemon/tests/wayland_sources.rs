@@ -312,7 +312,10 @@ fn a_compositor_running_as_root_names_nobody_unless_any_owner() {
 /// A Wayland client: `foot` running `sleep`, as `uid` (None: the test's own, root).
 fn foot(display: &Path, runtime: &Path, home: &Path, uid: Option<u32>) -> Kill {
     let mut c = std::process::Command::new("foot");
+    // Its own working directory: cargo runs tests in the crate's directory, which a clone
+    // under /root leaves unreachable to the user the terminal runs as (it then exits at once).
     c.args(["sleep", "600"])
+        .current_dir("/")
         .env_clear()
         .env("PATH", "/usr/bin:/bin")
         .env("HOME", home)
@@ -362,6 +365,7 @@ fn sway_headless_follows_foot_refuses_roots_client_and_ends_with_sway() {
         let mut c = std::process::Command::new("sway");
         c.arg("-c")
             .arg(&config)
+            .current_dir("/") // not the crate's directory, unreachable from a clone in /root
             .env_clear()
             .env("PATH", "/usr/bin:/bin");
         c.env("HOME", &home).env("XDG_RUNTIME_DIR", &runtime);
