@@ -1,7 +1,7 @@
 //! The Wayland desktop of the `foot` scenario: sway 1.7 with wlroots' headless backend (no
 //! display, no input device; the pixman renderer, there is no GPU here), run as the bench's
 //! unprivileged user in a session of its own like a compositor started at login, with the
-//! session's `XDG_RUNTIME_DIR` (`<run dir>/home/runtime`, the user's, 0700) where it creates
+//! session's `XDG_RUNTIME_DIR` (`/run/user/<uid>`, the user's, 0700, as logind makes it) where it creates
 //! its Wayland socket and its IPC socket. Dropping a [`Compositor`] stops sway (SIGTERM, so it
 //! removes its sockets, then its whole session).
 
@@ -122,7 +122,7 @@ impl Compositor {
     }
 
     fn runtime(&self) -> PathBuf {
-        self.home.join("runtime")
+        self.user.runtime_dir()
     }
 
     /// Wait for sway's IPC socket, then for its headless output to be active, then for its

@@ -54,6 +54,14 @@ impl AppUser {
 
     /// `path` (created if missing) owned by this user, mode 0700: its home and the browser's
     /// profile.
+    /// The session's runtime directory where logind (pam_systemd) makes it, `/run/user/<uid>`:
+    /// where a compositor puts its sockets and where the daemon's `auto` source looks for them.
+    /// Shared by the user's sessions (socket names are unique); left in place after a run, as
+    /// logind leaves it while the user has sessions.
+    pub fn runtime_dir(&self) -> std::path::PathBuf {
+        Path::new("/run/user").join(self.uid.to_string())
+    }
+
     pub fn own_dir(&self, path: &Path) -> Result<()> {
         std::fs::create_dir_all(path).with_context(|| format!("creating {}", path.display()))?;
         std::os::unix::fs::chown(path, Some(self.uid), Some(self.gid))
@@ -70,7 +78,7 @@ impl AppUser {
     /// the layout's cgroup).
     pub fn run_as(&self, cmd: &mut Command, home: &Path) -> Result<()> {
         self.own_dir(home)?;
-        let runtime = home.join("runtime");
+        let runtime = self.runtime_dir();
         self.own_dir(&runtime)?;
         cmd.env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
