@@ -18,6 +18,8 @@
 
 #[path = "common/any_user.rs"]
 mod any_user;
+#[path = "common/bus.rs"]
+mod bus;
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
@@ -524,58 +526,6 @@ mod logind_standin {
     }
 }
 
-/// A private `dbus-daemon`, killed on drop.
-struct Bus {
-    _child: Kill,
-    _dir: tempfile::TempDir,
-    address: String,
-}
-
-impl Bus {
-    fn start() -> Bus {
-        let dir = open_dir();
-        let socket = dir.path().join("bus");
-        let config = dir.path().join("bus.conf");
-        std::fs::write(
-            &config,
-            format!(
-                r#"<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>system</type>
-  <listen>unix:path={}</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow user="*"/>
-    <allow own="*"/>
-    <allow send_destination="*"/>
-    <allow receive_sender="*"/>
-  </policy>
-</busconfig>
-"#,
-                socket.display()
-            ),
-        )
-        .unwrap();
-        let child = Command::new("dbus-daemon")
-            .arg(format!("--config-file={}", config.display()))
-            .args(["--nofork", "--nopidfile", "--nosyslog"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("dbus-daemon (Debian package dbus-daemon; scripts/setup.sh installs it)");
-        let child = Kill(child);
-        wait_until("the bus socket", Duration::from_secs(10), || {
-            socket.exists()
-        });
-        Bus {
-            _child: child,
-            address: format!("unix:path={}", socket.display()),
-            _dir: dir,
-        }
-    }
-}
-
 #[test]
 #[ignore = "needs root, Xvfb and dbus-daemon: make test runs it as root"]
 fn loginds_session_names_the_user_of_a_root_display_and_a_remote_one_is_not_followed() {
@@ -593,7 +543,7 @@ fn loginds_session_names_the_user_of_a_root_display_and_a_remote_one_is_not_foll
         .find(|k| !xdisplay::socket_of(Path::new(xdisplay::X11_DIR), *k).exists())
         .unwrap();
     let _remote = xvfb(remote, 0, None);
-    let bus = Bus::start();
+    let bus = bus::SystemBus::start();
     let session = |id: &str, n: u32, remote: bool| logind_standin::Session {
         id: id.into(),
         uid: USER,

@@ -7,8 +7,8 @@
 
 mod common;
 
+use common::bus::SystemBus;
 use common::*;
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
@@ -17,54 +17,17 @@ use uxsched_os::sched::{self, SCHED_OTHER, SCHED_RR};
 const NAME: &str = "org.freedesktop.RealtimeKit1";
 const PATH: &str = "/org/freedesktop/RealtimeKit1";
 
-/// A dbus-daemon of our own, killed on drop.
+/// The private bus ([`SystemBus`]), with rtkit's clients.
 struct Bus {
-    child: Child,
-    dir: tempfile::TempDir,
+    _bus: SystemBus,
     address: String,
 }
 
 impl Bus {
     fn start() -> Bus {
-        let dir = tempfile::tempdir().unwrap();
-        let socket = dir.path().join("bus");
-        let config = dir.path().join("bus.conf");
-        std::fs::write(
-            &config,
-            format!(
-                r#"<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>system</type>
-  <listen>unix:path={}</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow user="*"/>
-    <allow own="*"/>
-    <allow send_destination="*"/>
-    <allow receive_sender="*"/>
-  </policy>
-</busconfig>
-"#,
-                socket.display()
-            ),
-        )
-        .unwrap();
-        let child = Command::new("dbus-daemon")
-            .arg(format!("--config-file={}", config.display()))
-            .args(["--nofork", "--nopidfile", "--nosyslog"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("dbus-daemon (Debian package dbus-daemon; scripts/setup.sh installs it)");
-        wait_until("the bus socket", Duration::from_secs(10), || {
-            socket.exists()
-        });
-        Bus {
-            child,
-            address: format!("unix:path={}", socket.display()),
-            dir,
-        }
+        let bus = SystemBus::start();
+        let address = bus.address.clone();
+        Bus { _bus: bus, address }
     }
 
     fn busctl(&self, args: &[&str]) -> Output {
@@ -99,9 +62,6 @@ impl Bus {
 
     /// A uxsched daemon serving rtkit's interface on this bus, once it owns the name.
     fn daemon(&self, extra: &str) -> Daemon {
-        // The bus socket must be reachable by `nobody` in the refusal test.
-        let mode = std::fs::Permissions::from_mode(0o755);
-        std::fs::set_permissions(self.dir.path(), mode).unwrap();
         let d = Daemon::start(
             "eimos",
             &format!(
@@ -113,13 +73,6 @@ impl Bus {
             self.busctl(&["status", NAME]).status.success()
         });
         d
-    }
-}
-
-impl Drop for Bus {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

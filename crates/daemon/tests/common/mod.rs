@@ -8,6 +8,7 @@
 #![allow(dead_code)]
 
 pub mod any_user;
+pub mod bus;
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
