@@ -20,6 +20,13 @@
 mod any_user;
 #[path = "common/bus.rs"]
 mod bus;
+#[path = "auto_sessions/wayland.rs"]
+mod wayland;
+#[path = "auto_sessions/xserver.rs"]
+mod xserver;
+
+use wayland::*;
+use xserver::*;
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
@@ -67,129 +74,11 @@ fn wait_until(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
     }
 }
 
-/// A display number nobody uses (x11.rs takes 90..200).
-fn free_display() -> u32 {
-    (200..400)
-        .find(|n| {
-            !Path::new(&format!("/tmp/.X11-unix/X{n}")).exists()
-                && !Path::new(&format!("/tmp/.X{n}-lock")).exists()
-        })
-        .expect("no free X display number")
-}
-
-/// The socket directory the X server makes as root (one run as another user cannot).
-fn x11_dir() {
-    let dir = Path::new(xdisplay::X11_DIR);
-    if std::fs::create_dir(dir).is_ok() {
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o1777)).unwrap();
-    }
-}
-
 /// A directory every user can enter.
 fn open_dir() -> tempfile::TempDir {
     let d = tempfile::tempdir().unwrap();
     std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     d
-}
-
-/// An Xauthority file with a fresh cookie for display `n`, owned by `owner`, mode 0600 (what
-/// `xauth add :n . COOKIE` writes).
-fn cookie_file(dir: &Path, n: u32, owner: u32) -> (PathBuf, Vec<u8>) {
-    let mut data = vec![0u8; 16];
-    std::io::Read::read_exact(&mut std::fs::File::open("/dev/urandom").unwrap(), &mut data)
-        .unwrap();
-    let path = dir.join(format!("cookie-{n}-{owner}"));
-    write_cookie(&path, n, &data, owner);
-    (path, data)
-}
-
-fn write_cookie(path: &Path, n: u32, data: &[u8], owner: u32) {
-    std::fs::write(path, xdisplay::xauthority_file(n, data)).unwrap();
-    std::os::unix::fs::chown(path, Some(owner), Some(owner)).unwrap();
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
-}
-
-/// Xvfb on `:n` run as `uid`, with `-auth FILE` when given; ready when it listens.
-fn xvfb(n: u32, uid: u32, auth: Option<&Path>) -> Kill {
-    x11_dir();
-    let mut cmd = Command::new("Xvfb");
-    // -noreset: the server keeps its root properties when its last client leaves.
-    cmd.args([&format!(":{n}"), "-noreset", "-nolisten", "tcp"])
-        .args(["-screen", "0", "320x240x24"]);
-    if let Some(a) = auth {
-        cmd.arg("-auth").arg(a);
-    }
-    let child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .uid(uid)
-        .gid(uid)
-        .spawn()
-        .expect("Xvfb (Debian package xvfb; `make setup` installs it)");
-    let guard = Kill(child);
-    let socket = xdisplay::socket_of(Path::new(xdisplay::X11_DIR), n);
-    wait_until(&format!("Xvfb :{n}"), Duration::from_secs(10), || {
-        procs::is_listened(&procs::listening(), &socket)
-    });
-    guard
-}
-
-/// A client window on `:n` with the cookie file `auth`: run as `uid`, its `_NET_WM_PID` its own
-/// pid or `claim`. (guard, pid, window id)
-fn window(n: u32, auth: &Path, uid: u32, claim: Option<u32>) -> (Kill, u32, u32) {
-    let mut cmd = Command::new(any_user::exe_for_any_user());
-    cmd.arg("window")
-        .env("DISPLAY", format!(":{n}"))
-        .env("XAUTHORITY", auth)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .uid(uid)
-        .gid(uid);
-    if let Some(pid) = claim {
-        cmd.env("UXSCHED_TEST_WM_PID", pid.to_string());
-    }
-    let mut child = cmd.spawn().unwrap();
-    let out = BufReader::new(child.stdout.take().unwrap());
-    let pid = child.id();
-    let guard = Kill(child);
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        if let Some(id) = (out.lines().next())
-            .and_then(Result::ok)
-            .and_then(|l| l.trim().parse::<u32>().ok())
-        {
-            let _ = tx.send(id);
-        }
-    });
-    let id = rx
-        .recv_timeout(Duration::from_secs(10))
-        .expect("the client window did not start");
-    (guard, pid, id)
-}
-
-/// Act as the window manager of `:n` (whose cookie is `cookie`): make `win` the active window.
-fn activate(n: u32, cookie: &[u8], win: u32) {
-    let socket = xdisplay::socket_of(Path::new(xdisplay::X11_DIR), n);
-    let stream = procs::connect(&socket).unwrap();
-    let (stream, _) = x11rb::rust_connection::DefaultStream::from_unix_stream(stream).unwrap();
-    let conn = x11rb::rust_connection::RustConnection::connect_to_stream_with_auth_info(
-        stream,
-        0,
-        b"MIT-MAGIC-COOKIE-1".to_vec(),
-        cookie.to_vec(),
-    )
-    .unwrap();
-    let root = conn.setup().roots[0].root;
-    let active = conn
-        .intern_atom(false, b"_NET_ACTIVE_WINDOW")
-        .unwrap()
-        .reply()
-        .unwrap()
-        .atom;
-    conn.change_property32(PropMode::REPLACE, root, active, AtomEnum::WINDOW, &[win])
-        .unwrap();
-    conn.get_input_focus().unwrap().reply().unwrap();
 }
 
 /// The daemon as started with no configuration file (`daemon-defaults`), with nothing of the
@@ -441,90 +330,8 @@ fn a_root_xorg_with_the_users_cookie_follows_the_user_and_one_without_says_why_n
 }
 
 /// A stand-in logind on a private bus: the sessions a test gives it.
-mod logind_standin {
-    use zbus::zvariant::OwnedObjectPath;
-
-    #[derive(Clone)]
-    pub struct Session {
-        pub id: String,
-        pub uid: u32,
-        pub kind: &'static str,
-        pub display: String,
-        pub active: bool,
-        pub remote: bool,
-    }
-
-    impl Session {
-        fn path(&self) -> OwnedObjectPath {
-            OwnedObjectPath::try_from(format!("/org/freedesktop/login1/session/_3{}", self.id))
-                .unwrap()
-        }
-    }
-
-    struct Manager(Vec<Session>);
-
-    #[zbus::interface(name = "org.freedesktop.login1.Manager")]
-    impl Manager {
-        fn list_sessions(&self) -> Vec<(String, u32, String, String, OwnedObjectPath)> {
-            self.0
-                .iter()
-                .map(|s| (s.id.clone(), s.uid, "user".into(), "seat0".into(), s.path()))
-                .collect()
-        }
-    }
-
-    struct SessionObject(Session);
-
-    #[zbus::interface(name = "org.freedesktop.login1.Session")]
-    impl SessionObject {
-        #[zbus(property, name = "Type")]
-        fn kind(&self) -> String {
-            self.0.kind.into()
-        }
-        #[zbus(property)]
-        fn class(&self) -> String {
-            "user".into()
-        }
-        #[zbus(property)]
-        fn display(&self) -> String {
-            self.0.display.clone()
-        }
-        #[zbus(property)]
-        fn leader(&self) -> u32 {
-            1
-        }
-        #[zbus(property)]
-        fn active(&self) -> bool {
-            self.0.active
-        }
-        #[zbus(property)]
-        fn remote(&self) -> bool {
-            self.0.remote
-        }
-        #[zbus(property)]
-        fn state(&self) -> String {
-            "active".into()
-        }
-        #[zbus(property)]
-        fn desktop(&self) -> String {
-            "xfce".into()
-        }
-    }
-
-    /// Serve `sessions` as `org.freedesktop.login1` on the bus at `address`.
-    pub fn serve(address: &str, sessions: Vec<Session>) -> zbus::blocking::Connection {
-        let mut b = zbus::blocking::connection::Builder::address(address)
-            .unwrap()
-            .name("org.freedesktop.login1")
-            .unwrap()
-            .serve_at("/org/freedesktop/login1", Manager(sessions.clone()))
-            .unwrap();
-        for s in sessions {
-            b = b.serve_at(s.path(), SessionObject(s)).unwrap();
-        }
-        b.build().unwrap()
-    }
-}
+#[path = "auto_sessions/logind_standin.rs"]
+mod logind_standin;
 
 #[test]
 #[ignore = "needs root, Xvfb and dbus-daemon: make test runs it as root"]
@@ -765,95 +572,6 @@ fn compositors_are_found_in_a_runtime_tree_and_each_gets_its_source_or_a_reason(
         .unwrap_err()
         .why
         .contains("configured in `sources`"));
-}
-
-/// `/run/user/<uid>` for the test, made (the user's, 0700) if the machine has none, and removed
-/// again then.
-struct RuntimeDir {
-    path: PathBuf,
-    made: bool,
-}
-
-impl RuntimeDir {
-    fn of(uid: u32) -> RuntimeDir {
-        let path = Path::new(auto::runtime::RUNTIME_ROOT).join(uid.to_string());
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        let made = std::fs::create_dir(&path).is_ok();
-        if made {
-            std::os::unix::fs::chown(&path, Some(uid), Some(uid)).unwrap();
-            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700)).unwrap();
-        }
-        RuntimeDir { path, made }
-    }
-}
-
-impl Drop for RuntimeDir {
-    fn drop(&mut self) {
-        if self.made {
-            let _ = std::fs::remove_dir_all(&self.path);
-        }
-    }
-}
-
-/// `foot` running `sleep` on the compositor at `display` (a socket path), as `uid` (`None`:
-/// root, from a runtime directory of its own).
-/// Its output goes to a log of its own, shown if the test fails ([`ShowLogsIfFailed`]).
-fn foot(display: &Path, runtime: &Path, uid: Option<u32>) -> Kill {
-    let log = tempfile::Builder::new()
-        .prefix("uxsched-test-foot-")
-        .suffix(".log")
-        .tempfile()
-        .unwrap()
-        .keep()
-        .unwrap()
-        .1;
-    LOGS.lock().unwrap().push(log.clone());
-    let out = std::fs::File::create(&log).unwrap();
-    let mut c = Command::new("foot");
-    // Its own working directory: cargo runs tests in the crate's directory, which a clone
-    // under /root leaves unreachable to the user the terminal runs as (it then exits at once).
-    c.args(["sleep", "600"])
-        .current_dir("/")
-        .env_clear()
-        .env("PATH", "/usr/bin:/bin")
-        .env("HOME", runtime)
-        .env("XDG_RUNTIME_DIR", runtime)
-        .env("WAYLAND_DISPLAY", display)
-        .stdin(Stdio::null())
-        .stdout(out.try_clone().unwrap())
-        .stderr(out);
-    if let Some(uid) = uid {
-        c.uid(uid).gid(uid);
-    }
-    Kill(c.spawn().expect("foot (Debian package foot)"))
-}
-
-/// The compositor's and the terminals' logs of the running test: printed if it fails (a
-/// terminal that exits at once leaves nothing in front, and only its log says why), removed.
-static LOGS: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
-
-struct ShowLogsIfFailed;
-
-impl Drop for ShowLogsIfFailed {
-    fn drop(&mut self) {
-        for log in LOGS.lock().unwrap_or_else(|e| e.into_inner()).drain(..) {
-            if std::thread::panicking() {
-                let text = std::fs::read_to_string(&log).unwrap_or_default();
-                eprintln!("--- {}:\n{text}", log.display());
-            }
-            let _ = std::fs::remove_file(&log);
-        }
-    }
-}
-
-fn swaymsg(socket: &Path, cmd: &str) {
-    let out = Command::new("swaymsg")
-        .arg("-s")
-        .arg(socket)
-        .arg(cmd)
-        .output()
-        .expect("swaymsg (Debian package sway)");
-    assert!(out.status.success(), "swaymsg {cmd}: {out:?}");
 }
 
 /// The first case: sway headless run by a user in its runtime directory, a Wayland
