@@ -16,11 +16,14 @@
 //! - Pipelines (episode.rs, docs/tracker.md): the app's process family counts as the app; a
 //!   family thread that wakes a display unreached is a frame producer; a display wake-up ends
 //!   the episode only when no work handed to another family process is still under way.
+//! - FUSE daemons (fuse.rs, seed 003 §5.2): a thread of a process that serves a FUSE mount is
+//!   critical for the episode it served, not for as long as the app is in front.
 
 use crate::config::TrackerConfig;
 use crate::critical::{EndReason, EpisodeInfo, Kind, Member, Snapshot, Source, Status, ThreadId};
 use crate::episode::Episode;
 use crate::family::{Family, RoleFn};
+use crate::fuse::{FuseServers, ServesFuseFn};
 use crate::store::{Context, Store};
 use crate::wire::{Event, Task};
 use std::collections::BTreeMap;
@@ -52,6 +55,8 @@ pub struct Classifier {
     focused_ns: u64,
     /// The app's other processes and their roles.
     family: Family,
+    /// Which processes on the path serve a FUSE mount.
+    fuse: FuseServers,
 }
 
 impl Classifier {
@@ -68,6 +73,7 @@ impl Classifier {
             store_failed: false,
             focused_ns: 0,
             family: Family::new(|_| None),
+            fuse: FuseServers::new(|_| false),
         }
     }
 
@@ -75,6 +81,13 @@ impl Classifier {
     /// it their threads' context is `partner`, as any other process's.
     pub fn with_roles(mut self, read: RoleFn) -> Self {
         self.family = Family::new(read);
+        self
+    }
+
+    /// Tell FUSE daemons with `read` (the tracker: [`crate::procfs::serves_fuse`]); without it
+    /// no process is one, and their serving threads stay while the app is in front.
+    pub fn with_fuse_servers(mut self, read: ServesFuseFn) -> Self {
+        self.fuse = FuseServers::new(read);
         self
     }
 
@@ -123,6 +136,7 @@ impl Classifier {
         self.episodes = 0;
         self.focused_ns = now;
         self.family.reset(&[]);
+        self.fuse.clear();
         self.app = app;
         if let Some(a) = &self.app {
             if let Err(e) = self.store.load_app(&a.key) {
@@ -368,12 +382,10 @@ impl Classifier {
         let Some(e) = self.episode.take() else { return };
         self.family.at(ts);
         let critical = e.critical();
-        for tid in e.nodes.keys() {
-            if self
-                .critical
-                .get(tid)
-                .is_some_and(|m| m.status == Status::Provisional)
-            {
+        for (tid, t) in &e.nodes {
+            let provisional =
+                (self.critical.get(tid)).is_some_and(|m| m.status == Status::Provisional);
+            if provisional || self.fuse_server(t, ts) {
                 self.critical.remove(tid);
             }
         }
@@ -403,6 +415,14 @@ impl Classifier {
         self.store_written(written);
         self.episodes += 1;
         self.last = Some(info(&e, Some(ts), Some(why)));
+    }
+
+    /// A thread of a FUSE daemon outside the app (fuse.rs): it served this episode's requests
+    /// and leaves the set with it, confirmed or not.
+    fn fuse_server(&mut self, t: &Task, now: u64) -> bool {
+        self.kind_of(t) == Kind::Partner
+            && self.critical.contains_key(&t.tid)
+            && self.fuse.serves(t.tgid, now)
     }
 
     /// Resolve the open episode if it outlived the timeout (`now`: CLOCK_MONOTONIC ns).

@@ -344,3 +344,47 @@ fn a_new_renderer_is_recognised_by_role_on_relaunch() {
         "the same name outside the family has another context"
     );
 }
+
+fn serves_fuse(tgid: u32) -> bool {
+    tgid == 50
+}
+
+/// Seed 003 §5.2: the UI thread reads through a FUSE daemon (tgid 50), whose pool threads take
+/// requests in turn, and asks a service (60). The daemon's serving thread is critical for the
+/// episode it served; the service stays while the app is in front.
+#[test]
+fn fuse_daemon_thread_is_critical_for_the_episode_it_served() {
+    let mut r = Rec::new(Store::open(None, 1 << 20).unwrap());
+    r.c = std::mem::replace(
+        &mut r.c,
+        Classifier::new(
+            TrackerConfig::default(),
+            Store::open(None, 1 << 20).unwrap(),
+        ),
+    )
+    .with_fuse_servers(serves_fuse);
+    let ui = app_task(APP, "app");
+    let (pool_a, pool_b, svc) = (
+        other(51, 50, "bindfs", false),
+        other(52, 50, "bindfs", false),
+        other(60, 60, "svc", false),
+    );
+    r.ev(1, 0, 1, &xorg(), &ui);
+    for (a, b) in [(&ui, &pool_a), (&pool_a, &ui), (&ui, &svc), (&svc, &ui)] {
+        r.ev(2, 0, 1, a, b);
+    }
+    assert_eq!(r.status(51), Some(Status::Confirmed), "serving: raised");
+    r.ev(3, 0, 1, &ui, &xorg());
+    assert_eq!(r.status(51), None, "the episode it served is over");
+    assert_eq!(r.status(60), Some(Status::Confirmed), "a service stays");
+    // The next request goes to another pool thread, which the pair learned from the first
+    // confirms at its edge; it leaves with its episode all the same.
+    r.ev(1, 0, 2, &xorg(), &ui);
+    r.ev(2, 0, 2, &ui, &pool_b);
+    assert_eq!(r.status(52), Some(Status::Confirmed), "learned critical");
+    assert_eq!(r.status(51), None, "the thread that served before");
+    r.ev(2, 0, 2, &pool_b, &ui);
+    r.ev(3, 0, 2, &ui, &xorg());
+    assert_eq!((r.status(51), r.status(52)), (None, None));
+    assert_eq!(r.status(60), Some(Status::Confirmed));
+}

@@ -15,6 +15,7 @@ pub mod config;
 pub mod critical;
 pub mod episode;
 pub mod family;
+pub mod fuse;
 pub mod procfs;
 pub mod store;
 mod tracker;

@@ -130,6 +130,16 @@ pub fn role(pid: u32) -> Option<String> {
     })
 }
 
+/// Whether process `pid` serves a FUSE mount: it holds `/dev/fuse` open (a daemon mounted by
+/// root opens it itself; one mounted by a user through `fusermount3` is handed the descriptor).
+/// A process gone or unreadable is not one.
+pub fn serves_fuse(pid: u32) -> bool {
+    let Ok(fds) = fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    (fds.flatten()).any(|fd| fs::read_link(fd.path()).is_ok_and(|l| l.as_os_str() == "/dev/fuse"))
+}
+
 /// CLOCK_MONOTONIC in ns, the clock of `bpf_ktime_get_ns`.
 pub fn monotonic_ns() -> u64 {
     uxsched_os::clock::ns(libc::CLOCK_MONOTONIC)

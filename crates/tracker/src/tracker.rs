@@ -135,7 +135,9 @@ impl Tracker {
             _links: links,
             ring,
             pending,
-            cls: Classifier::new(cfg.clone(), store).with_roles(procfs::role),
+            cls: Classifier::new(cfg.clone(), store)
+                .with_roles(procfs::role)
+                .with_fuse_servers(procfs::serves_fuse),
             cfg,
             in_kernel: Default::default(),
             fg: 0,
