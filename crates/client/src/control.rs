@@ -185,6 +185,10 @@ pub struct Status {
     /// What discovery saw and left aside (stale sockets), one line each.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub discovery_notes: Vec<String>,
+    /// Idle demotion (`[idle] after_s`): since when the focused app's session has had no input,
+    /// its boost withdrawn until the next; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle: Option<String>,
 }
 
 /// Percentiles of a latency, µs.

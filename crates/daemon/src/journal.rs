@@ -251,6 +251,12 @@ impl Journal {
         Ok(())
     }
 
+    /// The database itself, for the journal's other tables (`devices.rs`): the same
+    /// commit-before-change rule, one lock.
+    pub(crate) fn connection(&self) -> &Connection {
+        &self.conn
+    }
+
     /// How many records and forgets this journal has taken so far (not persisted).
     pub fn writes(&self) -> u64 {
         self.writes.get()

@@ -12,6 +12,7 @@ pub mod actuators;
 pub mod backend;
 pub mod config;
 pub mod daemon;
+pub mod devices;
 pub mod features;
 pub mod journal;
 pub mod policy;

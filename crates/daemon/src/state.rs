@@ -96,6 +96,9 @@ pub struct State {
     /// the daemon's loop and the next keystroke's fast path as long when the loop made the
     /// moves; the mover (`actuators/mover.rs`) waits now, and the move is still needless.
     pub rt_in_fg: std::collections::BTreeSet<TaskId>,
+    /// Programs started from the app in front, in front until their window maps or their
+    /// budget runs out (`daemon/launch.rs`).
+    pub launching: Vec<App>,
 }
 
 /// Classify a thread of an app.

@@ -51,6 +51,16 @@ pub enum Event {
         app: Option<i32>,
         set: Vec<Critical>,
     },
+    /// A program started from the app in front (`sources/launch.rs`): in front itself until
+    /// its window maps or `[storage] launch_budget_ms` runs out.
+    Launch { app: AppId },
+    /// The session a source follows has had no input for longer than `[idle] after_s`, since
+    /// `since` (`Some`), or input again (`None`) — `sources/idle/`; the loop withdraws that
+    /// source's focus meanwhile (`daemon/idle.rs`).
+    Idle {
+        source: SourceName,
+        since: Option<std::time::Instant>,
+    },
     /// SIGTERM/SIGINT: restore everything and exit.
     Shutdown,
 }

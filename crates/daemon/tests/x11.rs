@@ -164,7 +164,7 @@ fn follows_the_active_window_and_survives_the_display_going_away() {
     let (_a, pid_a, win_a) = client(&display);
     let (_b, pid_b, win_b) = client(&display);
     let (tx, rx) = mpsc::channel();
-    x11::spawn(Some(display.clone()), false, tx).unwrap();
+    x11::spawn(Some(display.clone()), false, None, tx).unwrap();
     std::thread::sleep(Duration::from_millis(300)); // connected, no active window yet
 
     activate(&display, win_a);

@@ -82,6 +82,36 @@ fn children(pid: i32) -> Vec<i32> {
         .collect()
 }
 
+/// The parent of process `pid` (`/proc/<pid>/stat`'s fourth field, read after the command
+/// name's closing parenthesis: a name may hold spaces and parentheses).
+pub fn parent(pid: i32) -> io::Result<i32> {
+    let stat = crate::procfs::read_to_string(format!("/proc/{pid}/stat"))?;
+    let after = stat.rfind(')').map(|i| &stat[i + 1..]).unwrap_or("");
+    after
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("/proc/{pid}/stat: no parent field"),
+            )
+        })
+}
+
+/// Whether `ancestor` is `pid`'s parent, or its parent's parent, … up to `depth` generations.
+pub fn descends_from(pid: i32, ancestor: i32, depth: usize) -> bool {
+    let mut p = pid;
+    for _ in 0..depth {
+        match parent(p) {
+            Ok(up) if up == ancestor => return true,
+            Ok(up) if up > 1 => p = up,
+            _ => return false,
+        }
+    }
+    false
+}
+
 /// Every process on the machine now.
 pub fn all_processes() -> io::Result<Vec<i32>> {
     Ok(std::fs::read_dir("/proc")?
@@ -107,6 +137,14 @@ mod tests {
         }
         let me = std::process::id() as i32;
         let mine = with_descendants(me);
+        let sleeper = *found.iter().find(|p| **p != pid).unwrap();
+        let ancestry = [
+            descends_from(sleeper, me, 0),
+            descends_from(sleeper, me, 1),
+            descends_from(sleeper, me, 2),
+            descends_from(pid, me, 1),
+        ];
+        let sh_parent = parent(pid).unwrap();
         sh.kill().unwrap();
         sh.wait().unwrap();
         assert_eq!(found.len(), 3, "sh and its two sleeps: {found:?}");
@@ -115,6 +153,9 @@ mod tests {
             "{found:?} ⊄ {mine:?}"
         );
         assert!(all_processes().unwrap().contains(&me));
+        // A grandchild is not a child, but is within two generations.
+        assert_eq!(ancestry, [false, false, true, true]);
+        assert_eq!(sh_parent, me);
     }
 
     /// The same program under the app is its family; another program (`sleep`, `timeout`) is

@@ -261,6 +261,9 @@ fn render_status(s: &Status) -> String {
         (Some(pid), None) => push_line!(o, "focus:   {pid}"),
         _ => push_line!(o, "focus:   none"),
     }
+    if let Some(idle) = &s.idle {
+        push_line!(o, "idle:    {idle}");
+    }
     render_sources(&mut o, &s.sources);
     if let Some(how) = &s.discovery {
         push_line!(o, "sessions: found through {how}");

@@ -49,6 +49,8 @@ const ON_ENV: &str = "UXSCHED_TEST_ON";
 const DELAY_ENV: &str = "UXSCHED_TEST_DELAY_US";
 /// `stage`: the directory of the chain's FIFOs.
 const DIR_ENV: &str = "UXSCHED_TEST_FIFOS";
+/// `stage fuseapp`: the file it reads at each input (through a FUSE mount).
+const FUSE_FILE_ENV: &str = "UXSCHED_TEST_FUSE_FILE";
 /// `window`: the pid its `_NET_WM_PID` claims (a hostile client), else its own.
 const WM_PID_ENV: &str = "UXSCHED_TEST_WM_PID";
 /// `daemon-defaults`: the directory of its socket, journal and store; `listen`: where the
@@ -461,6 +463,21 @@ fn relay(stage: &str, dir: &Path) -> std::io::Result<()> {
                 input.read_exact(&mut b)?;
                 to_partner.write_all(&b)?;
                 reply.read_exact(&mut b)?;
+                to_display.write_all(&b)?;
+            }
+        }
+        "fuseapp" => {
+            // Seed 003 §5.2: each input reads a file through a FUSE mount, then draws 10 ms
+            // later (the episode stays open that long: the serving thread's boost is seen).
+            let file = std::path::PathBuf::from(var(FUSE_FILE_ENV));
+            let (mut input, mut to_display) = (open_r("input")?, open_w("frame")?);
+            let mut buf = vec![0u8; 1 << 20];
+            loop {
+                input.read_exact(&mut b)?;
+                let mut f = std::fs::File::open(&file)
+                    .unwrap_or_else(|e| panic!("cannot open {}: {e}", file.display()));
+                while f.read(&mut buf).expect("a read through FUSE") > 0 {}
+                std::thread::sleep(Duration::from_millis(10));
                 to_display.write_all(&b)?;
             }
         }

@@ -7,8 +7,10 @@ use serde::{Deserialize, Deserializer, Serialize};
 use std::path::{Path, PathBuf};
 
 pub mod backend;
+pub mod idle;
 pub mod rtapi;
 pub mod rtkit;
+pub mod storage;
 
 /// The documented default configuration file, shipped as `packaging/uxsched.toml` and printed
 /// by `uxsched config default` (one source of truth).
@@ -173,6 +175,10 @@ pub struct Config {
     pub rtkit: rtkit::Rtkit,
     /// How the wishes reach the scheduler: the stock levers or the sched_ext scheduler.
     pub backend: backend::BackendConfig,
+    /// Idle demotion: the boost withdrawn while the user gives no input (`config/idle.rs`).
+    pub idle: idle::Idle,
+    /// What the user waits on from the disk (`config/storage.rs`).
+    pub storage: storage::Storage,
 }
 
 /// The delay-critical thread tracker (BPF): who follows the interaction and what they get.
@@ -375,6 +381,8 @@ impl Default for Config {
             rtapi: Default::default(),
             rtkit: Default::default(),
             backend: Default::default(),
+            idle: Default::default(),
+            storage: Default::default(),
         }
     }
 }

@@ -74,14 +74,16 @@ impl Daemon {
     /// Recompute the effective focus from the sources by precedence (`"auto"` standing for the
     /// sources it covers, at its place).
     pub(super) fn update_focus(&mut self) {
-        let new = self
+        let winner = self
             .cfg
             .precedence()
             .iter()
-            .find_map(|s| self.focus_by_source.get(s).copied());
+            .find_map(|s| self.focus_by_source.get(s).map(|a| (*s, *a)));
+        // None while the winner's session is idle (`idle.rs`).
+        let new = self.idle.filter(winner);
         if new != self.focus {
             info!(from = ?self.focus.map(|a| a.pid), to = ?new.map(|a| a.pid), "focus change");
-            if let Some(old) = self.focus {
+            if let Some(old) = self.focus.filter(|_| !self.idle.withdrawn()) {
                 self.history.push(old);
             }
             self.focus = new;
@@ -92,6 +94,7 @@ impl Daemon {
             }
             self.prefetcher.retain_only(new.map(|a| a.pid));
             self.focus_since = Instant::now();
+            self.launch_front_changed();
             self.rec.new_episode();
             self.dirty = true;
         }

@@ -78,6 +78,8 @@ impl Daemon {
                 self.last_apply = Instant::now() - turn.min_interval;
             }
             Event::Critical { app, set } => self.critical_seen(app, set, turn, rx, stash)?,
+            Event::Idle { source, since } => self.idle_seen(source, since, turn),
+            Event::Launch { app } => self.launch_seen(app, turn.min_interval),
             Event::Health { source, error } => match error {
                 Some(e) => {
                     self.source_errors.insert(source, e);

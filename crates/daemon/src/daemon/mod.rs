@@ -9,6 +9,8 @@ mod control;
 mod events;
 mod family;
 mod fast;
+mod idle;
+mod launch;
 mod placement;
 mod rt;
 mod setup;
@@ -104,6 +106,12 @@ struct Daemon {
     moved_pass: Instant,
     /// The focused app's process family, placed as the app.
     family: std::cell::RefCell<family::FamilyCache>,
+    /// The sessions' idleness: the focus withheld while its session is idle (`idle.rs`).
+    idle: idle::Idleness,
+    /// Programs started from the app in front, in front until their window maps.
+    launches: launch::Launches,
+    /// The app in front as the launch watcher sees it (`sources/launch.rs`).
+    launch_front: crate::sources::launch::Front,
 }
 
 /// The daemon's own `RLIMIT_RTTIME`, µs (see `run`).
@@ -147,6 +155,7 @@ pub fn run(cfg: Config) -> anyhow::Result<()> {
     d.focus_by_source.clear();
     d.focus = None;
     d.history.clear();
+    d.launches.clear();
     let stopped = d.stop();
     drop(server);
     result.and(stopped)
@@ -167,6 +176,13 @@ impl Daemon {
         tx: &mpsc::Sender<Event>,
     ) -> anyhow::Result<Daemon> {
         let leftovers = journal.entries()?.len();
+        // Elevators a killed predecessor switched go back first; then this one's, if asked.
+        let devices = crate::devices::Devices::default();
+        devices.restore(&journal)?;
+        if cfg.storage.switch_to_bfq {
+            let names = crate::devices::chosen(&cfg.storage.bfq_devices, &devices.sys);
+            devices.switch_to_bfq(&journal, &names)?;
+        }
         let (mut rec, placement) = reconciler(&cfg, journal, features.default_slice_ns, tx);
         if leftovers > 0 {
             info!(
@@ -181,6 +197,12 @@ impl Daemon {
         let loan = uxsched_os::own::Loan::to_this_thread();
         let (tracker, tracker_state) = start_tracker(&cfg, tx, loan.clone());
         let realtime = setup::start_realtime(&cfg, &features, &mut rec, tx);
+        let launch_front = crate::sources::launch::Front::default();
+        if cfg.storage.launch_budget_ms > 0 {
+            if let Err(e) = crate::sources::launch::start(launch_front.clone(), tx.clone()) {
+                warn!("{e:#}");
+            }
+        }
         Ok(Daemon {
             mode: cfg.mode,
             features,
@@ -216,6 +238,9 @@ impl Daemon {
             backend,
             moved_pass: Instant::now(),
             family: Default::default(),
+            idle: Default::default(),
+            launches: Default::default(),
+            launch_front,
             cfg,
         })
     }
@@ -250,7 +275,12 @@ impl Daemon {
                 turn.next_scan
             };
             // A hint session going stale or an interaction lapsing is undone on time.
-            let grants_due = self.grants.next_wake();
+            let grants_due = self
+                .grants
+                .next_wake()
+                .into_iter()
+                .chain(self.launches.next_end(self.launch_budget()))
+                .min();
             if let Some(t) = grants_due {
                 apply_at = apply_at.min(t);
             }
@@ -336,6 +366,13 @@ impl Daemon {
             Some(a) if self.policy().follows_chain() => self.placement_now(a.id),
             _ => placement::Placement::default(),
         };
+        let budget = self.launch_budget();
+        self.launches.prune(self.focus, Instant::now(), budget);
+        let launching = self
+            .launches
+            .apps()
+            .filter_map(|id| state::scan_app(id, &[], false, &self.cfg))
+            .collect();
         let rt_refused = self.rt_refused(focus.as_ref(), &chain, placement);
         let rt_in_fg = self.rt_in_fg(focus.as_ref());
         State {
@@ -356,6 +393,7 @@ impl Daemon {
             rt_keeps_home: placement.rt_keeps_home,
             rt_refused,
             rt_in_fg,
+            launching,
         }
     }
 
@@ -464,6 +502,9 @@ impl Daemon {
     /// Undo everything and remove the groups (retrying while inherited tasks move out): each
     /// attempt waits for the moves it queued (`actuators/mover.rs`) before removing them.
     fn stop(&mut self) -> anyhow::Result<()> {
+        if let Err(e) = crate::devices::Devices::default().restore(&self.rec.journal) {
+            error!("cannot restore the devices' elevators from the journal: {e}");
+        }
         let nothing = Desired::nothing(&self.cfg);
         for attempt in 0..5 {
             self.rec.reconcile(&nothing)?;

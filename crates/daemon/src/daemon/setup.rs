@@ -182,6 +182,7 @@ pub(super) fn start_sources(cfg: &Config, tx: &mpsc::Sender<Event>) -> Sources {
             SourceName::X11 => crate::sources::x11::spawn(
                 cfg.x11.display.clone(),
                 cfg.sources_any_owner,
+                cfg.idle.after(),
                 tx.clone(),
             ),
             SourceName::Sway => env_path(&["SWAYSOCK", "I3SOCK"])
@@ -225,6 +226,7 @@ fn start_auto(
         roots: auto::Roots::default(),
         opts: auto::Options::of(&cfg.sources, cfg.sources_any_owner),
         mutter_root: cfg.mutter.cgroup_root.clone(),
+        idle_after: cfg.idle.after(),
     };
     auto::spawn(settings, tx.clone())
 }

@@ -11,7 +11,7 @@
 //! raises that critical set to SCHED_FIFO 2 instead, each thread under its run-time budget
 //! (`rt_budget.rs`): one that used it up gets the fair boost until its cool-down ends.
 
-use crate::types::{Desired, Rt, RtPolicy, Target};
+use crate::types::{CriticalKind, Desired, Rt, RtPolicy, Target};
 
 use super::{Policy, RT_PRIORITY};
 use crate::config::{self, Config};
@@ -34,10 +34,16 @@ impl Policy for Uxsched {
         let mut d = Desired::nothing(cfg);
         let Some(app) = &state.focus else { return d };
         let lever = Raise::of(state, cfg);
+        // The critical set's I/O class (`[storage] front_class`): seed 003's delay-critical
+        // threads first at the disk too; the app's other threads keep theirs.
+        let io = cfg.storage.front_ioprio();
         d.each(app, |t| {
             let critical = t.role.is_critical();
             let mut target = if critical {
-                lever.raise(&t.task)
+                Target {
+                    ioprio: io,
+                    ..lever.raise(&t.task)
+                }
             } else {
                 // The short slice too: a thread of the app that sleeps and must then run at
                 // once (an alarm, a timer the tracker does not see as input) gets its wake-up
@@ -65,11 +71,38 @@ impl Policy for Uxsched {
             Some(target)
         });
         // The rest of the interaction's chain (tracker): partners' threads and kernel workers
-        // on the path get what the UI thread gets.
+        // on the path get what the UI thread gets — the I/O class too, but not a kernel
+        // worker, which serves everyone's I/O (a flusher's writeback is the background's).
         for c in &state.chain {
-            d.threads.insert(c.task, lever.raise(&c.task));
+            let mut target = lever.raise(&c.task);
+            if c.kind != CriticalKind::KernelWorker {
+                target.ioprio = io;
+            }
+            d.threads.insert(c.task, target);
         }
+        launches(&mut d, state, cfg);
         d
+    }
+}
+
+/// A program started from the app in front (`daemon/launch.rs`) until its window maps: the
+/// fair boost and the front's I/O class for every thread, never real time (a launch can be
+/// anything the user typed, a build too: its budget bounds it), never above the app's own.
+/// With autogroup it sits in its own session's group (a terminal's shell's), raised through
+/// that group like the app's; without, in the fg group.
+fn launches(d: &mut Desired, state: &State, cfg: &Config) {
+    for app in &state.launching {
+        for t in &app.threads {
+            if d.threads.contains_key(&t.task) {
+                continue;
+            }
+            let mut target = critical_target(cfg, false);
+            target.ioprio = cfg.storage.front_ioprio();
+            target.group = (!state.autogroup).then_some(Group::Fg);
+            target.autogroup_nice =
+                (state.autogroup && t.task.tid == app.id.pid).then_some(cfg.min_nice);
+            d.threads.insert(t.task, target);
+        }
     }
 }
 
@@ -181,6 +214,52 @@ mod tests {
             assert_eq!((x.nice, x.slice_ns), (Some(-19), Some(100_000)), "tid {t}");
             assert_eq!((x.group, x.autogroup_nice), (None, None), "tid {t}");
         }
+    }
+
+    /// `[storage] front_class`: the critical set and its partners in the RT I/O class, not the
+    /// app's other threads nor a kernel worker; a launch gets the fair boost and the class,
+    /// through its own session's autogroup; `off` leaves I/O priorities alone.
+    #[test]
+    fn the_critical_set_and_a_launch_get_the_front_io_class() {
+        use crate::state::{App, ThreadInfo};
+        use crate::types::{AppId, Critical};
+        use uxsched_os::ioprio::{encode, CLASS_RT};
+        let mut cfg = fair();
+        let mut s = fg_state();
+        let task = |tid, pid| TaskId { tid, pid, start: 1 };
+        let critical = |tid, kind| Critical {
+            task: task(tid, tid),
+            comm: "x".into(),
+            kind,
+            provisional: false,
+            since_ns: 0,
+        };
+        s.chain = vec![
+            critical(300, CriticalKind::KernelWorker),
+            critical(400, CriticalKind::Partner),
+        ];
+        s.launching = vec![App {
+            id: AppId { pid: 500, start: 1 },
+            threads: [500, 501]
+                .map(|tid| ThreadInfo {
+                    task: task(tid, 500),
+                    comm: "mousepad".into(),
+                    role: Role::Other,
+                    cpu: 0,
+                })
+                .to_vec(),
+        }];
+        let rt4 = Some(encode(CLASS_RT, 4));
+        let d = Uxsched.desired(&s, &cfg);
+        let io = |t| tid(&d, t).unwrap().ioprio;
+        assert_eq!([io(100), io(101), io(400), io(500), io(501)], [rt4; 5]);
+        assert_eq!([io(102), io(300)], [None, None]);
+        let (main, other) = (tid(&d, 500).unwrap(), tid(&d, 501).unwrap());
+        assert_eq!((main.nice, main.slice_ns, main.rt), (Some(-19), Some(100_000), None));
+        assert_eq!((main.autogroup_nice, other.autogroup_nice), (Some(-19), None));
+        cfg.storage.front_class = crate::config::storage::FrontClass::Off;
+        let d = Uxsched.desired(&s, &cfg);
+        assert!(d.threads.values().all(|t| t.ioprio.is_none()));
     }
 
     #[test]

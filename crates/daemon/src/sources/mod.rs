@@ -13,6 +13,8 @@ pub mod auto;
 pub mod cpufreq;
 pub mod dbus;
 pub mod explicit;
+pub mod idle;
+pub mod launch;
 pub mod mutter;
 pub mod tracker;
 pub mod wayland;
@@ -89,6 +91,8 @@ pub struct Reporter {
     /// The app last sent; nothing in front before the first change.
     sent: Option<AppId>,
     error: Option<String>,
+    /// Whether the session was last said to be idle.
+    idle: bool,
 }
 
 impl Reporter {
@@ -99,6 +103,7 @@ impl Reporter {
             last: None,
             sent: None,
             error: None,
+            idle: false,
         }
     }
 
@@ -132,6 +137,20 @@ impl Reporter {
         let ev = Event::Focus {
             source: self.source,
             app,
+        };
+        self.events.send(ev).map_err(|_| DaemonGone)
+    }
+
+    /// Report the session's idleness (`sources/idle/`; sent only when it changes).
+    pub fn idle(&mut self, change: idle::Change) -> Result<(), DaemonGone> {
+        let since = change.since();
+        if since.is_some() == self.idle {
+            return Ok(());
+        }
+        self.idle = since.is_some();
+        let ev = Event::Idle {
+            source: self.source,
+            since,
         };
         self.events.send(ev).map_err(|_| DaemonGone)
     }

@@ -15,10 +15,14 @@
 //! processes run on it and hold its cookie (`auto::xdisplay::session_user`). A root server with
 //! none of these, or one reached over TCP, names nobody: only `sources_any_owner = true` makes
 //! the source act then.
+//!
+//! With `[idle] after_s`, the same connection reads the display's time without input
+//! (`sources/idle/x11.rs`), reported as the session's idleness.
 
 use crate::types::Event;
 
 use super::auto::xdisplay::{self, XServer};
+use super::idle::x11::XIdle;
 use super::{DaemonGone, Owner, Reporter};
 use crate::types::SourceName;
 use std::os::fd::AsRawFd;
@@ -241,6 +245,9 @@ struct Follow {
     owners: Owners,
     stop: Arc<AtomicBool>,
     complaints: Mutex<Complaints>,
+    /// `[idle] after_s`: the display's idleness is read on the same connection
+    /// (`sources/idle/x11.rs`); `None`: off.
+    idle_after: Option<Duration>,
 }
 
 /// Refusals said at most once per [`COMPLAIN_EVERY`], the rest at debug level and counted: the
@@ -372,6 +379,7 @@ impl Follow {
                 "x11 source connected, but its windows are not acted on: {e}"
             ),
         }
+        let mut idle = XIdle::start(conn, root, self.idle_after, &self.target.describe())?;
         let fd = conn.stream().as_raw_fd();
         loop {
             let now = active_pid(conn, root, &atoms)?;
@@ -380,6 +388,9 @@ impl Follow {
             loop {
                 if self.stop.load(Ordering::Relaxed) {
                     return Ok(());
+                }
+                if let Some(change) = idle.as_mut().map(|x| x.poll(conn)).transpose()?.flatten() {
+                    reporter.idle(change)?;
                 }
                 let mut changed = false;
                 while let Some(ev) = conn.poll_for_event()? {
@@ -415,8 +426,13 @@ impl Follow {
                     events: libc::POLLIN,
                     revents: 0,
                 };
+                // Until the idle reader's next read, if sooner (rounded up: not a busy loop).
+                let tick = idle
+                    .as_ref()
+                    .and_then(XIdle::wait)
+                    .map_or(TICK_MS, |w| (w.as_micros().div_ceil(1000) as i32).min(TICK_MS));
                 // SAFETY: one valid pollfd.
-                unsafe { libc::poll(&mut pfd, 1, TICK_MS) };
+                unsafe { libc::poll(&mut pfd, 1, tick) };
             }
         }
     }
@@ -433,7 +449,9 @@ impl Follow {
                 backoff = Duration::from_millis(100);
                 warned = false;
             }
-            if reporter.seen(None, Err(String::new())).is_err() {
+            // The display gone, its idleness no longer withdraws anything.
+            let lifted = reporter.idle(crate::sources::idle::Change::Active);
+            if lifted.is_err() || reporter.seen(None, Err(String::new())).is_err() {
                 return;
             }
             let health = err.as_ref().err().map(|e| format!("{e}"));
@@ -468,10 +486,11 @@ impl Follow {
 
 /// Run the source on a thread: connect, follow the active window, reconnect on loss.
 /// `display`: the configured `[x11] display`, else `$DISPLAY`. `any_owner`: act on any
-/// process a window names (`sources_any_owner`).
+/// process a window names (`sources_any_owner`). `idle_after`: `[idle] after_s`.
 pub fn spawn(
     display: Option<String>,
     any_owner: bool,
+    idle_after: Option<Duration>,
     events: Sender<Event>,
 ) -> std::io::Result<()> {
     let follow = Follow {
@@ -479,6 +498,7 @@ pub fn spawn(
         owners: Owners::Resolve { any: any_owner },
         stop: Arc::new(AtomicBool::new(false)),
         complaints: Mutex::default(),
+        idle_after,
     };
     let reporter = Reporter::new(SourceName::X11, events);
     std::thread::Builder::new()
@@ -489,11 +509,12 @@ pub fn spawn(
 
 /// Follow local display `n` (socket in `dir`) for the `auto` source: `owner` is the session's
 /// user as discovery finds it, updated by it; the thread ends once `stop` is set (the session
-/// is gone) or the daemon is.
+/// is gone) or the daemon is. `idle_after`: `[idle] after_s`.
 pub fn follow(
     display: u32,
     dir: PathBuf,
     owner: SharedOwner,
+    idle_after: Option<Duration>,
     stop: Arc<AtomicBool>,
     events: Sender<Event>,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
@@ -502,6 +523,7 @@ pub fn follow(
         owners: Owners::Shared(owner),
         stop,
         complaints: Mutex::default(),
+        idle_after,
     };
     if ALIVE.fetch_add(1, Ordering::SeqCst) >= MAX_FOLLOWERS {
         ALIVE.fetch_sub(1, Ordering::SeqCst);

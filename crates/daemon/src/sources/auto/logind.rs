@@ -64,6 +64,31 @@ impl Logind {
             .map_err(|e| format!("cannot connect to {address} ({e})"))
     }
 
+    /// A method of logind's manager, with its reply's body (the idle reader's `GetSession`).
+    pub fn call<B, R>(&self, method: &str, body: &B) -> Result<R, zbus::Error>
+    where
+        B: serde::Serialize + zbus::zvariant::DynamicType,
+        R: for<'d> zbus::zvariant::DynamicDeserialize<'d>,
+    {
+        let reply = self
+            .bus
+            .call_method(Some(DEST), PATH, Some(MANAGER), method, body)?;
+        reply.body().deserialize()
+    }
+
+    /// One property of the session at `path` (the idle reader's `IdleHint`).
+    pub fn property(&self, path: &OwnedObjectPath, name: &str) -> Result<OwnedValue, zbus::Error> {
+        let reply = self.bus.call_method(
+            Some(DEST),
+            path,
+            Some("org.freedesktop.DBus.Properties"),
+            "Get",
+            &(SESSION, name),
+        )?;
+        let v: zbus::zvariant::OwnedValue = reply.body().deserialize()?;
+        Ok(v)
+    }
+
     /// Every session logind knows, with its properties; Err: logind does not answer, and why.
     pub fn sessions(&self) -> Result<Vec<LogindSession>, String> {
         let reply = self

@@ -17,6 +17,7 @@
 //! most recent focus change), and keeps what `uxsched status` and `uxsched doctor` show
 //! (`report.rs`). `uxsched doctor` runs the same discovery when no daemon answers.
 
+mod idle_relay;
 pub mod logind;
 pub mod procs;
 pub mod report;
@@ -101,6 +102,8 @@ pub struct Session {
     pub active: Option<bool>,
     /// How it is followed, or why not.
     pub plan: Result<Follower, Why>,
+    /// logind's id of the session, where logind knows it (its idle hint: `sources/idle/`).
+    pub logind: Option<String>,
 }
 
 /// Where discovery looks (fixtures in tests).
@@ -306,6 +309,7 @@ fn unanswered(l: &logind::LogindSession, roots: &Roots) -> Session {
             "a compositor without an IPC socket uxsched reads is not followed; \
              `uxsched focus PID` still works",
         )),
+        logind: Some(l.id.clone()),
     }
 }
 
@@ -433,6 +437,7 @@ fn x_sessions(
             user: user.ok(),
             active: l.map(|l| l.active),
             plan,
+            logind: l.map(|l| l.id.clone()),
         };
         out.push((server, session));
     }
@@ -510,6 +515,7 @@ fn wayland_sessions(
             )),
             active: l.map(|l| l.active),
             plan,
+            logind: l.map(|l| l.id.clone()),
         });
     }
     out

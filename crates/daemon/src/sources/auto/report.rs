@@ -213,6 +213,7 @@ mod tests {
             user: None,
             active: None,
             plan,
+            logind: None,
         }
     }
 

@@ -61,6 +61,9 @@ pub struct Settings {
     pub opts: Options,
     /// `[mutter] cgroup_root`: where the GNOME follower watches.
     pub mutter_root: PathBuf,
+    /// `[idle] after_s` (`None`: off): an X follower reads its display's idleness, another
+    /// follower's session is read through logind (`sources/idle/`).
+    pub idle_after: Option<Duration>,
 }
 
 enum Msg {
@@ -78,6 +81,8 @@ struct Running {
     health: Option<String>,
     active: bool,
     ended: Option<Instant>,
+    /// Idle since then, as its session's idle reader last said.
+    idle: Option<Instant>,
 }
 
 struct Auto {
@@ -90,6 +95,8 @@ struct Auto {
     failed: BTreeMap<Follower, (String, Option<Instant>)>,
     /// What the daemon was last told: which source names which app.
     sent: Option<(SourceName, AppId)>,
+    /// ... and which source's session is idle since when.
+    sent_idle: Option<(SourceName, Instant)>,
     shared: Arc<Mutex<Report>>,
     found: Found,
 }
@@ -109,6 +116,7 @@ pub fn spawn(settings: Settings, events: Sender<Event>) -> std::io::Result<Handl
         running: BTreeMap::new(),
         failed: BTreeMap::new(),
         sent: None,
+        sent_idle: None,
         shared: shared.clone(),
         found: Found::default(),
     };
@@ -152,7 +160,8 @@ impl Auto {
     /// Start a follower for each session that has one, stop those whose session is gone.
     fn reconcile(&mut self) {
         let any = self.settings.opts.any_owner;
-        let mut wanted: BTreeMap<Follower, (Result<Owner, String>, bool)> = BTreeMap::new();
+        let mut wanted: BTreeMap<Follower, (Result<Owner, String>, bool, Option<String>)> =
+            BTreeMap::new();
         for s in &self.found.sessions {
             let Ok(f) = &s.plan else { continue };
             let owner = match &s.user {
@@ -161,7 +170,8 @@ impl Auto {
                 None => Err(format!("{}: no session user found", s.desktop)),
             };
             let active = s.active.unwrap_or(true);
-            let e = wanted.entry(f.clone()).or_insert((owner, false));
+            let logind = s.logind.clone();
+            let e = wanted.entry(f.clone()).or_insert((owner, false, logind));
             e.1 |= active;
         }
         // Gone: stopped, and their focus no longer counts.
@@ -178,7 +188,7 @@ impl Auto {
             }
         }
         self.failed.retain(|f, _| wanted.contains_key(f));
-        for (f, (owner, active)) in wanted {
+        for (f, (owner, active, logind)) in wanted {
             if let Some(r) = self.running.get_mut(&f) {
                 let restart = r.ended.is_some_and(|t| t.elapsed() >= RESTART_AFTER);
                 if !restart {
@@ -200,12 +210,18 @@ impl Auto {
                 None => true,
             };
             if due {
-                self.start(f, owner, active);
+                self.start(f, owner, active, logind);
             }
         }
     }
 
-    fn start(&mut self, f: Follower, owner: Result<Owner, String>, active: bool) {
+    fn start(
+        &mut self,
+        f: Follower,
+        owner: Result<Owner, String>,
+        active: bool,
+        logind: Option<String>,
+    ) {
         if self.running.len() >= MAX_RUNNING {
             let why = format!(
                 "{MAX_RUNNING} sessions are followed already: this one is not (a bound on the \
@@ -229,6 +245,7 @@ impl Auto {
                     *display,
                     self.settings.roots.x11_dir.clone(),
                     c,
+                    self.settings.idle_after,
                     stop.clone(),
                     tx,
                 )
@@ -276,6 +293,7 @@ impl Auto {
                     return;
                 }
                 self.failed.remove(&f);
+                self.read_idle(&f, id, logind, &stop);
                 self.running.insert(
                     f,
                     Running {
@@ -287,6 +305,7 @@ impl Auto {
                         health: None,
                         active,
                         ended: None,
+                        idle: None,
                     },
                 );
             }
@@ -299,6 +318,14 @@ impl Auto {
                 self.failed.insert(f, (e.to_string(), again));
             }
         }
+    }
+
+    /// A follower other than X11's (which reads its display itself): its session's idleness
+    /// through logind, where logind knows the session; the reader stops with the follower.
+    fn read_idle(&self, f: &Follower, id: u64, logind: Option<String>, stop: &Arc<AtomicBool>) {
+        let inbox = self.inbox.clone();
+        let send = move |ev| inbox.send(Msg::Event(id, ev)).is_ok();
+        super::idle_relay::read_logind(&self.settings, f, logind, stop.clone(), send);
     }
 
     fn hear(&mut self, msg: Msg) {
@@ -316,21 +343,32 @@ impl Auto {
                 r.changed = Instant::now();
             }
             Some(Event::Health { error, .. }) => r.health = error,
+            Some(Event::Idle { since, .. }) => r.idle = since,
             Some(_) => {}
             None => {
                 r.focus = None;
+                r.idle = None;
                 r.ended = Some(Instant::now());
+                // Its session's logind idle reader, if any, stops with it.
+                r.stop.store(true, Ordering::Relaxed);
             }
         }
     }
 
-    /// Pass on the focus of the active follower whose focus changed last.
+    /// Pass on the focus of the active follower whose focus changed last, and its session's
+    /// idleness.
     fn relay(&mut self) -> Result<(), mpsc::SendError<Event>> {
-        let now = pick(self.running.iter().map(|(f, r)| (f.source(), r)));
+        let picked = pick(self.running.iter().map(|(f, r)| (f.source(), r)));
+        let now = picked.map(|(source, app, _)| (source, app));
+        let idle = picked.and_then(|(source, _, idle)| Some((source, idle?)));
         for ev in tell(self.sent, now) {
             self.events.send(ev)?;
         }
         self.sent = now;
+        for ev in super::idle_relay::tell(self.sent_idle, idle) {
+            self.events.send(ev)?;
+        }
+        self.sent_idle = idle;
         Ok(())
     }
 
@@ -379,14 +417,15 @@ impl Auto {
 
 /// The focus to pass on: of the running, active followers with something in front, the one
 /// whose focus changed last.
+/// With the idleness of its session.
 fn pick<'a>(
     running: impl Iterator<Item = (SourceName, &'a Running)>,
-) -> Option<(SourceName, AppId)> {
+) -> Option<(SourceName, AppId, Option<Instant>)> {
     running
         .filter(|(_, r)| r.active && r.ended.is_none())
-        .filter_map(|(source, r)| Some((r.changed, source, r.focus?)))
-        .max_by_key(|(changed, _, _)| *changed)
-        .map(|(_, source, app)| (source, app))
+        .filter_map(|(source, r)| Some((r.changed, source, r.focus?, r.idle)))
+        .max_by_key(|(changed, ..)| *changed)
+        .map(|(_, source, app, idle)| (source, app, idle))
 }
 
 /// What the daemon is told when the focus passed on goes from `sent` to `now`: the source that
@@ -427,6 +466,7 @@ mod tests {
             health: None,
             active,
             ended: None,
+            idle: None,
         }
     }
 

@@ -1,0 +1,105 @@
+//! The idleness of the sessions `auto` follows (issue 32): a Wayland session's through logind
+//! (`sources/idle/logind.rs`; an X display's follower reads its server itself), and what the
+//! daemon is told as the session passed on changes — only the idleness of the session whose
+//! focus `auto` relays counts.
+
+use super::{Follower, Settings};
+use crate::sources::idle::{self, Change};
+use crate::types::{Event, SourceName};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Start a logind idle reader for follower `f`'s session `logind`, sending its changes as
+/// [`Event::Idle`] through `send` until `stop`; nothing where idle demotion is off, the
+/// follower reads its own idleness (X11) or logind does not know the session (said why).
+pub(super) fn read_logind(
+    settings: &Settings,
+    f: &Follower,
+    logind: Option<String>,
+    stop: Arc<AtomicBool>,
+    mut send: impl FnMut(Event) -> bool + Send + 'static,
+) {
+    let Some(limit) = settings.idle_after else {
+        return;
+    };
+    if matches!(f, Follower::X11 { .. }) {
+        return;
+    }
+    let Some(id) = logind else {
+        tracing::info!(
+            follower = ?f,
+            "idle demotion is off for this session: logind does not know it, and its \
+             compositor's own idle protocol is not read (docs/desktops.md, \"Idle demotion\")"
+        );
+        return;
+    };
+    let source = f.source();
+    let sent = move |c: Change| {
+        send(Event::Idle {
+            source,
+            since: c.since(),
+        })
+    };
+    let at = settings.roots.logind.clone();
+    if let Err(e) = idle::logind::spawn(at, id, limit, stop, sent) {
+        tracing::warn!(follower = ?f, "idle demotion is off for this session: its reader's thread could not start ({e})");
+    }
+}
+
+/// What the daemon is told when the idleness passed on goes from `sent` to `now`: a source
+/// no longer passed on, or active again, is said active.
+pub(super) fn tell(
+    sent: Option<(SourceName, Instant)>,
+    now: Option<(SourceName, Instant)>,
+) -> Vec<Event> {
+    let mut out = Vec::new();
+    if sent == now {
+        return out;
+    }
+    if let Some((old, _)) = sent {
+        if now.is_none_or(|(new, _)| new != old) {
+            out.push(Event::Idle {
+                source: old,
+                since: None,
+            });
+        }
+    }
+    if let Some((source, since)) = now {
+        out.push(Event::Idle {
+            source,
+            since: Some(since),
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn shown(events: &[Event]) -> Vec<String> {
+        events
+            .iter()
+            .map(|e| match e {
+                Event::Idle { source, since } => format!("{source:?} {}", since.is_some()),
+                _ => "other".into(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn only_the_relayed_sessions_idleness_is_told_and_a_source_let_go_is_active() {
+        use SourceName::*;
+        let t = Instant::now() - Duration::from_secs(400);
+        assert!(tell(None, None).is_empty());
+        assert!(tell(Some((X11, t)), Some((X11, t))).is_empty());
+        assert_eq!(shown(&tell(None, Some((X11, t)))), ["X11 true"]);
+        assert_eq!(shown(&tell(Some((X11, t)), None)), ["X11 false"]);
+        assert_eq!(
+            shown(&tell(Some((X11, t)), Some((Sway, t)))),
+            ["X11 false", "Sway true"]
+        );
+    }
+}

@@ -1,0 +1,147 @@
+//! Launches: a program started from the app in front is what the user waits on next — a cold
+//! start reads tens of megabytes before its window maps, and under a copy or an update that
+//! wait grows 5–8× (issue 33's measurements; BFQ's weight-raising of new "interactive" queues
+//! and FastTrack (USENIX ATC'18) act on the same moment). This source watches every `exec` on
+//! the machine through the kernel's process events connector (netlink, `CN_IDX_PROC`: the event
+//! arrives as the new program starts, before its first read; a `/proc` rescan would see it up to
+//! `rescan_ms` later) and sends the daemon each one that descends from the app in front within
+//! two generations — a child of the app (a launcher, a file manager opening a file) or of the
+//! app's shell (a terminal's `mousepad &`) — and belongs to the app's user ([`super::admit`]).
+//! Deeper descendants (the compilers of a `make` typed into the terminal) are not launches.
+//!
+//! What it costs: one `/proc/<pid>/stat` read per exec while something is in front (two for a
+//! grandchild), on this thread; the loop hears only of the launches.
+
+use super::{admit, Owner};
+use crate::types::{AppId, Event};
+use proc_connector::{EventMask, ProcConnector, ProcEvent};
+use std::sync::mpsc::Sender;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tracing::{info, warn};
+use uxsched_os::process_tree;
+
+/// How many generations below the app in front an exec counts as a launch.
+const DEPTH: usize = 2;
+
+/// The app in front and its user, as the loop last set them; the watcher reads it per exec.
+#[derive(Clone, Default)]
+pub struct Front(Arc<Mutex<Option<(AppId, u32)>>>);
+
+impl Front {
+    /// The loop's focus changed (`None`: nothing in front, or launches are off).
+    pub fn set(&self, front: Option<(AppId, u32)>) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = front;
+    }
+
+    fn get(&self) -> Option<(AppId, u32)> {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Start the watcher thread. An error (no `CAP_NET_ADMIN`, a kernel without
+/// `CONFIG_PROC_EVENTS`) says what is lost; the daemon runs on without launches.
+pub fn start(front: Front, tx: Sender<Event>) -> anyhow::Result<()> {
+    let conn = ProcConnector::new().map_err(|e| {
+        anyhow::anyhow!("cannot open the process events connector ({e}): launches are not followed; the daemon needs CAP_NET_ADMIN and a kernel with CONFIG_PROC_EVENTS")
+    })?;
+    conn.subscribe_filtered(EventMask::EXEC)
+        .map_err(|e| anyhow::anyhow!("cannot subscribe to exec events ({e}): launches are not followed"))?;
+    // A build's exec storm must not overflow the socket before this thread reads it.
+    if let Err(e) = conn.set_recv_buf_size(1 << 20) {
+        warn!("launch watcher: cannot enlarge its socket buffer ({e}); exec storms may drop events");
+    }
+    std::thread::Builder::new()
+        .name("uxsched-launch".into())
+        .spawn(move || watch(conn, front, tx))?;
+    Ok(())
+}
+
+fn watch(conn: ProcConnector, front: Front, tx: Sender<Event>) {
+    let mut buf = vec![0u8; 16 * 1024];
+    let mut last_error: Option<Instant> = None;
+    loop {
+        let tgid = match conn.recv(&mut buf) {
+            Ok(ProcEvent::Exec { tgid, .. }) => tgid as i32,
+            Ok(_) => continue,
+            Err(e) => {
+                // ENOBUFS after a storm, mostly: events were lost, the next ones still come.
+                if last_error.is_none_or(|t| t.elapsed() > Duration::from_secs(60)) {
+                    warn!("launch watcher: {e}; launches in this burst may be missed");
+                    last_error = Some(Instant::now());
+                }
+                continue;
+            }
+        };
+        let Some(app) = launched_from(tgid, front.get()) else {
+            continue;
+        };
+        if tx.send(Event::Launch { app }).is_err() {
+            return; // the daemon stopped
+        }
+    }
+}
+
+/// `pid`'s identity if it is a launch from `front` (within [`DEPTH`] generations, the front
+/// app's user's, not the front app itself).
+fn launched_from(pid: i32, front: Option<(AppId, u32)>) -> Option<AppId> {
+    let (app, uid) = front?;
+    if !below(pid, app.pid) {
+        return None;
+    }
+    match admit(pid, Owner { uid, any: false }) {
+        Ok(id) => {
+            info!(pid, from = app.pid, "launch from the app in front");
+            Some(id)
+        }
+        Err(why) => {
+            tracing::debug!(pid, "not a launch: {why}");
+            None
+        }
+    }
+}
+
+/// Whether `pid` is a child or grandchild of `app`.
+fn below(pid: i32, app: i32) -> bool {
+    pid != app && process_tree::descends_from(pid, app, DEPTH)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A child and a grandchild of the front process are within reach, a great-grandchild,
+    /// the front itself and an unrelated process are not. (The ownership half is `admit`'s,
+    /// tested with the sources; as root, which runs this, every process here is root's.)
+    #[test]
+    fn launches_are_the_front_apps_children_and_grandchildren() {
+        let me = std::process::id() as i32;
+        // sh → sh → sh → sleep: depths 1, 2, 3, 4 below this test.
+        let mut sh = std::process::Command::new("sh")
+            .args(["-c", "sh -c 'sh -c \"sleep 5; :\"; :'; :"])
+            .spawn()
+            .unwrap();
+        let top = sh.id() as i32;
+        let end = Instant::now() + Duration::from_secs(3);
+        let mut chain = vec![top];
+        while chain.len() < 4 && Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(20));
+            chain = process_tree::with_descendants(top).into_iter().collect();
+        }
+        let reached: Vec<_> = chain.iter().filter(|&&p| below(p, me)).copied().collect();
+        let depth2 = chain.iter().filter(|&&p| process_tree::parent(p).ok() == Some(top)).count();
+        let others = [below(me, me), below(1, me)];
+        let nothing_in_front = launched_from(top, None);
+        for p in chain.iter().rev() {
+            // SAFETY: kill has no memory preconditions; these are our own children.
+            unsafe { libc::kill(*p, libc::SIGKILL) };
+        }
+        sh.wait().unwrap();
+        assert_eq!(chain.len(), 4, "{chain:?}");
+        assert_eq!(depth2, 1);
+        assert_eq!(reached.len(), 2, "the child and the grandchild only: {reached:?} of {chain:?}");
+        assert!(reached.contains(&top));
+        assert_eq!(others, [false, false]);
+        assert!(nothing_in_front.is_none());
+    }
+}
