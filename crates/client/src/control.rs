@@ -189,6 +189,10 @@ pub struct Status {
     /// its boost withdrawn until the next; absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idle: Option<String>,
+    /// Storage (issue 33): each disk's elevator and what it honours, the cgroup io controller,
+    /// the devices switched to BFQ and the launches in front, one line each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub storage: Vec<String>,
 }
 
 /// Percentiles of a latency, µs.

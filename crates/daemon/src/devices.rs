@@ -122,10 +122,16 @@ impl Devices {
         match self.elevator(&s.name) {
             Ok((Some(now), _)) if now == s.applied => match self.set(&s.name, &s.original) {
                 Ok(()) => info!(device = %s.name, to = %s.original, "elevator restored"),
-                Err(e) => warn!(device = %s.name, "cannot restore its elevator to {}: {e}; set it by hand: echo {} > {}", s.original, s.original, self.queue(&s.name).display()),
+                Err(e) => {
+                    warn!(device = %s.name, "cannot restore its elevator to {}: {e}; set it by hand: echo {} > {}", s.original, s.original, self.queue(&s.name).display())
+                }
             },
-            Ok((now, _)) => info!(device = %s.name, now = ?now, "elevator changed by someone else since: left as it is"),
-            Err(e) => warn!(device = %s.name, "cannot read its elevator ({e}); restore {} by hand", s.original),
+            Ok((now, _)) => {
+                info!(device = %s.name, now = ?now, "elevator changed by someone else since: left as it is")
+            }
+            Err(e) => {
+                warn!(device = %s.name, "cannot read its elevator ({e}); restore {} by hand", s.original)
+            }
         }
     }
 }
@@ -134,7 +140,8 @@ impl Devices {
 pub fn switches(journal: &Journal) -> Result<Vec<Switch>, JournalError> {
     let conn = journal.connection();
     conn.execute_batch(SCHEMA)?;
-    let mut stmt = conn.prepare("SELECT name, dev, original, applied FROM devices ORDER BY name")?;
+    let mut stmt =
+        conn.prepare("SELECT name, dev, original, applied FROM devices ORDER BY name")?;
     let rows = stmt.query_map([], |r| {
         Ok(Switch {
             name: r.get(0)?,
@@ -182,4 +189,42 @@ pub fn chosen(named: &[String], sys: &Path) -> Vec<String> {
             Vec::new()
         }
     }
+}
+
+/// `uxsched doctor`'s storage section: each disk as the probe reads it, and in plain words
+/// what the storage levers can do there and what to change.
+pub fn doctor_lines(cfg: &crate::config::storage::Storage) -> Vec<String> {
+    let probe = match uxsched_os::block::Probe::read() {
+        Ok(p) => p,
+        Err(e) => return vec![format!("cannot probe the block devices: {e}")],
+    };
+    let mut lines: Vec<String> = probe.describe().lines().map(str::to_owned).collect();
+    for d in probe.devices.iter().filter(|d| d.scheduler.is_some()) {
+        if d.honours_classes() || cfg.front_class == crate::config::storage::FrontClass::Off {
+            continue;
+        }
+        let bfq = d.available.iter().any(|e| e == "bfq");
+        lines.push(format!(
+            "{}: the front's I/O class does nothing under {}{}",
+            d.name,
+            d.scheduler.as_deref().unwrap_or("?"),
+            if cfg.switch_to_bfq && bfq {
+                ": it runs BFQ while the daemon runs (`switch_to_bfq`)".to_owned()
+            } else if bfq {
+                "; `[storage] switch_to_bfq = true` switches it to BFQ while the daemon runs"
+                    .to_owned()
+            } else {
+                "; this kernel offers no BFQ for it".to_owned()
+            }
+        ));
+    }
+    lines.push(if cfg.launch_budget_ms == 0 {
+        "launches: not followed (`[storage] launch_budget_ms = 0`)".to_owned()
+    } else {
+        format!(
+            "launches: a program started from the app in front is in front for up to {} ms",
+            cfg.launch_budget_ms
+        )
+    });
+    lines
 }

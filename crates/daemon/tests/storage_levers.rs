@@ -119,7 +119,9 @@ impl Loop {
 
     fn elevator(&self) -> String {
         let line = std::fs::read_to_string(format!("/sys/block/{}/queue/scheduler", self.name));
-        uxsched_os::block::parse_scheduler(&line.unwrap()).0.unwrap()
+        uxsched_os::block::parse_scheduler(&line.unwrap())
+            .0
+            .unwrap()
     }
 
     fn set(&self, elevator: &str) {
@@ -144,7 +146,12 @@ fn the_bfq_switch_is_undone_at_stop_after_sigkill_and_yields_to_others() {
     let _s = serial();
     let dev = Loop::new();
     dev.set("mq-deadline");
-    let switch = |on: bool| format!("[storage]\nswitch_to_bfq = {on}\nbfq_devices = [\"{}\"]\n", dev.name);
+    let switch = |on: bool| {
+        format!(
+            "[storage]\nswitch_to_bfq = {on}\nbfq_devices = [\"{}\"]\n",
+            dev.name
+        )
+    };
     let mut d = Daemon::configure("uxsched", &switch(true));
     d.spawn();
     assert_eq!(dev.elevator(), "bfq", "switched at start");

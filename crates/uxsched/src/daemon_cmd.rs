@@ -186,7 +186,12 @@ fn status(socket: &Path, json: bool) -> anyhow::Result<ExitCode> {
 /// `uxsched doctor`: the daemon's word on the sessions, or — when none answers — the same
 /// discovery run here.
 fn doctor(socket: Option<&Path>) -> anyhow::Result<ExitCode> {
-    let text = doctor_text(socket, Path::new(config::DEFAULT_PATH));
+    let mut text = doctor_text(socket, Path::new(config::DEFAULT_PATH));
+    let cfg = Config::load(Some(Path::new(config::DEFAULT_PATH))).unwrap_or_default();
+    text.push_str("\nstorage:\n");
+    for line in uxsched_daemon::devices::doctor_lines(&cfg.storage) {
+        text.push_str(&format!("  {line}\n"));
+    }
     match std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
         _ => Ok(ExitCode::SUCCESS),
@@ -263,6 +268,12 @@ fn render_status(s: &Status) -> String {
     }
     if let Some(idle) = &s.idle {
         push_line!(o, "idle:    {idle}");
+    }
+    if !s.storage.is_empty() {
+        push_line!(o, "storage:");
+        for line in &s.storage {
+            push_line!(o, "  {line}");
+        }
     }
     render_sources(&mut o, &s.sources);
     if let Some(how) = &s.discovery {

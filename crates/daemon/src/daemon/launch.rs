@@ -62,6 +62,41 @@ impl super::Daemon {
         }
     }
 
+    /// `status`'s storage lines: the disks and what they honour, the BFQ switches this daemon
+    /// holds, the launches in front.
+    pub(super) fn storage_status(&self) -> Vec<String> {
+        let mut lines: Vec<String> = match uxsched_os::block::Probe::read() {
+            Ok(p) => p.describe().lines().map(str::to_owned).collect(),
+            Err(e) => vec![format!("cannot probe the block devices: {e}")],
+        };
+        match crate::devices::switches(&self.rec.journal) {
+            Ok(s) => lines.extend(s.iter().map(|s| {
+                format!(
+                    "{}: switched to {} while the daemon runs (was {})",
+                    s.name, s.applied, s.original
+                )
+            })),
+            Err(e) => lines.push(format!(
+                "cannot read the device switches from the journal: {e}"
+            )),
+        }
+        let budget = self.launch_budget();
+        if budget.is_zero() {
+            lines.push("launches: off ([storage] launch_budget_ms = 0)".into());
+        } else {
+            let live: Vec<String> = self.launches.apps().map(|a| a.pid.to_string()).collect();
+            lines.push(format!(
+                "launches in front (each at most {budget:?}): {}",
+                if live.is_empty() {
+                    "none".into()
+                } else {
+                    live.join(", ")
+                }
+            ));
+        }
+        lines
+    }
+
     /// Tell the launch watcher what is in front now, with its user (nothing when the owner
     /// cannot be read: no launch is taken on a guess).
     pub(super) fn launch_front_changed(&mut self) {

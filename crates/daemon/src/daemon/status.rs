@@ -51,6 +51,7 @@ impl Daemon {
             discovery_notes: auto.as_ref().map(|a| a.notes.clone()).unwrap_or_default(),
             sessions: auto.map(|a| a.sessions).unwrap_or_default(),
             idle: self.idle.status(),
+            storage: self.storage_status(),
         }
     }
 

@@ -45,11 +45,14 @@ pub fn start(front: Front, tx: Sender<Event>) -> anyhow::Result<()> {
     let conn = ProcConnector::new().map_err(|e| {
         anyhow::anyhow!("cannot open the process events connector ({e}): launches are not followed; the daemon needs CAP_NET_ADMIN and a kernel with CONFIG_PROC_EVENTS")
     })?;
-    conn.subscribe_filtered(EventMask::EXEC)
-        .map_err(|e| anyhow::anyhow!("cannot subscribe to exec events ({e}): launches are not followed"))?;
+    conn.subscribe_filtered(EventMask::EXEC).map_err(|e| {
+        anyhow::anyhow!("cannot subscribe to exec events ({e}): launches are not followed")
+    })?;
     // A build's exec storm must not overflow the socket before this thread reads it.
     if let Err(e) = conn.set_recv_buf_size(1 << 20) {
-        warn!("launch watcher: cannot enlarge its socket buffer ({e}); exec storms may drop events");
+        warn!(
+            "launch watcher: cannot enlarge its socket buffer ({e}); exec storms may drop events"
+        );
     }
     std::thread::Builder::new()
         .name("uxsched-launch".into())
@@ -129,7 +132,10 @@ mod tests {
             chain = process_tree::with_descendants(top).into_iter().collect();
         }
         let reached: Vec<_> = chain.iter().filter(|&&p| below(p, me)).copied().collect();
-        let depth2 = chain.iter().filter(|&&p| process_tree::parent(p).ok() == Some(top)).count();
+        let depth2 = chain
+            .iter()
+            .filter(|&&p| process_tree::parent(p).ok() == Some(top))
+            .count();
         let others = [below(me, me), below(1, me)];
         let nothing_in_front = launched_from(top, None);
         for p in chain.iter().rev() {
@@ -139,7 +145,11 @@ mod tests {
         sh.wait().unwrap();
         assert_eq!(chain.len(), 4, "{chain:?}");
         assert_eq!(depth2, 1);
-        assert_eq!(reached.len(), 2, "the child and the grandchild only: {reached:?} of {chain:?}");
+        assert_eq!(
+            reached.len(),
+            2,
+            "the child and the grandchild only: {reached:?} of {chain:?}"
+        );
         assert!(reached.contains(&top));
         assert_eq!(others, [false, false]);
         assert!(nothing_in_front.is_none());
