@@ -18,7 +18,7 @@
 //! | `stage NAME` | one process of the tracker's relay chain ([`stage`])                      |
 //! | `window`     | an X client with one window, prints its id ([`window`])                   |
 //! | `gamemode-bridge` | `uxsched gamemode-bridge` (its errors on stderr, exit 1)             |
-//! | `daemon-defaults` | the daemon with the built-in defaults, its files in `UXSCHED_TEST_DIR` ([`daemon_defaults`]) |
+//! | `daemon-defaults` | the daemon with the built-in defaults (`[idle] after_s` from `UXSCHED_TEST_IDLE_AFTER_S` if set), its files in `UXSCHED_TEST_DIR` ([`daemon_defaults`]) |
 //! | `listen KIND` | a compositor's or X server's sockets in `UXSCHED_TEST_DIR` ([`listen`])  |
 //!
 //! Whatever a role prints on stdout is all the process prints there. The role runs on a thread
@@ -51,6 +51,8 @@ const DELAY_ENV: &str = "UXSCHED_TEST_DELAY_US";
 const DIR_ENV: &str = "UXSCHED_TEST_FIFOS";
 /// `stage fuseapp`: the file it reads at each input (through a FUSE mount).
 const FUSE_FILE_ENV: &str = "UXSCHED_TEST_FUSE_FILE";
+/// `daemon-defaults`: `[idle] after_s`, when set.
+const IDLE_ENV: &str = "UXSCHED_TEST_IDLE_AFTER_S";
 /// `window`: the pid its `_NET_WM_PID` claims (a hostile client), else its own.
 const WM_PID_ENV: &str = "UXSCHED_TEST_WM_PID";
 /// `daemon-defaults`: the directory of its socket, journal and store; `listen`: where the
@@ -131,6 +133,13 @@ fn daemon_defaults() {
         tracker: uxsched_daemon::config::Tracker {
             store: dir.join("tracker.sqlite"),
             ..defaults.tracker.clone()
+        },
+        // The idle test's short limit (`[idle] after_s`).
+        idle: uxsched_daemon::config::idle::Idle {
+            after_s: std::env::var(IDLE_ENV)
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(defaults.idle.after_s),
         },
         ..defaults
     };

@@ -1,0 +1,342 @@
+//! Idle demotion (issue 32, `src/sources/idle/`, `src/daemon/idle.rs`): the daemon as a desktop
+//! gets it (the built-in defaults, `sources = ["auto"]`, no `DISPLAY` or `XAUTHORITY`), with
+//! `[idle] after_s` short; an unprivileged user's Xvfb with a cookie, a real xterm in front
+//! (the test plays the window manager: it sets `_NET_ACTIVE_WINDOW`), real input through XTEST
+//! (xdotool, as the user). With no input the xterm's boost is withdrawn at the limit — its
+//! settings back to the originals in the kernel — and the next input brings it back within the
+//! idle reader's bound; a server without the screensaver extension keeps the boost (the reader
+//! fails soft, and says so).
+//!
+//! Needs root (the X server, xterm and xdotool run as uid 65534) and the Debian packages `xvfb`,
+//! `xterm` and `xdotool`.
+
+#[path = "common/any_user.rs"]
+mod any_user;
+#[path = "auto_sessions/xserver.rs"]
+mod xserver;
+
+use xserver::*;
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+use uxsched_client::control::{self, Request, Status};
+use uxsched_daemon::sources::auto::{procs, xdisplay};
+use x11rb::connection::Connection;
+use x11rb::protocol::xproto::{AtomEnum, ConnectionExt, PropMode};
+use x11rb::wrapper::ConnectionExt as _;
+
+/// The desktop user.
+const USER: u32 = 65534;
+/// `[idle] after_s` of these tests.
+const LIMIT: Duration = Duration::from_secs(3);
+/// How late a withdrawal or a return may be seen: the reader's period (250 ms), the pass, the
+/// test's own 20 ms status polling and xdotool's start, with room for a loaded 2-CPU machine.
+const SLACK: Duration = Duration::from_millis(700);
+
+/// The daemon's log line for a withdrawal.
+const WITHDRAWN: &str = "boost withdrawn until the next input";
+
+/// One test at a time: each daemon follows every display of the machine.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+struct Kill(Child);
+
+impl Drop for Kill {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn wait_until(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
+    let end = Instant::now() + timeout;
+    while !cond() {
+        assert!(Instant::now() < end, "timed out waiting for: {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The daemon with the built-in defaults and `[idle] after_s` = [`LIMIT`], stopped with SIGTERM.
+struct Daemon {
+    child: Kill,
+    dir: tempfile::TempDir,
+    socket: PathBuf,
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let child = &mut self.child.0;
+        // SAFETY: kill has no memory preconditions; the pid is our child's, not yet reaped.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        let end = Instant::now() + Duration::from_secs(10);
+        while child.try_wait().ok().flatten().is_none() && Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Daemon {
+    fn start() -> Daemon {
+        let dir = tempfile::tempdir().unwrap();
+        let log = std::fs::File::create(dir.path().join("daemon.log")).unwrap();
+        let child = Command::new(any_user::FIXTURE)
+            .arg("daemon-defaults")
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("UXSCHED_TEST_DIR", dir.path())
+            .env("UXSCHED_TEST_IDLE_AFTER_S", LIMIT.as_secs_f64().to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        let d = Daemon {
+            child: Kill(child),
+            socket: dir.path().join("uxsched.sock"),
+            dir,
+        };
+        wait_until("the daemon answers", Duration::from_secs(30), || {
+            control::call(&d.socket, &Request::Status).is_ok()
+        });
+        d
+    }
+
+    fn status(&mut self) -> Status {
+        if let Ok(Some(code)) = self.child.0.try_wait() {
+            panic!("the daemon exited ({code}):\n{}", self.log());
+        }
+        control::call(&self.socket, &Request::Status)
+            .unwrap_or_else(|e| panic!("status: {e}\n{}", self.log()))
+            .status
+            .unwrap()
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("daemon.log")).unwrap_or_default()
+    }
+
+    /// The status once `cond` holds (`within` at most), looked at every 20 ms.
+    fn wait_for(&mut self, what: &str, within: Duration, cond: impl Fn(&Status) -> bool) -> Status {
+        let end = Instant::now() + within;
+        loop {
+            let s = self.status();
+            if cond(&s) {
+                return s;
+            }
+            if Instant::now() > end {
+                panic!(
+                    "timed out waiting for: {what}\nstatus: {s:#?}\nlog:\n{}",
+                    self.log()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// Whether the journal holds a change for a thread of `pid` (the daemon boosts it).
+fn boosted(s: &Status, pid: u32) -> bool {
+    s.boosted.iter().any(|b| b.pid == pid as i32)
+}
+
+/// The nice value of thread `tid` now, from the kernel.
+fn nice(tid: u32) -> i64 {
+    let stat = std::fs::read_to_string(format!("/proc/{tid}/stat")).unwrap();
+    let after_comm = &stat[stat.rfind(')').unwrap() + 2..];
+    after_comm.split(' ').nth(16).unwrap().parse().unwrap()
+}
+
+/// A user's X client on `:n`, with the display's cookie file `auth`.
+fn as_user(cmd: &mut Command, n: u32, auth: &Path) {
+    cmd.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("DISPLAY", format!(":{n}"))
+        .env("XAUTHORITY", auth)
+        .current_dir("/")
+        .uid(USER)
+        .gid(USER);
+}
+
+/// xterm as the user; (guard, pid, window).
+fn xterm(n: u32, auth: &Path) -> (Kill, u32, u32) {
+    let mut cmd = Command::new("xterm");
+    as_user(&mut cmd, n, auth);
+    cmd.args(["-geometry", "40x10+0+0", "-e", "sleep", "600"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let child = cmd.spawn().expect("xterm (Debian package xterm)");
+    let pid = child.id();
+    let guard = Kill(child);
+    let out = xdotool(n, auth, &["search", "--sync", "--pid", &pid.to_string()]);
+    let win = out
+        .lines()
+        .next()
+        .and_then(|l| l.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no window of xterm {pid}: {out:?}"));
+    (guard, pid, win)
+}
+
+/// Run xdotool as the user; its stdout.
+fn xdotool(n: u32, auth: &Path, args: &[&str]) -> String {
+    let mut cmd = Command::new("xdotool");
+    as_user(&mut cmd, n, auth);
+    let out = cmd
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("xdotool (Debian package xdotool)");
+    assert!(out.status.success(), "xdotool {args:?}: {out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A directory every user can enter, for the cookie file.
+fn open_dir() -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    d
+}
+
+#[test]
+#[ignore = "needs root, Xvfb, xterm and xdotool: make test runs it as root"]
+fn without_input_the_focused_xterm_loses_its_boost_at_the_limit_and_the_next_key_brings_it_back() {
+    assert!(
+        root(),
+        "runs Xvfb, xterm and xdotool as uid {USER}: needs root"
+    );
+    let _serial = serial();
+    let dir = open_dir();
+    let n = free_display();
+    let (auth, cookie) = cookie_file(dir.path(), n, USER);
+    let _server = xvfb(n, USER, Some(&auth));
+    let mut d = Daemon::start();
+    let (_xterm, pid, win) = xterm(n, &auth);
+    let original = nice(pid);
+
+    // Input, then the xterm in front: boosted.
+    xdotool(n, &auth, &["mousemove", "5", "5"]);
+    let input = Instant::now();
+    activate(n, &cookie, win);
+    let s = d.wait_for("the xterm in front and boosted", LIMIT / 2, |s| {
+        s.focus == Some(pid as i32) && boosted(s, pid)
+    });
+    assert!(s.idle.is_none(), "{s:?}");
+    assert_ne!(nice(pid), original, "the boost is in the kernel");
+    // (The display was idle from its start: had the reader not read since the mousemove, the
+    // focus was withheld for that long, and said so.)
+    let said_before = d.log().matches(WITHDRAWN).count();
+
+    // No input: withdrawn at the limit, not before, every setting back in the kernel.
+    let s = d.wait_for("the boost withdrawn", LIMIT + SLACK, |s| !boosted(s, pid));
+    let withdrawn = input.elapsed();
+    assert!(
+        withdrawn >= LIMIT,
+        "withdrawn after {withdrawn:?}, before {LIMIT:?}"
+    );
+    assert_eq!(s.focus, None, "{s:?}");
+    let line = s.idle.clone().unwrap_or_default();
+    assert!(
+        line.starts_with("idle since ") && line.contains(&format!("withdrawn from pid {pid}")),
+        "{s:?}"
+    );
+    assert_eq!(nice(pid), original);
+    eprintln!("limit {LIMIT:?}: withdrawn {withdrawn:?} after the last input");
+
+    // Still idle: it stays withdrawn (and is said once).
+    std::thread::sleep(Duration::from_secs(1));
+    let s = d.status();
+    assert!(s.idle.is_some() && !boosted(&s, pid), "{s:?}");
+
+    // A key through XTEST: the boost back within the reader's bound.
+    let key = Instant::now();
+    xdotool(n, &auth, &["key", "shift"]);
+    let s = d.wait_for("the boost back after a key", SLACK, |s| {
+        s.focus == Some(pid as i32) && boosted(s, pid)
+    });
+    let back = key.elapsed();
+    assert!(s.idle.is_none(), "{s:?}");
+    assert_ne!(nice(pid), original);
+    eprintln!("key → boost back in {back:?} (xdotool's own run included)");
+
+    // And withdrawn again a limit after that key.
+    d.wait_for("withdrawn again", LIMIT + SLACK, |s| !boosted(s, pid));
+    assert!(key.elapsed() >= LIMIT);
+    let log = d.log();
+    let said = log.matches(WITHDRAWN).count() - said_before;
+    assert_eq!(said, 2, "said once per idle period:\n{log}");
+}
+
+#[test]
+#[ignore = "needs root, Xvfb, xterm and xdotool: make test runs it as root"]
+fn a_server_without_the_screensaver_extension_keeps_the_boost_and_says_why() {
+    assert!(
+        root(),
+        "runs Xvfb, xterm and xdotool as uid {USER}: needs root"
+    );
+    let _serial = serial();
+    let dir = open_dir();
+    let n = free_display();
+    let (auth, cookie) = cookie_file(dir.path(), n, USER);
+    let _server = xvfb_without_screensaver(n, &auth);
+    let mut d = Daemon::start();
+    let (_xterm, pid, win) = xterm(n, &auth);
+    activate(n, &cookie, win);
+    d.wait_for("the xterm in front and boosted", LIMIT, |s| {
+        s.focus == Some(pid as i32) && boosted(s, pid)
+    });
+    std::thread::sleep(LIMIT + SLACK);
+    let s = d.status();
+    assert!(
+        s.focus == Some(pid as i32) && boosted(&s, pid) && s.idle.is_none(),
+        "{s:?}"
+    );
+    let log = d.log();
+    assert!(
+        log.contains("idle demotion is off for this display")
+            && log.contains("no MIT-SCREEN-SAVER extension"),
+        "{log}"
+    );
+}
+
+/// Xvfb on `:n` as the user, with its screensaver extension disabled.
+fn xvfb_without_screensaver(n: u32, auth: &Path) -> Kill {
+    x11_dir();
+    let child = Command::new("Xvfb")
+        .args([&format!(":{n}"), "-noreset", "-nolisten", "tcp"])
+        .args([
+            "-extension",
+            "MIT-SCREEN-SAVER",
+            "-screen",
+            "0",
+            "320x240x24",
+        ])
+        .arg("-auth")
+        .arg(auth)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .uid(USER)
+        .gid(USER)
+        .spawn()
+        .expect("Xvfb (Debian package xvfb)");
+    let guard = Kill(child);
+    let socket = xdisplay::socket_of(Path::new(xdisplay::X11_DIR), n);
+    wait_until(&format!("Xvfb :{n}"), Duration::from_secs(10), || {
+        procs::is_listened(&procs::listening(), &socket)
+    });
+    guard
+}
