@@ -22,8 +22,8 @@ const FONT_PATHS: [&str; 4] = [
 ];
 const SIZE: (u32, u32) = (900, 560);
 
-/// Register the font once; an actionable error when none is installed.
-fn ensure_font() -> Result<()> {
+/// Register the font once (also for `sim sweep`'s plots); an actionable error when none is installed.
+pub fn ensure_font() -> Result<()> {
     static FONT: OnceLock<Result<(), String>> = OnceLock::new();
     FONT.get_or_init(|| {
         let candidates: Vec<PathBuf> = std::env::var_os("UXSCHED_FONT")

@@ -2,6 +2,7 @@
 
 mod bench;
 mod reproduce;
+mod sweep;
 mod validate;
 
 use crate::exit::bad_input;
@@ -37,6 +38,8 @@ pub enum SimCommand {
     Reproduce(ReproduceArgs),
     /// Run rt-app workloads on this kernel and in the simulator, and compare per task.
     Validate(validate::ValidateArgs),
+    /// Run a parameter sweep (SPEC.toml) on every core: one tidy table (CSV, Parquet) and plots.
+    Sweep(sweep::SweepArgs),
 }
 
 #[derive(clap::Args)]
@@ -137,6 +140,7 @@ pub fn run(c: SimCommand) -> anyhow::Result<ExitCode> {
         SimCommand::Bench(a) => bench::bench(a),
         SimCommand::Reproduce(a) => reproduce::reproduce(a),
         SimCommand::Validate(a) => validate::validate(a),
+        SimCommand::Sweep(a) => sweep::sweep(a),
         SimCommand::List => {
             println!("built-in workloads (scenarios/):");
             for (name, _) in workload::BUILTINS {
@@ -205,12 +209,22 @@ fn progress_bar(total: Nanos, enabled: bool) -> ProgressBar {
 
 fn simulate(
     w: &Workload,
-    mut cfg: SimConfig,
+    cfg: SimConfig,
     mechs: &[String],
     sink: &mut dyn Sink,
     show_progress: bool,
 ) -> anyhow::Result<u64> {
     let total = cfg.duration;
+    let mut sim = build_sim(w, cfg, mechs)?;
+    let pb = progress_bar(total, show_progress);
+    let stats = sim.run(sink, &mut |t| pb.set_position(t / 1_000_000))?;
+    pb.finish_and_clear();
+    Ok(stats.events)
+}
+
+/// The engine for one run, its mechanisms attached; `sim sweep` also calls it alone to refuse a
+/// bad point before anything runs.
+fn build_sim(w: &Workload, mut cfg: SimConfig, mechs: &[String]) -> anyhow::Result<Sim> {
     // Each mechanism takes its own `NAME.` tunables; the policy gets the rest.
     let mut built = Vec::new();
     for m in mechs {
@@ -220,10 +234,30 @@ fn simulate(
     for m in built {
         sim.add_mechanism(m);
     }
-    let pb = progress_bar(total, show_progress);
-    let stats = sim.run(sink, &mut |t| pb.set_position(t / 1_000_000))?;
-    pb.finish_and_clear();
-    Ok(stats.events)
+    Ok(sim)
+}
+
+/// Runs once into the metrics, the digest and `extra` sinks (the run's files): the one path of
+/// `sim run` and of every `sim sweep` point.
+fn measure(
+    w: &Workload,
+    cfg: SimConfig,
+    mechs: &[String],
+    mut extra: Vec<&mut dyn Sink>,
+    show_progress: bool,
+) -> anyhow::Result<(MetricsCollector, Digest)> {
+    let mut metrics = MetricsCollector::new();
+    let mut digest = Digest::new();
+    {
+        let mut tee = Tee::default();
+        tee.sinks.push(&mut metrics);
+        tee.sinks.push(&mut digest);
+        for s in extra.iter_mut() {
+            tee.sinks.push(&mut **s);
+        }
+        simulate(w, cfg, mechs, &mut tee, show_progress)?;
+    }
+    Ok((metrics, digest))
 }
 
 fn run_workload(a: RunArgs) -> anyhow::Result<ExitCode> {
@@ -236,16 +270,8 @@ fn run_workload(a: RunArgs) -> anyhow::Result<ExitCode> {
             fmt_ns(cfg.duration as f64)
         )));
     }
-    let mut metrics = MetricsCollector::new();
-    let mut digest = Digest::new();
     let mut exports = Exports::open(&a)?;
-    {
-        let mut tee = Tee::default();
-        tee.sinks.push(&mut metrics);
-        tee.sinks.push(&mut digest);
-        exports.attach(&mut tee);
-        simulate(&w, cfg.clone(), &a.mechs, &mut tee, !a.json)?;
-    }
+    let (metrics, digest) = measure(&w, cfg.clone(), &a.mechs, exports.sinks(), !a.json)?;
     if a.determinism_check {
         check_determinism(&w, cfg, &a.mechs, &digest)?;
     }
@@ -313,13 +339,15 @@ impl Exports {
         Ok(Exports { gantt, trace })
     }
 
-    fn attach<'a>(&'a mut self, tee: &mut Tee<'a>) {
+    fn sinks(&mut self) -> Vec<&mut dyn Sink> {
+        let mut sinks: Vec<&mut dyn Sink> = Vec::new();
         if let Some(g) = self.gantt.as_mut() {
-            tee.sinks.push(g);
+            sinks.push(g);
         }
         if let Some(t) = self.trace.as_mut() {
-            tee.sinks.push(t);
+            sinks.push(t);
         }
+        sinks
     }
 
     /// Writes the files out, the trace first.
