@@ -34,6 +34,11 @@ fn variant(mode: ModeName) -> (&'static str, &'static str) {
     match mode {
         ModeName::UxschedRoles => ("uxsched", "[tracker]\nenabled = false\n"),
         ModeName::UxschedFair => ("uxsched", "[tracker]\nlever = \"fair\"\n"),
+        ModeName::UxschedCpu => (
+            "uxsched",
+            "[storage]\nfront_class = \"off\"\nlaunch_budget_ms = 0\n",
+        ),
+        ModeName::UxschedBfq => ("uxsched", "[storage]\nswitch_to_bfq = true\n"),
         // Never told the foreground (`rtapi.rs`), so the mode's policy changes nothing.
         ModeName::Rtapi => ("mcfs", "[rtapi]\nenabled = true\n"),
         other => (other.name(), ""),

@@ -45,6 +45,13 @@ pub enum ModeName {
     /// the default bounded real-time lever.
     #[serde(rename = "uxsched-fair")]
     UxschedFair,
+    /// `uxsched` without its storage levers (no I/O class, no launches): the CPU levers'
+    /// share of a storage scenario's result.
+    #[serde(rename = "uxsched-cpu")]
+    UxschedCpu,
+    /// `uxsched` with `[storage] switch_to_bfq`: the disks on BFQ while the daemon runs.
+    #[serde(rename = "uxsched-bfq")]
+    UxschedBfq,
     /// `uxsched` with the tracker's bounded real-time lever on its critical set.
     /// Seed 002's "CFS with the real-time support framework": the app's time-critical thread
     /// asks the daemon for real time through `uxsched-client` (`alarm`, `player`).
@@ -64,7 +71,7 @@ pub enum ModeName {
 }
 
 impl ModeName {
-    pub const ALL: [ModeName; 19] = [
+    pub const ALL: [ModeName; 21] = [
         ModeName::Idle,
         ModeName::Stock,
         ModeName::Android,
@@ -79,6 +86,8 @@ impl ModeName {
         ModeName::Uxsched,
         ModeName::UxschedRoles,
         ModeName::UxschedFair,
+        ModeName::UxschedCpu,
+        ModeName::UxschedBfq,
         ModeName::Rtapi,
         ModeName::ScxSimple,
         ModeName::ScxVtcfs,
@@ -102,6 +111,8 @@ impl ModeName {
             ModeName::Uxsched => "uxsched",
             ModeName::UxschedRoles => "uxsched-roles",
             ModeName::UxschedFair => "uxsched-fair",
+            ModeName::UxschedCpu => "uxsched-cpu",
+            ModeName::UxschedBfq => "uxsched-bfq",
             ModeName::Rtapi => "rtapi",
             ModeName::ScxSimple => "scx-simple",
             ModeName::ScxVtcfs => "scx-vtcfs",
@@ -142,7 +153,11 @@ impl ModeName {
     pub fn in_default_set(self) -> bool {
         !matches!(
             self,
-            ModeName::UxschedRoles | ModeName::UxschedFair | ModeName::Rtapi
+            ModeName::UxschedRoles
+                | ModeName::UxschedFair
+                | ModeName::UxschedCpu
+                | ModeName::UxschedBfq
+                | ModeName::Rtapi
         ) && !self.needs_sched_ext()
     }
 
@@ -162,6 +177,8 @@ impl ModeName {
             ModeName::Uxsched => "uxsched daemon --mode uxsched (the recommended combination: the tracker's critical set at SCHED_FIFO 2 under a run-time budget)",
             ModeName::UxschedRoles => "uxsched daemon --mode uxsched with [tracker] enabled = false: name-based roles only, no chain (not in the default set)",
             ModeName::UxschedFair => "uxsched daemon --mode uxsched with [tracker] lever = \"fair\": the critical set at nice -19 and a short slice instead of SCHED_FIFO 2 (not in the default set)",
+            ModeName::UxschedCpu => "uxsched daemon --mode uxsched with its storage levers off ([storage] front_class = \"off\", launch_budget_ms = 0): the CPU levers alone (not in the default set)",
+            ModeName::UxschedBfq => "uxsched daemon --mode uxsched with [storage] switch_to_bfq = true: the disks on BFQ while the daemon runs, their elevator restored after (not in the default set)",
             ModeName::ScxSimple => "the kernel's example sched_ext scheduler scx_simple (full mode; $UXSCHED_SCX_SIMPLE or PATH, scripts/build-scx-simple.sh; needs sched_ext, not in the default set)",
             ModeName::ScxVtcfs => "uxsched scx run --policy vtcfs (partial): app and background on SCHED_EXT, the app's threads interactive (needs sched_ext, not in the default set)",
             ModeName::ScxMcfs => "uxsched scx run --policy mcfs (partial), as scx-vtcfs (needs sched_ext, not in the default set)",
