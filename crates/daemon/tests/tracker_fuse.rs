@@ -303,8 +303,9 @@ fn a_users_fuse_daemon_thread_is_raised_while_it_serves_a_critical_read_and_rest
         sched::get(reader).is_ok_and(|a| a.policy == SCHED_FIFO),
         "the app's reading thread stays critical while in front"
     );
-    let learned = uxsched_tracker::store::list(&store, None).unwrap();
-    eprintln!("learned: {learned:?}");
+    // How late the boosts came (every new member: the app's reader at the focus, bindfs's
+    // threads at each interaction), with --nocapture.
+    eprintln!("critical → boosted: {:?}", d.status().boost_latency);
     d.focus(None);
     d.stop(libc::SIGTERM);
     assert_as_before("bindfs after unfocus and stop", bindfs, &before);
