@@ -38,6 +38,8 @@ pub struct Plan {
     pub seed: u64,
     /// Override of the model's CPU work per request/frame (ms).
     pub compute_ms: Option<f64>,
+    /// `launch`: at most this many launches per run (each run still ends at `duration`).
+    pub launches: Option<u32>,
 }
 
 /// How to start a model process: `program prefix… --model …` (the uxsched binary passes
@@ -520,6 +522,9 @@ pub(crate) fn model_command(plan: &Plan, env: &Env, dir: &Path, seed: u64, role:
         .arg(format!("--seed={seed}"));
     if let Some(ms) = plan.compute_ms {
         cmd.arg(format!("--compute-ms={ms}"));
+    }
+    if let Some(n) = plan.launches {
+        cmd.arg(format!("--launches={n}"));
     }
     cmd
 }

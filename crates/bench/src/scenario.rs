@@ -12,7 +12,7 @@ pub struct Scenario {
     pub source: &'static str,
 }
 
-pub const ALL: [ModelKind; 12] = [
+pub const ALL: [ModelKind; 13] = [
     ModelKind::Painting,
     ModelKind::Worker,
     ModelKind::Frames,
@@ -24,6 +24,7 @@ pub const ALL: [ModelKind; 12] = [
     ModelKind::Xterm,
     ModelKind::Xedit,
     ModelKind::Chromium,
+    ModelKind::Launch,
     ModelKind::Foot,
 ];
 
@@ -61,7 +62,7 @@ pub fn scenario(model: ModelKind) -> Scenario {
         ),
         ModelKind::Gallery => (
             LoadKind::Io,
-            "flip → image ready: a 1.5 MiB file read cold and decoded (3 ms)",
+            "flip → image ready: every 100 ms, a 1.5 MiB file read cold and decoded (3 ms); flips_late in extras",
             "seed 003",
         ),
         ModelKind::Fsync => (
@@ -83,6 +84,11 @@ pub fn scenario(model: ModelKind) -> Scenario {
             LoadKind::Cpu,
             "keystroke → screen: XTEST key sent → Chromium's window damaged (a <textarea>: browser → renderer → software compositor); client SCHED_FIFO 10",
             "real app",
+        ),
+        ModelKind::Launch => (
+            LoadKind::Write,
+            "cold launch: Return typed through XTEST into an xterm's shell running `mousepad launch.txt &` → the new window's MapNotify (page cache dropped before each); extras `launches`, `lost`, `read_mib` (read from disk until mapped)",
+            "issue 33, real app",
         ),
         ModelKind::Foot => (
             LoadKind::Cpu,

@@ -42,6 +42,7 @@ fn report() -> Report {
         layout: uxsched_bench::layout::Layout::OtherSession,
         seed: 3,
         compute_ms: None,
+        launches: None,
     };
     let records = vec![
         record(ModeName::Idle, 1.0, None),

@@ -1,6 +1,6 @@
 //! Storage pieces of issue 33 on the real kernel: the `write` load writes, reports bytes/s,
-//! stops and removes its files; `reader` and `fsync` produce samples in short idle runs; and
-//! every report names the scratch directory's disk with its idle throughput. Short smoke
+//! stops and removes its files; `reader`, `fsync`, `gallery` and `launch` produce samples in
+//! short runs; and every report names the scratch directory's disk with its idle throughput. Short smoke
 //! runs: they check the harness measures, never that any mode wins.
 
 mod common;
@@ -178,4 +178,88 @@ fn a_cpu_scenario_names_the_device_without_measuring() {
         "{}",
         dev.text()
     );
+}
+
+#[test]
+#[ignore = "needs root: make test runs it as root"]
+fn gallery_flips_enough_for_a_p99() {
+    let _serial = serial();
+    require_root();
+    let scratch = Scratch::new("gallery");
+    // One default-length run: 3 of them (the default --reps) must give ≥ 100 flips.
+    let p = plan(
+        ModelKind::Gallery,
+        &[ModeName::Idle],
+        5000,
+        LoadKind::Io,
+        &scratch,
+    );
+    let report = run_checked(&p, &scratch).unwrap();
+    eprintln!("{}", report.table());
+    let idle = row(&report, ModeName::Idle);
+    assert!(
+        idle.summary.n * 3 >= 100,
+        "{} flips in a 5 s run: under 100 per mode with 3 reps",
+        idle.summary.n
+    );
+    assert!(idle.extras.contains_key("flips_late"));
+}
+
+#[test]
+#[ignore = "needs root: the launch scenario drops the page cache and runs xterm as uxsched-bench"]
+fn launch_times_cold_launches_until_the_window_maps() {
+    let _serial = serial();
+    require_root();
+    let scratch = Scratch::new("launch");
+    // The duration is only a bound: the run ends after 3 launches.
+    let mut p = plan(
+        ModelKind::Launch,
+        &[ModeName::Idle],
+        60_000,
+        LoadKind::Write,
+        &scratch,
+    );
+    p.launches = Some(3);
+    let report = run_checked(&p, &scratch).unwrap();
+    eprintln!("{}", report.table());
+    let idle = row(&report, ModeName::Idle);
+    assert_eq!(idle.extras["launches"], 3.0, "{:?}", idle.extras);
+    assert_eq!(idle.extras["lost"], 0.0, "a launch never mapped");
+    let samples: Vec<f64> = report
+        .records
+        .iter()
+        .flat_map(|r| r.samples_ms.iter().copied())
+        .collect();
+    assert_eq!(samples.len(), 3, "{samples:?}");
+    for ms in &samples {
+        assert!(*ms > 0.0 && *ms < 20_000.0, "launch time {ms} ms");
+    }
+    // Cold: the program read its libraries and data from the disk (58 MiB measured).
+    let mib = idle.extras["read_mib"];
+    assert!(
+        mib > 5.0,
+        "mousepad read {mib:.1} MiB from disk: not a cold launch"
+    );
+    assert!(
+        report.device.idle_read_mib_s.is_some(),
+        "launch is a storage scenario: {}",
+        report.device.text()
+    );
+    assert!(
+        launched_left_running(&scratch.0).is_empty(),
+        "launched programs left running"
+    );
+}
+
+/// Processes whose working directory is under `dir` (the launched programs run in the
+/// run's home).
+fn launched_left_running(dir: &std::path::Path) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|c| c.starts_with(dir))
+        })
+        .collect()
 }

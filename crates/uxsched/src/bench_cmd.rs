@@ -88,6 +88,9 @@ pub struct BenchArgs {
     /// CPU work per request/frame in ms, overriding the model's default.
     #[arg(long, value_parser = parse_compute_ms)]
     compute_ms: Option<f64>,
+    /// `launch` only: at most N launches per run (each run still ends at --duration).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    launches: Option<u32>,
 }
 
 #[derive(clap::Subcommand)]
@@ -314,6 +317,12 @@ fn bench(args: BenchArgs) -> Result<ExitCode> {
         None => {}
     }
     let scenario = args.scenario.context("a scenario is required")?;
+    if args.launches.is_some() && scenario != ModelKind::Launch {
+        return Err(bad_input(format!(
+            "--launches counts the launch scenario's launches; {} has none: drop it",
+            scenario.name()
+        )));
+    }
     let modes = resolve_modes(args.modes, daemon_available(Some(&exe)))?;
     require_root()?;
     let kind = args
@@ -335,6 +344,7 @@ fn bench(args: BenchArgs) -> Result<ExitCode> {
         layout: args.layout,
         seed: args.run.seed,
         compute_ms: args.compute_ms,
+        launches: args.launches,
     };
     let result = measure_and_print(&[plan], &args.run, &scratch, false).map(|_| ExitCode::SUCCESS);
     finish(result, &scratch, args.run.keep_logs)
@@ -380,6 +390,7 @@ fn demo(args: DemoArgs) -> Result<ExitCode> {
             layout,
             seed: args.run.seed,
             compute_ms: None,
+            launches: None,
         });
     }
     let mut run = args.run;

@@ -45,6 +45,8 @@ pub enum ModelKind {
     Xedit,
     /// Debian's Chromium showing a local page with a focused `<textarea>` (`xapp/browser.rs`).
     Chromium,
+    /// A GTK program started cold from a terminal, timed until its window maps (`xapp/launch.rs`).
+    Launch,
     /// foot in sway headless, typed into through the virtual keyboard (`wayland/`).
     Foot,
 }
@@ -64,7 +66,7 @@ impl ModelKind {
     pub fn is_xapp(self) -> bool {
         matches!(
             self,
-            ModelKind::Xterm | ModelKind::Xedit | ModelKind::Chromium
+            ModelKind::Xterm | ModelKind::Xedit | ModelKind::Chromium | ModelKind::Launch
         )
     }
 
@@ -73,7 +75,7 @@ impl ModelKind {
     pub fn is_storage(self) -> bool {
         matches!(
             self,
-            ModelKind::Reader | ModelKind::Gallery | ModelKind::Fsync
+            ModelKind::Reader | ModelKind::Gallery | ModelKind::Fsync | ModelKind::Launch
         )
     }
 
@@ -95,6 +97,7 @@ impl ModelKind {
             ModelKind::Xterm => "xterm",
             ModelKind::Xedit => "xedit",
             ModelKind::Chromium => "chromium",
+            ModelKind::Launch => "launch",
             ModelKind::Foot => "foot",
         }
     }
@@ -135,6 +138,9 @@ pub struct ModelArgs {
     /// real time itself ([`ask_realtime`]; `alarm`, `player`).
     #[arg(long)]
     pub rt_socket: Option<PathBuf>,
+    /// `launch`: stop after this many launches, even before `--duration-ms` has passed.
+    #[arg(long)]
+    pub launches: Option<u32>,
 }
 
 /// What a model process reports.
@@ -165,9 +171,14 @@ pub fn run_model(args: &ModelArgs) -> Result<()> {
         (ModelKind::Xterm | ModelKind::Xedit | ModelKind::Chromium, Role::System) => {
             xapp::client_main(args)?
         }
+        (ModelKind::Launch, Role::System) => xapp::launch_main(args)?,
         (ModelKind::Foot, Role::System) => wayland::client_main(args)?,
         (
-            m @ (ModelKind::Xterm | ModelKind::Xedit | ModelKind::Chromium | ModelKind::Foot),
+            m @ (ModelKind::Xterm
+            | ModelKind::Xedit
+            | ModelKind::Chromium
+            | ModelKind::Launch
+            | ModelKind::Foot),
             Role::App,
         ) => {
             bail!(

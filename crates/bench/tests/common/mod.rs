@@ -66,6 +66,7 @@ pub fn plan(
         layout: uxsched_bench::layout::Layout::OtherSession,
         seed: 1,
         compute_ms: None,
+        launches: None,
     }
 }
 

@@ -267,6 +267,7 @@ mod tests {
             layout: crate::layout::Layout::SameSession,
             seed: 1,
             compute_ms: None,
+            launches: None,
         };
         let t: toml::Table = with_auto_sources(&plan, &env)
             .unwrap()

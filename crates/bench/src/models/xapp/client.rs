@@ -141,7 +141,7 @@ fn warm_up(probe: &Probe) -> Result<()> {
 }
 
 /// SCHED_FIFO for this process, its runaway bound set first.
-fn enter_realtime() -> Result<()> {
+pub(super) fn enter_realtime() -> Result<()> {
     let (_, hard) = sys::rttime_limit(0)?;
     let limit = RTTIME_LIMIT_US.min(hard);
     sys::set_rttime_limit(0, limit, hard)?;

@@ -24,7 +24,7 @@ fn client_list(conn: &RustConnection, root: Window, atom: Atom) -> Result<Vec<Wi
 }
 
 /// The pid of the client that created `window`, from the server's own records.
-fn owner_pid(conn: &RustConnection, window: Window) -> Result<Option<u32>> {
+pub(super) fn owner_pid(conn: &RustConnection, window: Window) -> Result<Option<u32>> {
     let spec = res::ClientIdSpec {
         client: window,
         mask: res::ClientIdMask::LOCAL_CLIENT_PID,

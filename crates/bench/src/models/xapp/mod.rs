@@ -10,6 +10,9 @@
 //!   sandbox (`browser.rs`, `user.rs`): X server → browser → renderer → GPU process (software
 //!   compositing) → X server. The browser's helpers are descendants of the app.
 //!
+//! - `launch`: not a keystroke but a program started cold from a terminal (`launch.rs`): the
+//!   Return that runs `mousepad launch.txt &` in an xterm's shell → the new window mapped.
+//!
 //! Processes of one run: the desktop (two sessions of their own, like system services), the
 //! program — the **app** modes act on — started where the layout puts the models' apps (the
 //! runner's session; in `units`, the app's cgroup, its child with it), and the measuring
@@ -21,10 +24,14 @@ mod client;
 mod damage;
 mod display;
 mod input;
+mod launch;
+mod mapped;
+mod typing;
 mod user;
 
 pub use client::{run as client_main, Probe, CLIENT_RT_PRIORITY};
 pub use display::Desktop;
+pub use launch::run as launch_main;
 pub use user::{AppUser, USER as APP_USER};
 
 use crate::layout::ActiveLayout;
@@ -46,7 +53,8 @@ const DESKTOP: [(&str, &str); 2] = [("Xvfb", "xvfb"), ("openbox", "openbox")];
 /// The program a real-application scenario runs, and its Debian package.
 pub fn program(kind: ModelKind) -> Option<(&'static str, &'static str)> {
     match kind {
-        ModelKind::Xterm => Some(("xterm", "xterm")),
+        // `launch`: the focused terminal; what it launches is [`launch::PROGRAM`].
+        ModelKind::Xterm | ModelKind::Launch => Some(("xterm", "xterm")),
         ModelKind::Xedit => Some(("xedit", "x11-apps")),
         ModelKind::Chromium => Some(("chromium", "chromium")),
         _ => None,
@@ -61,6 +69,7 @@ pub fn require_programs(kind: ModelKind, path: &OsStr) -> Result<()> {
     let missing: Vec<(&str, &str)> = DESKTOP
         .into_iter()
         .chain([app])
+        .chain((kind == ModelKind::Launch).then_some(launch::PROGRAM))
         .filter(|(bin, _)| display::find_program(bin, path).is_none())
         .collect();
     if missing.is_empty() {
@@ -101,8 +110,8 @@ pub fn app_command(kind: ModelKind, display: &str, dir: &Path) -> Result<Command
             c.arg(file);
             c
         }
-        ModelKind::Chromium => {
-            bail!("chromium is started by start_app, as its own user and with its sandbox checked")
+        ModelKind::Chromium | ModelKind::Launch => {
+            bail!("{} is started by start_app, as the bench user", kind.name())
         }
         other => bail!("{} is not a real-application scenario", other.name()),
     };
@@ -131,6 +140,12 @@ pub fn start_app(
         return Ok(App {
             child: b.child,
             sandbox: Some(b.sandbox),
+        });
+    }
+    if kind == ModelKind::Launch {
+        return Ok(App {
+            child: launch::start_terminal(desktop.display(), dir, cgroup_fd)?,
+            sandbox: None,
         });
     }
     let log = std::fs::File::create(dir.join("app.log"))?;
@@ -171,8 +186,9 @@ impl XappProcs {
         dir: &Path,
         seed: u64,
     ) -> Result<XappProcs> {
-        // The browser's desktop runs as the browser's user, as a rootless desktop's does.
-        let desktop = if plan.scenario == ModelKind::Chromium {
+        // The browser's and the launching terminal's desktop runs as their user, as a
+        // rootless desktop's does.
+        let desktop = if matches!(plan.scenario, ModelKind::Chromium | ModelKind::Launch) {
             Desktop::start_as(&dir.join("desktop"), &AppUser::ensure()?)?
         } else {
             Desktop::start(&dir.join("desktop"))?
@@ -230,7 +246,8 @@ impl Foreground for XappProcs {
         // xterm's one child is `cat`, on the keystroke's path; a browser's children are
         // zygotes and utility processes, not one process on the path (its renderer is a
         // grandchild): they are in the app's family, not named here.
-        if self.kind == ModelKind::Xterm {
+        // `launch`'s terminal's one child is the shell that starts the program.
+        if matches!(self.kind, ModelKind::Xterm | ModelKind::Launch) {
             t.app_child = sys::children(app).first().copied();
         }
     }
