@@ -9,7 +9,8 @@
 //!   thread is raised at each interaction, its main thread never, and every bindfs thread is
 //!   back exactly as it was once the interactions stop — while the app is still in front (the
 //!   tracker drops a FUSE daemon's thread when the episode it served resolves,
-//!   `uxsched_tracker::fuse`) — and again after unfocus and the daemon's stop.
+//!   `uxsched_tracker::fuse`) — and again after unfocus and the daemon's stop. Another bindfs
+//!   of the user, busy serving a reader that no input leads to, is never changed.
 //! - As root's mount serving the user's app: the tracker finds the serving thread (it learns it
 //!   critical), and the daemon leaves it alone: another user's process is never raised because
 //!   an app woke it (docs/mechanisms.md, "FUSE daemons").
@@ -65,9 +66,11 @@ struct Setup {
 }
 
 impl Setup {
-    /// bindfs as `as_user` (the app's user's own mount) or as root (a system mount).
-    fn mount(as_user: bool) -> Setup {
-        let dir = std::env::temp_dir().join(format!("uxsched-fuse-{}", std::process::id()));
+    /// bindfs as `as_user` (the app's user's own mount) or as root (a system mount), in a
+    /// directory named by `name`.
+    fn mount(name: &str, as_user: bool) -> Setup {
+        let dir =
+            (std::env::temp_dir()).join(format!("uxsched-fuse-{name}-{}", std::process::id()));
         let (src, mnt) = (dir.join("src"), dir.join("mnt"));
         for d in [&dir, &src, &mnt] {
             std::fs::create_dir_all(d).unwrap();
@@ -153,6 +156,19 @@ impl Setup {
             .args(["stage", "dispatcher"])
             .env("UXSCHED_TEST_FIFOS", &self.dir)
             .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        self.stages.push(c);
+    }
+
+    /// A process of the user that reads the mount over and over, not on any interaction's path.
+    fn start_background_reader(&mut self) {
+        let file = self.dir.join("mnt/big");
+        let c = Command::new("sh")
+            .args(["-c", "while cat \"$0\"; do sleep 0.005; done >/dev/null"])
+            .arg(file)
+            .uid(USER)
+            .gid(USER)
             .spawn()
             .unwrap();
         self.stages.push(c);
@@ -260,9 +276,13 @@ fn a_users_fuse_daemon_thread_is_raised_while_it_serves_a_critical_read_and_rest
     require_root();
     let _s = serial();
     ordinary();
-    let mut s = Setup::mount(true);
+    let mut s = Setup::mount("app", true);
     let bindfs = s.pid();
     let before = snapshot(&tids(bindfs));
+    // Another FUSE daemon of the user, busy serving a reader that no input leads to.
+    let mut busy = Setup::mount("busy", true);
+    let busy_before = snapshot(&tids(busy.pid()));
+    busy.start_background_reader();
     let store = s.dir.join("tracker.sqlite");
     let mut d = daemon(&store);
     let (app, reader) = s.start_chain();
@@ -280,6 +300,10 @@ fn a_users_fuse_daemon_thread_is_raised_while_it_serves_a_critical_read_and_rest
     assert!(
         !seen.raised.contains(&bindfs),
         "bindfs's main thread serves no request (libfuse's loop waits there) and was raised"
+    );
+    assert!(
+        as_before(busy.pid(), &busy_before),
+        "the FUSE daemon off the path was changed"
     );
     assert!(
         seen.restored_between >= 3,
@@ -317,7 +341,7 @@ fn a_root_fuse_daemon_serving_the_users_critical_read_is_found_and_left_alone() 
     require_root();
     let _s = serial();
     ordinary();
-    let mut s = Setup::mount(false);
+    let mut s = Setup::mount("root", false);
     let bindfs = s.pid();
     let before = snapshot(&tids(bindfs));
     let store = s.dir.join("tracker.sqlite");
