@@ -39,6 +39,7 @@ fn variant(mode: ModeName) -> (&'static str, &'static str) {
             "[storage]\nfront_class = \"off\"\nlaunch_budget_ms = 0\n",
         ),
         ModeName::UxschedBfq => ("uxsched", "[storage]\nswitch_to_bfq = true\n"),
+        ModeName::EimosNoPrefetch => ("eimos", "[eimos]\nprefetch = false\n"),
         // Never told the foreground (`rtapi.rs`), so the mode's policy changes nothing.
         ModeName::Rtapi => ("mcfs", "[rtapi]\nenabled = true\n"),
         other => (other.name(), ""),

@@ -33,6 +33,9 @@ pub enum ModeName {
     Schedqos,
     Fifo,
     Eimos,
+    /// `eimos` without its read-ahead (seed 001 §3.3): the prefetch's share of its result.
+    #[serde(rename = "eimos-noprefetch")]
+    EimosNoPrefetch,
     Vtcfs,
     Mcfs,
     Facfs,
@@ -71,7 +74,7 @@ pub enum ModeName {
 }
 
 impl ModeName {
-    pub const ALL: [ModeName; 21] = [
+    pub const ALL: [ModeName; 22] = [
         ModeName::Idle,
         ModeName::Stock,
         ModeName::Android,
@@ -79,6 +82,7 @@ impl ModeName {
         ModeName::Schedqos,
         ModeName::Fifo,
         ModeName::Eimos,
+        ModeName::EimosNoPrefetch,
         ModeName::Vtcfs,
         ModeName::Mcfs,
         ModeName::Facfs,
@@ -104,6 +108,7 @@ impl ModeName {
             ModeName::Schedqos => "schedqos",
             ModeName::Fifo => "fifo",
             ModeName::Eimos => "eimos",
+            ModeName::EimosNoPrefetch => "eimos-noprefetch",
             ModeName::Vtcfs => "vtcfs",
             ModeName::Mcfs => "mcfs",
             ModeName::Facfs => "facfs",
@@ -154,6 +159,7 @@ impl ModeName {
         !matches!(
             self,
             ModeName::UxschedRoles
+                | ModeName::EimosNoPrefetch
                 | ModeName::UxschedFair
                 | ModeName::UxschedCpu
                 | ModeName::UxschedBfq
@@ -170,6 +176,7 @@ impl ModeName {
             ModeName::Schedqos => "Sched QoS v0.1 published defaults: foreground USER_INTERACTIVE (nice -4, 8 ms slice); background BACKGROUND (SCHED_BATCH nice 4, 20 ms slice) (told which processes are the load)",
             ModeName::Fifo => "every thread of the app's process tree, and of the X server for real apps, SCHED_FIFO 1 (soft RLIMIT_RTTIME 200 ms each): the latency reference",
             ModeName::Eimos => "uxsched daemon --mode eimos (seed 001)",
+            ModeName::EimosNoPrefetch => "uxsched daemon --mode eimos with [eimos] prefetch = false: its CPU half alone, to measure the read-ahead's gain (not in the default set)",
             ModeName::Vtcfs => "uxsched daemon --mode vtcfs (seed 000)",
             ModeName::Mcfs => "uxsched daemon --mode mcfs (seed 002)",
             ModeName::Facfs => "uxsched daemon --mode facfs (seed 004)",
