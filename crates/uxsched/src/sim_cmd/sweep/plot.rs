@@ -1,5 +1,5 @@
 //! `[[plot]]`: a metric of one task against a numeric column, one line per value of `series`,
-//! the mean over the other axes (seeds) with their min–max as error bars; SVG, in the style of
+//! the mean over the other axes (seeds) with their min–max as error bars; SVG and PNG, in the style of
 //! the bench's plots (crates/bench/src/plots.rs, whose font set-up it shares).
 
 use super::grid::{Grid, Point};
@@ -15,6 +15,8 @@ use uxsched_model::time::parse_duration;
 pub const X_COLUMNS: [&str; 3] = ["cpus", "hz", "seed"];
 /// Columns that may name a plot's series besides the params.
 pub const SERIES_COLUMNS: [&str; 6] = ["workload", "sched", "mechs", "cpus", "hz", "seed"];
+
+const SIZE: (u32, u32) = (900, 560);
 
 /// The points of one plot: series → x → the metric's values (one per point at that x).
 type Data = BTreeMap<String, BTreeMap<i64, (f64, Vec<f64>)>>;
@@ -88,7 +90,7 @@ pub fn collect(grid: &Grid, spec: &PlotSpec, outcomes: &[Outcome]) -> Data {
     data
 }
 
-/// Draws one plot as `dir/plot-N-METRIC-vs-X.svg`.
+/// Draws one plot as `dir/plot-N-METRIC-vs-X.svg` (and `.png` beside it); returns the SVG's path.
 pub fn write(dir: &Path, n: usize, title: &str, spec: &PlotSpec, data: &Data) -> Result<PathBuf> {
     uxsched_bench::plots::ensure_font()?;
     let path =
@@ -101,12 +103,20 @@ pub fn write(dir: &Path, n: usize, title: &str, spec: &PlotSpec, data: &Data) ->
         );
     }
     draw(
-        SVGBackend::new(&path, (900, 560)).into_drawing_area(),
+        SVGBackend::new(&path, SIZE).into_drawing_area(),
         title,
         spec,
         data,
     )
     .with_context(|| format!("drawing {}", path.display()))?;
+    let png = path.with_extension("png");
+    draw(
+        BitMapBackend::new(&png, SIZE).into_drawing_area(),
+        title,
+        spec,
+        data,
+    )
+    .with_context(|| format!("drawing {}", png.display()))?;
     Ok(path)
 }
 
