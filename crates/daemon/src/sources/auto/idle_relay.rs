@@ -1,22 +1,34 @@
-//! The idleness of the sessions `auto` follows (issue 32): a Wayland session's through logind
-//! (`sources/idle/logind.rs`; an X display's follower reads its server itself), and what the
-//! daemon is told as the session passed on changes — only the idleness of the session whose
-//! focus `auto` relays counts.
+//! The idleness of the sessions `auto` follows (issue 32): a Wayland session's from its
+//! compositor or logind (`sources/idle/`; an X display's follower reads its server itself),
+//! and what the daemon is told as the session passed on changes — only the idleness of the
+//! session whose focus `auto` relays counts.
 
-use super::{Follower, Settings};
+use super::{Follower, LogindAt, Settings};
 use crate::sources::idle::{self, Change};
 use crate::types::{Event, SourceName};
+use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// Start a logind idle reader for follower `f`'s session `logind`, sending its changes as
-/// [`Event::Idle`] through `send` until `stop`; nothing where idle demotion is off, the
-/// follower reads its own idleness (X11) or logind does not know the session (said why).
-pub(super) fn read_logind(
+/// Where a session's idleness can be read.
+#[derive(Debug, Clone, Default)]
+pub(super) struct IdleFrom {
+    /// logind's session id.
+    pub logind: Option<String>,
+    /// The Wayland display socket.
+    pub wayland: Option<PathBuf>,
+}
+
+/// Start the idle reader of follower `f`'s session — its compositor's `ext-idle-notify-v1`
+/// where it has a Wayland socket (logind's hint if the compositor does not offer it), else
+/// logind's hint — sending its changes as [`Event::Idle`] through `send` until `stop`. Nothing
+/// where idle demotion is off or the follower reads its own idleness (X11); said where nothing
+/// can tell.
+pub(super) fn read(
     settings: &Settings,
     f: &Follower,
-    logind: Option<String>,
+    from: IdleFrom,
     stop: Arc<AtomicBool>,
     mut send: impl FnMut(Event) -> bool + Send + 'static,
 ) {
@@ -26,14 +38,6 @@ pub(super) fn read_logind(
     if matches!(f, Follower::X11 { .. }) {
         return;
     }
-    let Some(id) = logind else {
-        tracing::info!(
-            follower = ?f,
-            "idle demotion is off for this session: logind does not know it, and its \
-             compositor's own idle protocol is not read (docs/desktops.md, \"Idle demotion\")"
-        );
-        return;
-    };
     let source = f.source();
     let sent = move |c: Change| {
         send(Event::Idle {
@@ -42,7 +46,22 @@ pub(super) fn read_logind(
         })
     };
     let at = settings.roots.logind.clone();
-    if let Err(e) = idle::logind::spawn(at, id, limit, stop, sent) {
+    let logind = from.logind.filter(|_| at != LogindAt::Off);
+    let started = match (from.wayland, logind) {
+        (Some(socket), logind) => {
+            idle::wayland::spawn(socket, logind.map(|id| (at, id)), limit, stop, sent)
+        }
+        (None, Some(id)) => idle::logind::spawn(at, id, limit, stop, sent),
+        (None, None) => {
+            tracing::info!(
+                follower = ?f,
+                "idle demotion is off for this session: no Wayland socket and no logind session \
+                 was found for it (docs/desktops.md, \"Idle demotion\")"
+            );
+            return;
+        }
+    };
+    if let Err(e) = started {
         tracing::warn!(follower = ?f, "idle demotion is off for this session: its reader's thread could not start ({e})");
     }
 }

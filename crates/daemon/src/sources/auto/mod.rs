@@ -104,6 +104,8 @@ pub struct Session {
     pub plan: Result<Follower, Why>,
     /// logind's id of the session, where logind knows it (its idle hint: `sources/idle/`).
     pub logind: Option<String>,
+    /// A Wayland session's display socket (its compositor's idle protocol: `sources/idle/`).
+    pub wayland: Option<PathBuf>,
 }
 
 /// Where discovery looks (fixtures in tests).
@@ -246,7 +248,8 @@ impl Discovery {
         let mut notes = Vec::new();
         let (compositors, more) = runtime::scan(&self.roots.runtime, &listening);
         notes.extend(more);
-        let mut sessions = wayland_sessions(&compositors, &logind, opts);
+        let runtime = &self.roots.runtime;
+        let mut sessions = wayland_sessions(&compositors, &logind, runtime, opts);
         let xs = x_sessions(&self.roots.x11_dir, &listening, &logind, opts, &mut notes);
         // Xwayland serves a Wayland session's X clients: that session's source follows them
         // where it has one.
@@ -310,6 +313,7 @@ fn unanswered(l: &logind::LogindSession, roots: &Roots) -> Session {
              `uxsched focus PID` still works",
         )),
         logind: Some(l.id.clone()),
+        wayland: None,
     }
 }
 
@@ -438,6 +442,7 @@ fn x_sessions(
             active: l.map(|l| l.active),
             plan,
             logind: l.map(|l| l.id.clone()),
+            wayland: None,
         };
         out.push((server, session));
     }
@@ -448,6 +453,7 @@ fn x_sessions(
 fn wayland_sessions(
     compositors: &[runtime::Compositor],
     logind: &[logind::LogindSession],
+    runtime: &Path,
     opts: &Options,
 ) -> Vec<Session> {
     let mut out = Vec::new();
@@ -516,6 +522,10 @@ fn wayland_sessions(
             active: l.map(|l| l.active),
             plan,
             logind: l.map(|l| l.id.clone()),
+            wayland: c
+                .displays
+                .first()
+                .map(|d| runtime.join(c.uid.to_string()).join(d)),
         });
     }
     out

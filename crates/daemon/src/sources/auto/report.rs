@@ -214,6 +214,7 @@ mod tests {
             active: None,
             plan,
             logind: None,
+            wayland: None,
         }
     }
 

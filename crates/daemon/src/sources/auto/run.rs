@@ -10,6 +10,7 @@
 //! makes it active) counts as a change. The daemon sees at most one of the followers' source
 //! names holding a focus at a time, so their order in the precedence does not matter.
 
+use super::idle_relay::IdleFrom;
 use super::report::{self, RunState};
 use super::{Discovery, Follower, Found, Options, Roots};
 use crate::sources::x11::SharedOwner;
@@ -160,7 +161,7 @@ impl Auto {
     /// Start a follower for each session that has one, stop those whose session is gone.
     fn reconcile(&mut self) {
         let any = self.settings.opts.any_owner;
-        let mut wanted: BTreeMap<Follower, (Result<Owner, String>, bool, Option<String>)> =
+        let mut wanted: BTreeMap<Follower, (Result<Owner, String>, bool, IdleFrom)> =
             BTreeMap::new();
         for s in &self.found.sessions {
             let Ok(f) = &s.plan else { continue };
@@ -170,8 +171,11 @@ impl Auto {
                 None => Err(format!("{}: no session user found", s.desktop)),
             };
             let active = s.active.unwrap_or(true);
-            let logind = s.logind.clone();
-            let e = wanted.entry(f.clone()).or_insert((owner, false, logind));
+            let idle = IdleFrom {
+                logind: s.logind.clone(),
+                wayland: s.wayland.clone(),
+            };
+            let e = wanted.entry(f.clone()).or_insert((owner, false, idle));
             e.1 |= active;
         }
         // Gone: stopped, and their focus no longer counts.
@@ -188,7 +192,7 @@ impl Auto {
             }
         }
         self.failed.retain(|f, _| wanted.contains_key(f));
-        for (f, (owner, active, logind)) in wanted {
+        for (f, (owner, active, idle)) in wanted {
             if let Some(r) = self.running.get_mut(&f) {
                 let restart = r.ended.is_some_and(|t| t.elapsed() >= RESTART_AFTER);
                 if !restart {
@@ -210,18 +214,12 @@ impl Auto {
                 None => true,
             };
             if due {
-                self.start(f, owner, active, logind);
+                self.start(f, owner, active, idle);
             }
         }
     }
 
-    fn start(
-        &mut self,
-        f: Follower,
-        owner: Result<Owner, String>,
-        active: bool,
-        logind: Option<String>,
-    ) {
+    fn start(&mut self, f: Follower, owner: Result<Owner, String>, active: bool, idle: IdleFrom) {
         if self.running.len() >= MAX_RUNNING {
             let why = format!(
                 "{MAX_RUNNING} sessions are followed already: this one is not (a bound on the \
@@ -293,7 +291,7 @@ impl Auto {
                     return;
                 }
                 self.failed.remove(&f);
-                self.read_idle(&f, id, logind, &stop);
+                self.read_idle(&f, id, idle, &stop);
                 self.running.insert(
                     f,
                     Running {
@@ -321,11 +319,11 @@ impl Auto {
     }
 
     /// A follower other than X11's (which reads its display itself): its session's idleness
-    /// through logind, where logind knows the session; the reader stops with the follower.
-    fn read_idle(&self, f: &Follower, id: u64, logind: Option<String>, stop: &Arc<AtomicBool>) {
+    /// from its compositor or logind (`idle_relay.rs`); the reader stops with the follower.
+    fn read_idle(&self, f: &Follower, id: u64, from: IdleFrom, stop: &Arc<AtomicBool>) {
         let inbox = self.inbox.clone();
         let send = move |ev| inbox.send(Msg::Event(id, ev)).is_ok();
-        super::idle_relay::read_logind(&self.settings, f, logind, stop.clone(), send);
+        super::idle_relay::read(&self.settings, f, from, stop.clone(), send);
     }
 
     fn hear(&mut self, msg: Msg) {

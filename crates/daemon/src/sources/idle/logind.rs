@@ -80,27 +80,35 @@ pub fn spawn(
     id: String,
     limit: Duration,
     stop: Arc<AtomicBool>,
-    mut send: impl FnMut(Change) -> bool + Send + 'static,
+    send: impl FnMut(Change) -> bool + Send + 'static,
 ) -> std::io::Result<()> {
     std::thread::Builder::new()
         .name("uxsched-idle-logind".into())
-        .spawn(move || {
-            let mut watch = Watch::new(limit, Some(ACTIVE_POLL));
-            if let Err(why) = follow(&at, &id, &mut watch, &stop, &mut send) {
-                tracing::warn!(
-                    session = id,
-                    "idle demotion is off for this session: {why}; the focused app keeps its \
-                     boost while the user is away — `loginctl show-session {id} -p IdleHint` \
-                     should answer"
-                );
-                if watch.failed(why) == Some(Change::Active) {
-                    send(Change::Active);
-                }
-            } else if watch.idle() {
-                send(Change::Active);
-            }
-        })?;
+        .spawn(move || run(at, id, limit, stop, send))?;
     Ok(())
+}
+
+/// [`spawn`]'s thread (also the Wayland reader's, where the compositor has no idle protocol).
+pub(super) fn run(
+    at: LogindAt,
+    id: String,
+    limit: Duration,
+    stop: Arc<AtomicBool>,
+    mut send: impl FnMut(Change) -> bool,
+) {
+    let mut watch = Watch::new(limit, Some(ACTIVE_POLL));
+    if let Err(why) = follow(&at, &id, &mut watch, &stop, &mut send) {
+        tracing::warn!(
+            session = id,
+            "idle demotion is off for this session: {why}; the focused app keeps its boost \
+             while the user is away — `loginctl show-session {id} -p IdleHint` should answer"
+        );
+        if watch.failed(why) == Some(Change::Active) {
+            send(Change::Active);
+        }
+    } else if watch.idle() {
+        send(Change::Active);
+    }
 }
 
 /// Read until stopped (Ok) or the reader fails (Err: why).

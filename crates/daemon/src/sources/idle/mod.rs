@@ -11,6 +11,7 @@
 //! demotion off for that session, and a withdrawal it made is lifted.
 
 pub mod logind;
+pub mod wayland;
 pub mod x11;
 
 use std::time::{Duration, Instant};

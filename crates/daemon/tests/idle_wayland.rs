@@ -1,0 +1,148 @@
+//! The Wayland idle reader (`src/sources/idle/wayland.rs`) against a real sway, headless, run by
+//! an unprivileged user in its runtime directory: the reader (as root, as the daemon) asks sway's
+//! `ext-idle-notify-v1` for a notification after the limit; sway says `idled` at the limit and
+//! `resumed` at the next input (a pointer motion through sway's own `seat … cursor move`).
+//!
+//! Needs root (sway runs as uid 65534) and the Debian package `sway`.
+
+// Its terminal and log helpers are the auto tests'.
+#[allow(dead_code)]
+#[path = "auto_sessions/wayland.rs"]
+mod wayland;
+
+use wayland::*;
+
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use uxsched_daemon::sources::auto::{self, procs};
+use uxsched_daemon::sources::idle::{self as idle_readers, Change};
+
+const USER: u32 = 65534;
+const LIMIT: Duration = Duration::from_secs(1);
+
+struct Kill(Child);
+
+impl Drop for Kill {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn wait_until(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
+    let end = Instant::now() + timeout;
+    while !cond() {
+        assert!(Instant::now() < end, "timed out waiting for: {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// sway headless as the user: (guard, its IPC socket, its Wayland socket).
+fn sway(runtime: &RuntimeDir, home: &Path) -> (Kill, PathBuf, PathBuf) {
+    let config = home.join("sway.conf");
+    std::fs::write(&config, "# sway's defaults\n").unwrap();
+    let log = std::fs::File::create(home.join("sway.log")).unwrap();
+    let child = Command::new("sway")
+        .arg("-c")
+        .arg(&config)
+        .current_dir("/")
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", home)
+        .env("XDG_RUNTIME_DIR", &runtime.path)
+        .env("WLR_BACKENDS", "headless")
+        .env("WLR_LIBINPUT_NO_DEVICES", "1")
+        .env("WLR_RENDERER", "pixman")
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .uid(USER)
+        .gid(USER)
+        .spawn()
+        .expect("sway (Debian package sway)");
+    let guard = Kill(child);
+    let find = |pred: &dyn Fn(&str) -> bool| {
+        std::fs::read_dir(&runtime.path)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| pred(&p.file_name().unwrap().to_string_lossy()))
+    };
+    let (mut ipc, mut display) = (None, None);
+    wait_until("sway's sockets", Duration::from_secs(15), || {
+        ipc = find(&|n| n.starts_with("sway-ipc."));
+        display = find(&|n| auto::runtime::is_wayland_socket(n));
+        let l = procs::listening();
+        [&ipc, &display]
+            .iter()
+            .all(|p| p.as_ref().is_some_and(|p| procs::is_listened(&l, p)))
+    });
+    (guard, ipc.unwrap(), display.unwrap())
+}
+
+#[test]
+#[ignore = "needs root and sway: make test runs it as root"]
+fn sway_says_idle_at_the_limit_and_active_at_the_next_input() {
+    assert!(root(), "runs sway as uid {USER}: needs root");
+    let runtime = RuntimeDir::of(USER);
+    let home = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(home.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::os::unix::fs::chown(home.path(), Some(USER), Some(USER)).unwrap();
+    let _ = tracing_subscriber::fmt().with_test_writer().try_init();
+    let (_sway, ipc, display) = sway(&runtime, home.path());
+    let log = || std::fs::read_to_string(home.path().join("sway.log")).unwrap_or_default();
+
+    let (tx, rx) = mpsc::channel();
+    let stop = Arc::new(AtomicBool::new(false));
+    let asked = Instant::now();
+    idle_readers::wayland::spawn(display, None, LIMIT, stop.clone(), move |c| {
+        tx.send((c, Instant::now())).is_ok()
+    })
+    .unwrap();
+    let (got, at) = rx
+        .recv_timeout(LIMIT * 5)
+        .unwrap_or_else(|e| panic!("no idled ({e}); sway's log:\n{}", log()));
+    assert!(matches!(got, Change::Idle { .. }), "{got:?}");
+    let idled = at - asked;
+    assert!(
+        idled >= LIMIT && idled < LIMIT + Duration::from_millis(600),
+        "{idled:?}"
+    );
+
+    let moved = Instant::now();
+    swaymsg(&ipc, "seat - cursor move 5 5");
+    let (got, at) = rx
+        .recv_timeout(Duration::from_secs(2))
+        .unwrap_or_else(|e| panic!("no resumed ({e}); sway's log:\n{}", log()));
+    assert_eq!(got, Change::Active);
+    let back = at - moved;
+    eprintln!("idled {idled:?} after the reader asked (limit {LIMIT:?}); resumed {back:?} after the motion (swaymsg's run included)");
+    assert!(back < Duration::from_millis(500), "{back:?}");
+
+    // Idle again a limit later; stopped, the reader lifts its withdrawal and ends.
+    assert!(matches!(
+        rx.recv_timeout(LIMIT * 3),
+        Ok((Change::Idle { .. }, _))
+    ));
+    stop.store(true, Ordering::Relaxed);
+    assert!(matches!(
+        rx.recv_timeout(Duration::from_secs(2)),
+        Ok((Change::Active, _))
+    ));
+    assert_eq!(
+        rx.recv_timeout(Duration::from_secs(2)).map(|_| ()),
+        Err(RecvTimeoutError::Disconnected)
+    );
+}
