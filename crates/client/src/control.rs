@@ -193,6 +193,10 @@ pub struct Status {
     /// the devices switched to BFQ and the launches in front, one line each.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub storage: Vec<String>,
+    /// The processes playing sound (`[audio]`), each with the audio thread protected: one line
+    /// each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub audible: Vec<String>,
 }
 
 /// Percentiles of a latency, µs.

@@ -99,6 +99,9 @@ pub struct State {
     /// Programs started from the app in front, in front until their window maps or their
     /// budget runs out (`daemon/launch.rs`).
     pub launching: Vec<App>,
+    /// The audio threads of the processes playing sound (`sources/audio/threads.rs`), which
+    /// the `uxsched` mode protects below the app in front.
+    pub audible: Vec<TaskId>,
 }
 
 /// Classify a thread of an app.

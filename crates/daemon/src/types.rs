@@ -61,6 +61,9 @@ pub enum Event {
         source: SourceName,
         since: Option<std::time::Instant>,
     },
+    /// The processes playing sound now (`sources/audio/`: PipeWire output streams that run),
+    /// each admitted for its session's user, its identity read when first seen.
+    Audible { apps: Vec<AppId> },
     /// SIGTERM/SIGINT: restore everything and exit.
     Shutdown,
 }

@@ -275,6 +275,12 @@ fn render_status(s: &Status) -> String {
             push_line!(o, "  {line}");
         }
     }
+    if !s.audible.is_empty() {
+        push_line!(o, "audible:");
+        for line in &s.audible {
+            push_line!(o, "  {line}");
+        }
+    }
     render_sources(&mut o, &s.sources);
     if let Some(how) = &s.discovery {
         push_line!(o, "sessions: found through {how}");

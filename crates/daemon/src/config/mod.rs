@@ -6,6 +6,7 @@ use crate::types::SourceName;
 use serde::{Deserialize, Deserializer, Serialize};
 use std::path::{Path, PathBuf};
 
+pub mod audio;
 pub mod backend;
 pub mod idle;
 pub mod rtapi;
@@ -179,6 +180,8 @@ pub struct Config {
     pub idle: idle::Idle,
     /// What the user waits on from the disk (`config/storage.rs`).
     pub storage: storage::Storage,
+    /// `[audio]`: the processes playing sound (`sources/audio/`).
+    pub audio: audio::Audio,
 }
 
 /// The delay-critical thread tracker (BPF): who follows the interaction and what they get.
@@ -383,6 +386,7 @@ impl Default for Config {
             backend: Default::default(),
             idle: Default::default(),
             storage: Default::default(),
+            audio: Default::default(),
         }
     }
 }

@@ -80,6 +80,7 @@ impl Daemon {
             Event::Critical { app, set } => self.critical_seen(app, set, turn, rx, stash)?,
             Event::Idle { source, since } => self.idle_seen(source, since, turn),
             Event::Launch { app } => self.launch_seen(app, turn.min_interval),
+            Event::Audible { apps } => self.audible_seen(apps),
             Event::Health { source, error } => match error {
                 Some(e) => {
                     self.source_errors.insert(source, e);

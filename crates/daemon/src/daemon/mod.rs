@@ -5,6 +5,7 @@
 //! Start and stop are reconciliations with "desired = nothing": the first restores what a
 //! killed predecessor left in the journal, the last undoes everything this one did.
 
+mod audible;
 mod control;
 mod events;
 mod family;
@@ -112,6 +113,8 @@ struct Daemon {
     launches: launch::Launches,
     /// The app in front as the launch watcher sees it (`sources/launch.rs`).
     launch_front: crate::sources::launch::Front,
+    /// The processes playing sound (`audible.rs`).
+    audible: Vec<AppId>,
 }
 
 /// The daemon's own `RLIMIT_RTTIME`, µs (see `run`).
@@ -193,6 +196,7 @@ impl Daemon {
         rec.reconcile(&Desired::nothing(&cfg))?;
         let backend = crate::backend::start(&cfg.backend).context("starting the backend")?;
         let sources = start_sources(&cfg, tx);
+        audible::start(&cfg, tx);
         // `run` is the loop's thread: the tracker's thread lends it real time for new members.
         let loan = uxsched_os::own::Loan::to_this_thread();
         let (tracker, tracker_state) = start_tracker(&cfg, tx, loan.clone());
@@ -241,6 +245,7 @@ impl Daemon {
             idle: Default::default(),
             launches: Default::default(),
             launch_front,
+            audible: Vec::new(),
             cfg,
         })
     }
@@ -394,6 +399,7 @@ impl Daemon {
             rt_refused,
             rt_in_fg,
             launching,
+            audible: self.audible_threads(),
         }
     }
 

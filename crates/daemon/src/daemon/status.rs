@@ -52,6 +52,7 @@ impl Daemon {
             sessions: auto.map(|a| a.sessions).unwrap_or_default(),
             idle: self.idle.status(),
             storage: self.storage_status(),
+            audible: self.audible_status(),
         }
     }
 

@@ -2,6 +2,7 @@
 //! file per mode behind the small [`Policy`] trait. Policies never touch the kernel; the
 //! reconciler applies (and bounds) what they ask for, so they are testable without root.
 
+mod audible;
 mod eimos;
 mod facfs;
 mod mcfs;

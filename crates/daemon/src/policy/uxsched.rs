@@ -32,7 +32,10 @@ impl Policy for Uxsched {
 
     fn desired(&self, state: &State, cfg: &Config) -> Desired {
         let mut d = Desired::nothing(cfg);
-        let Some(app) = &state.focus else { return d };
+        let Some(app) = &state.focus else {
+            super::audible::protect(&mut d, state, cfg);
+            return d;
+        };
         let lever = Raise::of(state, cfg);
         // The critical set's I/O class (`[storage] front_class`): seed 003's delay-critical
         // threads first at the disk too; the app's other threads keep theirs.
@@ -81,6 +84,7 @@ impl Policy for Uxsched {
             d.threads.insert(c.task, target);
         }
         launches(&mut d, state, cfg);
+        super::audible::protect(&mut d, state, cfg);
         d
     }
 }

@@ -9,6 +9,7 @@
 //! where it is observed: the daemon drops a focus whose process is no longer that one.
 
 pub mod android;
+pub mod audio;
 pub mod auto;
 pub mod cpufreq;
 pub mod dbus;
@@ -66,6 +67,25 @@ pub fn admit(pid: i32, owner: Owner) -> Result<AppId, String> {
         return Err(format!("pid {pid} is a system service's ({cg})"));
     }
     Ok(app)
+}
+
+/// Start a focus source's thread (named `name`) at the daemon's own fair priority: nice −20,
+/// not inherited by what it forks ([`uxsched_os::own::own_fair`]). A focus change is read on
+/// this thread; at nice 0 beside a load it waits behind the load before the loop even hears of
+/// it, as the loop itself did (daemon/mod.rs, `serve`). The thread blocks on its socket and
+/// does little work when it runs.
+pub(crate) fn spawn_raised<T: Send + 'static>(
+    name: String,
+    body: impl FnOnce() -> T + Send + 'static,
+) -> std::io::Result<std::thread::JoinHandle<T>> {
+    std::thread::Builder::new().name(name).spawn(move || {
+        if let Err(e) = uxsched_os::sched::set(0, &uxsched_os::own::own_fair()) {
+            tracing::debug!(
+                "a source's thread stays at its nice ({e}): focus changes may wait behind the load"
+            );
+        }
+        body()
+    })
 }
 
 /// The daemon's channel is closed: the source stops.
