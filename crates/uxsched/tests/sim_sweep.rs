@@ -103,6 +103,7 @@ fn sixteen_points_give_the_same_digests_and_table_with_one_or_two_jobs() {
         "sim run said: {stderr}; sweep: {last}"
     );
     check_parquet_matches_csv(&d.join("j1"));
+    std::fs::remove_dir_all(&d).unwrap();
 }
 
 /// The Parquet file holds the CSV's rows: same count, same values in the same order.
@@ -228,6 +229,7 @@ fn a_killed_driver_is_resumed_into_the_uninterrupted_table() {
     assert_eq!(sweep(&spec, &killed, &["--resume"])["ran"], 0);
     let o = uxsched(&["sim", "sweep", s(&spec), "--out", s(&killed)]);
     assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("--resume"));
+    std::fs::remove_dir_all(&d).unwrap();
 }
 
 #[test]
@@ -303,4 +305,5 @@ fn bad_specs_are_refused_with_key_and_line_before_anything_runs() {
     ]);
     assert!(String::from_utf8_lossy(&o.stderr).contains("belongs to another sweep"));
     assert!(!o.status.success());
+    std::fs::remove_dir_all(&d).unwrap();
 }
