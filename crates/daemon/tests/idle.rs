@@ -53,10 +53,18 @@ fn root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
+/// Ended with SIGTERM, so that an X server removes its socket and lock file (a SIGKILLed one
+/// leaves them, and they used up the tests' display numbers), SIGKILL after 2 s.
 struct Kill(Child);
 
 impl Drop for Kill {
     fn drop(&mut self) {
+        // SAFETY: kill has no memory preconditions; the pid is our child's, not yet reaped.
+        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
+        let end = Instant::now() + Duration::from_secs(2);
+        while self.0.try_wait().ok().flatten().is_none() && Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(10));
+        }
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
