@@ -39,6 +39,11 @@ PKGS+=(gamemode)
 PKGS+=(sway foot)
 # The KWin source's test runs KDE's real compositor (kwin_wayland --virtual, with Xwayland).
 PKGS+=(kwin-wayland xwayland)
+# The tracker's FUSE test (crates/daemon/tests/tracker_fuse.rs, seed 003 §5.2): a real FUSE daemon.
+PKGS+=(bindfs fuse3)
+# The `launch` scenario (crates/bench/src/models/xapp/launch.rs, issue 33): the GTK 3 program it
+# starts cold from a terminal.
+PKGS+=(mousepad)
 
 missing=()
 for p in "${PKGS[@]}"; do
