@@ -297,3 +297,53 @@ impl Grid {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn grid(text: &str) -> Result<Grid, String> {
+        let spec = super::super::spec::parse(text, "t.toml")?;
+        expand(
+            &spec,
+            &Loc {
+                file: "t.toml",
+                text,
+            },
+        )
+    }
+
+    /// A param multiplies only the points of its owner; seeds vary fastest; ids are unique and
+    /// depend on the point, not on its position.
+    #[test]
+    fn params_multiply_only_their_owners_points() {
+        let g = grid(
+            "workloads = [\"w\"]\nscheds = [\"cfs\", \"mcfs\"]\nseeds = [1, 2]\n\
+             [params]\n\"mcfs.cut_rate\" = [1, 16]\n",
+        )
+        .unwrap();
+        let got: Vec<(&str, u64, Vec<(String, String)>)> = g
+            .points
+            .iter()
+            .map(|p| (p.sched.as_str(), p.seed, p.params.clone()))
+            .collect();
+        let cut = |v: &str| vec![("mcfs.cut_rate".to_string(), v.to_string())];
+        assert_eq!(
+            got,
+            vec![
+                ("cfs", 1, vec![]),
+                ("cfs", 2, vec![]),
+                ("mcfs", 1, cut("1")),
+                ("mcfs", 2, cut("1")),
+                ("mcfs", 1, cut("16")),
+                ("mcfs", 2, cut("16")),
+            ]
+        );
+        let ids: std::collections::BTreeSet<&str> =
+            g.points.iter().map(|p| p.id.as_str()).collect();
+        assert_eq!(ids.len(), 6);
+        // The same point in a smaller sweep keeps its id.
+        let one = grid("workloads = [\"w\"]\nscheds = [\"mcfs\"]\nseeds = [2]\n[params]\n\"mcfs.cut_rate\" = [16]\n").unwrap();
+        assert_eq!(one.points[0].id, g.points[5].id);
+    }
+}
