@@ -40,6 +40,8 @@ fn bad_duration_and_reps_are_input_errors() {
         &["bench", "alarm", "--duration", "0s"],
         &["bench", "alarm", "--reps", "0"],
         &["bench", "alarm", "--load", "gpu"],
+        &["bench", "alarm", "--launches", "3"],
+        &["bench", "launch", "--launches", "0"],
         &["demo", "--reps", "many"],
     ] {
         let (code, err) = uxsched(args);
