@@ -76,6 +76,7 @@ impl Sim {
         let tick = cfg.tick();
         let Schedulers { io_sched, fair } = schedulers(w, &mut cfg, PolicyEnv { ncpus, tick })?;
         let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
+        let cfg_seed = cfg.seed;
         let mut meta = RunMeta {
             workload: w.name.clone(),
             sched: cfg.sched.clone(),
@@ -129,6 +130,7 @@ impl Sim {
             next_interaction: 0,
             events: 0,
             passes_now: 0,
+            cost_rng: ChaCha8Rng::seed_from_u64(cfg_seed ^ WAKEUP_COST_STREAM),
         };
         for (i, t) in w.tasks.iter().enumerate() {
             sim.queue.push(
@@ -142,6 +144,9 @@ impl Sim {
         Ok(sim)
     }
 }
+
+/// Mixed into the seed of the wake-up cost draws, so they are a stream of their own.
+const WAKEUP_COST_STREAM: u64 = 0x7761_6b65_7570_636f;
 
 /// The run's two schedulers.
 struct Schedulers {

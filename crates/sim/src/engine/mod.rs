@@ -75,6 +75,15 @@ pub struct SimConfig {
     /// never sets it from anything else. Wake-ups by other tasks (signal, resume, send) are
     /// not delayed: nothing measures their cost.
     pub wakeup_cost: Nanos,
+    /// Measured wake-up costs of a fair task (ns), one per probe wake-up: when not empty, each
+    /// sleep or timer wake-up of a fair task is delayed by one of them drawn with the run's seed,
+    /// instead of by [`SimConfig::wakeup_cost`]. A fair wake-up on a busy CPU takes its own path
+    /// (`enqueue_entity`, `place_entity`, `check_preempt_wakeup_fair`, the pick down the
+    /// autogroup) and its cost varies from one wake-up to the next: a single median gives every
+    /// wake-up that preempts at once the same latency, where the kernel's p90 of such wake-ups is
+    /// 20–40 µs above its p50 (docs/fidelity.md). `sim validate` measures these with a fair
+    /// probe; nothing else sets them.
+    pub fair_wakeup_costs: Vec<Nanos>,
 }
 
 impl SimConfig {
@@ -96,6 +105,7 @@ impl SimConfig {
             device: DeviceSpec::default(),
             timer_slack: 0,
             wakeup_cost: 0,
+            fair_wakeup_costs: Vec::new(),
         }
     }
 
@@ -240,6 +250,9 @@ pub struct Sim {
     events: u64,
     /// Schedule passes at the current instant (zero-time livelock guard).
     passes_now: u64,
+    /// Draws of [`SimConfig::fair_wakeup_costs`], seeded apart from the build's generator so
+    /// runs without measured costs keep their tick phases and digests.
+    cost_rng: rand_chacha::ChaCha8Rng,
 }
 
 /// Statistics about the run itself.

@@ -438,11 +438,22 @@ impl Sim {
     /// fires at the end of its range `[at, at + slack]` when nothing else interrupts earlier).
     /// The measured wake-up cost ([`super::SimConfig::wakeup_cost`]) comes on top.
     fn sleep_until(&mut self, tid: u32, at: Nanos) {
-        let slack = match self.tasks[tid as usize].class {
-            super::Class::Fair => self.cfg.timer_slack,
-            super::Class::Rt { .. } => 0,
+        let (slack, cost) = match self.tasks[tid as usize].class {
+            super::Class::Fair => (self.cfg.timer_slack, self.fair_wakeup_cost()),
+            super::Class::Rt { .. } => (0, self.cfg.wakeup_cost),
         };
-        self.block_until(tid, at + slack + self.cfg.wakeup_cost);
+        self.block_until(tid, at + slack + cost);
+    }
+
+    /// One measured fair wake-up cost ([`super::SimConfig::fair_wakeup_costs`]), drawn with the
+    /// run's seed; the single [`super::SimConfig::wakeup_cost`] where none was measured.
+    fn fair_wakeup_cost(&mut self) -> Nanos {
+        use rand::Rng;
+        let costs = &self.cfg.fair_wakeup_costs;
+        if costs.is_empty() {
+            return self.cfg.wakeup_cost;
+        }
+        costs[self.cost_rng.gen_range(0..costs.len())]
     }
 
     fn block_until(&mut self, tid: u32, at: Nanos) {

@@ -15,9 +15,12 @@
 //!   in virtual time, re-applied at placement inflated by (W + w)/W so that V does not move
 //!   (`update_entity_lag`, `place_entity` with PLACE_LAG); new tasks get half a virtual slice
 //!   (PLACE_DEADLINE_INITIAL).
-//! - A waking entity preempts if `pick_eevdf` would choose it; PREEMPT_SHORT first cancels the
-//!   current's protection when the wakee has a shorter slice, is eligible and has the earlier
-//!   deadline (`check_preempt_wakeup_fair`, `do_preempt_short`).
+//! - A waking entity preempts if `pick_eevdf` would choose it; with PREEMPT_SHORT a wakee with a
+//!   shorter slice is picked without the current's protection, which is cancelled if it preempts
+//!   and shrunk to the smallest queued slice if not (`check_preempt_wakeup_fair`,
+//!   `update_protect_slice`, 6.17–6.18).
+//! - Once the current entity's protection is over, every accounting asks for a pick
+//!   (`update_curr`: `resched || !protect_slice(curr)`, 6.17+).
 //! - DELAY_DEQUEUE and DELAY_ZERO (6.12+, `dequeue_entity`, `requeue_delayed_entity`,
 //!   `finish_delayed_dequeue_entity`): the kernel keeps a sleeper that is not eligible queued
 //!   until it is picked, and then dequeues it with its lag clipped to 0; woken before that, it
@@ -193,7 +196,22 @@ impl Eevdf {
         fast
     }
 
+    /// `update_protect_slice` (6.17+): a wakee that did not preempt shortens the current
+    /// entity's protection to v + the smallest slice now queued, so that its lag stays within
+    /// its slice (+ a tick).
+    fn shrink_protection(&self, rq: &FairRq, ents: &mut [Entity], id: EntityId) {
+        let min_slice = self.min_slice(rq, ents, id);
+        let e = &ents[id];
+        ents[id].vprot = e.vprot.min(e.vruntime + vslice(e, min_slice));
+    }
+
     fn pick_eevdf(&self, rq: &FairRq, ents: &[Entity]) -> Option<EntityId> {
+        self.pick_protected(rq, ents, true)
+    }
+
+    /// `__pick_eevdf(cfs_rq, protect)`: with `protect` false the current entity's slice
+    /// protection is ignored (PREEMPT_SHORT's look at the queue, 6.12–6.18).
+    fn pick_protected(&self, rq: &FairRq, ents: &[Entity], protect: bool) -> Option<EntityId> {
         let mut curr = rq.curr.filter(|&c| ents[c].on_rq);
         if rq.nr_running == 1 {
             return curr.or_else(|| rq.queued.first().copied());
@@ -207,7 +225,7 @@ impl Eevdf {
             }
         }
         if let Some(c) = curr {
-            if self.t.run_to_parity && ents[c].vprot > ents[c].vruntime {
+            if protect && self.t.run_to_parity && ents[c].vprot > ents[c].vruntime {
                 return Some(c);
             }
         }
@@ -316,14 +334,16 @@ impl FairPolicy for Eevdf {
             resched = rq.nr_running > 1;
         }
         update_min_vruntime_members(rq, ents);
-        // `did_preempt_short`: once its protection is over, an entity that is no longer eligible
-        // gives way at the next accounting instead of running to its (possibly far) deadline.
-        if !resched
-            && self.t.preempt_short
-            && rq.nr_running > 1
-            && ents[id].vprot <= ents[id].vruntime
-        {
-            resched = !eligible(rq, ents, id);
+        // `update_curr`, 6.17+: `if (resched || !protect_slice(curr)) resched_curr_lazy(rq);`
+        // ("sched/fair: Always trigger resched at the end of a protected period", which replaced
+        // 6.12's `did_preempt_short`, a resched only for an *ineligible* entity whose protection
+        // PREEMPT_SHORT had cancelled). Once the protection is over, every accounting — each
+        // tick, each wake-up's enqueue — asks for a pick, so a queued entity that has become
+        // eligible with an earlier deadline gets the CPU at the next tick instead of waiting for
+        // the current entity's deadline. Re-picked, the current entity stays unprotected
+        // (`set_next_entity`, hence `set_protect_slice`, runs only for a different task).
+        if !resched && rq.nr_running > 1 && ents[id].vprot <= ents[id].vruntime {
+            resched = true;
         }
         resched
     }
@@ -356,14 +376,23 @@ impl FairPolicy for Eevdf {
         if c.is_idle != w.is_idle || !self.t.wakeup_preempt || w.no_wakeup_preempt {
             return false;
         }
-        if self.t.preempt_short
-            && w.slice < c.slice
-            && eligible(rq, ents, woken)
-            && (w.deadline < c.deadline || !eligible(rq, ents, curr))
-        {
-            ents[curr].vprot = ents[curr].vruntime; // cancel_protect_slice
+        // `check_preempt_wakeup_fair`, 6.17–6.18: a wakee with a shorter slice looks at the
+        // queue without the current entity's protection (`__pick_eevdf(cfs_rq,
+        // !do_preempt_short)`); if it is then the pick it preempts and the protection is
+        // cancelled (`cancel_protect_slice`), else, under RUN_TO_PARITY, the protection shrinks
+        // to the smallest queued slice (`update_protect_slice`). The protection is left alone
+        // when another entity, not the wakee, would be picked (6.12 cancelled it there too).
+        let short = self.t.preempt_short && w.slice < c.slice;
+        if self.pick_protected(rq, ents, !short) == Some(woken) {
+            if short {
+                ents[curr].vprot = ents[curr].vruntime;
+            }
+            return true;
         }
-        self.pick_eevdf(rq, ents) == Some(woken)
+        if short && self.t.run_to_parity {
+            self.shrink_protection(rq, ents, curr);
+        }
+        false
     }
 
     fn yield_curr(&self, _rq: &mut FairRq, ents: &mut [Entity], curr: EntityId) {
