@@ -322,7 +322,8 @@ mod tests {
              [params]\n\"mcfs.cut_rate\" = [1, 16]\n",
         )
         .unwrap();
-        let got: Vec<(&str, u64, Vec<(String, String)>)> = g
+        type Params = Vec<(String, String)>;
+        let got: Vec<(&str, u64, Params)> = g
             .points
             .iter()
             .map(|p| (p.sched.as_str(), p.seed, p.params.clone()))
