@@ -25,6 +25,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use x11rb::connection::Connection;
+use x11rb::protocol::xproto::Window;
 use x11rb::rust_connection::RustConnection;
 
 /// The program launched, and its Debian package: GTK 3, so a launch reads tens of MiB of
@@ -104,6 +105,9 @@ enum Outcome {
 /// The client's connection, the terminal's window and shell, and what it types.
 struct Launcher {
     conn: RustConnection,
+    root: Window,
+    /// The terminal's top-level window.
+    window: Window,
     terminal: DamageWatch,
     watch: RootWatch,
     typist: Typist,
@@ -130,6 +134,8 @@ impl Launcher {
             watch: RootWatch::new(&conn, root)?,
             typist: Typist::new(&conn, root, COMMAND)?,
             conn,
+            root,
+            window,
             shell,
             log,
         };
@@ -162,6 +168,9 @@ impl Launcher {
     /// Drop the caches, type the command, wait for its echo, press Return and time the window.
     fn launch(&self) -> Result<Outcome> {
         drop_caches()?;
+        // Back to the terminal, as the user clicks on it: typed keys go to the focused
+        // window, and the window manager may have left the focus elsewhere after the close.
+        input::activate(&self.conn, self.root, self.window, WINDOW_TIMEOUT)?;
         self.terminal.reset(&self.conn)?;
         self.typist.type_text(&self.conn)?;
         if self
