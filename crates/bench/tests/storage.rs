@@ -268,3 +268,21 @@ fn launched_left_running(dir: &std::path::Path) -> Vec<i32> {
         })
         .collect()
 }
+
+#[test]
+fn launch_refuses_without_the_program_it_launches() {
+    // A PATH with the desktop and the terminal but not mousepad.
+    let dir = std::env::temp_dir().join(format!("uxsched-launch-path-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for bin in ["Xvfb", "openbox", "xterm"] {
+        std::fs::write(dir.join(bin), "").unwrap();
+    }
+    let err = uxsched_bench::models::xapp::require_programs(ModelKind::Launch, dir.as_os_str())
+        .unwrap_err()
+        .to_string();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(
+        err.contains("'launch'") && err.contains("apt-get install mousepad"),
+        "{err}"
+    );
+}
