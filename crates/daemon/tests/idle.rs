@@ -10,11 +10,17 @@
 //! Needs root (the X server, xterm and xdotool run as uid 65534) and the Debian packages `xvfb`,
 //! `xterm` and `xdotool`.
 
+// Some of these helpers are other tests'.
+#[allow(dead_code)]
 #[path = "common/any_user.rs"]
 mod any_user;
+#[path = "idle/daemon.rs"]
+mod daemon;
+#[allow(dead_code)]
 #[path = "auto_sessions/xserver.rs"]
 mod xserver;
 
+use daemon::*;
 use xserver::*;
 
 use std::io::{BufRead, BufReader};
@@ -76,89 +82,6 @@ fn wait_until(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
         assert!(Instant::now() < end, "timed out waiting for: {what}");
         std::thread::sleep(Duration::from_millis(50));
     }
-}
-
-/// The daemon with the built-in defaults and `[idle] after_s` = [`LIMIT`], stopped with SIGTERM.
-struct Daemon {
-    child: Kill,
-    dir: tempfile::TempDir,
-    socket: PathBuf,
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let child = &mut self.child.0;
-        // SAFETY: kill has no memory preconditions; the pid is our child's, not yet reaped.
-        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-        let end = Instant::now() + Duration::from_secs(10);
-        while child.try_wait().ok().flatten().is_none() && Instant::now() < end {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Daemon {
-    fn start() -> Daemon {
-        let dir = tempfile::tempdir().unwrap();
-        let log = std::fs::File::create(dir.path().join("daemon.log")).unwrap();
-        let child = Command::new(any_user::FIXTURE)
-            .arg("daemon-defaults")
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("UXSCHED_TEST_DIR", dir.path())
-            .env("UXSCHED_TEST_IDLE_AFTER_S", LIMIT.as_secs_f64().to_string())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .unwrap();
-        let d = Daemon {
-            child: Kill(child),
-            socket: dir.path().join("uxsched.sock"),
-            dir,
-        };
-        wait_until("the daemon answers", Duration::from_secs(30), || {
-            control::call(&d.socket, &Request::Status).is_ok()
-        });
-        d
-    }
-
-    fn status(&mut self) -> Status {
-        if let Ok(Some(code)) = self.child.0.try_wait() {
-            panic!("the daemon exited ({code}):\n{}", self.log());
-        }
-        control::call(&self.socket, &Request::Status)
-            .unwrap_or_else(|e| panic!("status: {e}\n{}", self.log()))
-            .status
-            .unwrap()
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("daemon.log")).unwrap_or_default()
-    }
-
-    /// The status once `cond` holds (`within` at most), looked at every 20 ms.
-    fn wait_for(&mut self, what: &str, within: Duration, cond: impl Fn(&Status) -> bool) -> Status {
-        let end = Instant::now() + within;
-        loop {
-            let s = self.status();
-            if cond(&s) {
-                return s;
-            }
-            if Instant::now() > end {
-                panic!(
-                    "timed out waiting for: {what}\nstatus: {s:#?}\nlog:\n{}",
-                    self.log()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-/// Whether the journal holds a change for a thread of `pid` (the daemon boosts it).
-fn boosted(s: &Status, pid: u32) -> bool {
-    s.boosted.iter().any(|b| b.pid == pid as i32)
 }
 
 /// The nice value of thread `tid` now, from the kernel.
@@ -231,7 +154,7 @@ fn without_input_the_focused_xterm_loses_its_boost_at_the_limit_and_the_next_key
     let n = free_display();
     let (auth, cookie) = cookie_file(dir.path(), n, USER);
     let _server = xvfb(n, USER, Some(&auth));
-    let mut d = Daemon::start();
+    let mut d = Daemon::start(LIMIT);
     let (_xterm, pid, win) = xterm(n, &auth);
     let original = nice(pid);
 
@@ -300,7 +223,7 @@ fn a_server_without_the_screensaver_extension_keeps_the_boost_and_says_why() {
     let n = free_display();
     let (auth, cookie) = cookie_file(dir.path(), n, USER);
     let _server = xvfb_without_screensaver(n, &auth);
-    let mut d = Daemon::start();
+    let mut d = Daemon::start(LIMIT);
     let (_xterm, pid, win) = xterm(n, &auth);
     activate(n, &cookie, win);
     d.wait_for("the xterm in front and boosted", LIMIT, |s| {

@@ -1,15 +1,22 @@
 //! The Wayland idle reader (`src/sources/idle/wayland.rs`) against a real sway, headless, run by
 //! an unprivileged user in its runtime directory: the reader (as root, as the daemon) asks sway's
 //! `ext-idle-notify-v1` for a notification after the limit; sway says `idled` at the limit and
-//! `resumed` at the next input (a pointer motion through sway's own `seat … cursor move`).
+//! `resumed` at the next input (a pointer motion through sway's own `seat … cursor move`); and
+//! the daemon as a desktop gets it (built-in defaults, `sources = ["auto"]`) withdraws a focused
+//! foot's boost at the limit and gives it back at that input.
 //!
-//! Needs root (sway runs as uid 65534) and the Debian package `sway`.
+//! Needs root (sway and foot run as uid 65534) and the Debian packages `sway` and `foot`.
 
-// Its terminal and log helpers are the auto tests'.
 #[allow(dead_code)]
+#[path = "common/any_user.rs"]
+mod any_user;
+#[path = "idle/daemon.rs"]
+mod daemon;
+// The auto tests' runtime directory, foot, swaymsg and logs.
 #[path = "auto_sessions/wayland.rs"]
 mod wayland;
 
+use daemon::*;
 use wayland::*;
 
 use std::os::unix::fs::PermissionsExt;
@@ -20,6 +27,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use uxsched_client::control::{self, Request, Status};
 use uxsched_daemon::sources::auto::{self, procs};
 use uxsched_daemon::sources::idle::{self as idle_readers, Change};
 
@@ -33,6 +41,13 @@ impl Drop for Kill {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
+}
+
+/// One sway at a time: they share the user's runtime directory, and each daemon follows every
+/// session of the machine.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn root() -> bool {
@@ -96,6 +111,7 @@ fn sway(runtime: &RuntimeDir, home: &Path) -> (Kill, PathBuf, PathBuf) {
 #[ignore = "needs root and sway: make test runs it as root"]
 fn sway_says_idle_at_the_limit_and_active_at_the_next_input() {
     assert!(root(), "runs sway as uid {USER}: needs root");
+    let _serial = serial();
     let runtime = RuntimeDir::of(USER);
     let home = tempfile::tempdir().unwrap();
     std::fs::set_permissions(home.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -145,4 +161,47 @@ fn sway_says_idle_at_the_limit_and_active_at_the_next_input() {
         rx.recv_timeout(Duration::from_secs(2)).map(|_| ()),
         Err(RecvTimeoutError::Disconnected)
     );
+}
+
+#[test]
+#[ignore = "needs root, sway and foot: make test runs it as root"]
+fn the_daemon_withdraws_a_focused_foots_boost_at_the_limit_and_gives_it_back_at_the_next_input() {
+    assert!(root(), "runs sway and foot as uid {USER}: needs root");
+    let _serial = serial();
+    const LIMIT: Duration = Duration::from_secs(2);
+    const SLACK: Duration = Duration::from_millis(700);
+    let runtime = RuntimeDir::of(USER);
+    let home = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(home.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::os::unix::fs::chown(home.path(), Some(USER), Some(USER)).unwrap();
+    LOGS.lock().unwrap().push(home.path().join("sway.log"));
+    let _logs = ShowLogsIfFailed; // dropped before `home`, which holds sway's log
+    let (_sway, ipc, display) = sway(&runtime, home.path());
+    let mut d = Daemon::start(LIMIT);
+    let foot = foot(&display, &runtime.path, Some(USER));
+    let pid = foot.0.id();
+    // Input, and foot in front: boosted.
+    let input = Instant::now();
+    swaymsg(&ipc, "seat - cursor move 1 1");
+    d.wait_for("foot in front and boosted", Duration::from_secs(20), |s| {
+        s.focus == Some(pid as i32) && boosted(s, pid)
+    });
+    // No input: withdrawn at the limit (the compositor says so), said in status.
+    let s = d.wait_for("the boost withdrawn", LIMIT + SLACK, |s| !boosted(s, pid));
+    let withdrawn = input.elapsed();
+    assert!(withdrawn >= LIMIT, "withdrawn after {withdrawn:?}");
+    let line = s.idle.clone().unwrap_or_default();
+    assert!(
+        line.contains("(sway)") && line.contains(&format!("pid {pid}")),
+        "{s:?}"
+    );
+    // A motion: back at once.
+    let moved = Instant::now();
+    swaymsg(&ipc, "seat - cursor move 1 1");
+    let s = d.wait_for("the boost back", SLACK, |s| {
+        s.focus == Some(pid as i32) && boosted(s, pid)
+    });
+    let back = moved.elapsed();
+    assert!(s.idle.is_none(), "{s:?}");
+    eprintln!("daemon, sway: withdrawn {withdrawn:?} after the last input (limit {LIMIT:?}), back {back:?} after a motion (swaymsg's run and the test's 20 ms polling included)");
 }
