@@ -1,8 +1,11 @@
 //! `uxsched sim validate`: the simulator's fidelity on this machine. Each rt-app workload runs
-//! once with rt-app on the running kernel and once in the simulator with the machine's CPU
-//! count, HZ, fair policy (EEVDF from 6.6), timer slack and the wake-up cost measured by a
-//! calibration probe ([`calibrate`]); per task, rt-app's wake-up latency (`wu_lat`) and slack
-//! are compared with the simulated ones, and the relative error printed.
+//! `--repeat` times with rt-app on the running kernel and `--seeds` times in the simulator with
+//! the machine's CPU count, HZ, fair policy (EEVDF from 6.6), timer slack and the wake-up costs
+//! measured by two calibration probes ([`calibrate`]); per task, rt-app's wake-up latency
+//! (`wu_lat`) and slack are compared with the simulated ones: each side's median over its runs,
+//! its range, the relative error and whether they agree ([`compare`]). The header names the
+//! kernel's version and its scheduler feature flags ([`sched_info`]): EEVDF changed materially
+//! between 6.12, 6.18 and 7.0, and a result without them cannot be compared.
 //!
 //! What it cannot match: rt-app runs in this process's autogroup or cgroup, beside every other
 //! process on the machine, while the simulator sees the workload alone on the machine's CPUs
@@ -10,19 +13,20 @@
 //! with the workload's threads in one rt-app process (the default), and read the load average
 //! it prints.
 
+mod calibrate;
+mod compare;
 mod rtapp;
+mod sched_info;
 
 use crate::exit::bad_input;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
-use uxsched_model::stats::nearest_rank;
 use uxsched_model::time::fmt_ns;
 use uxsched_model::Nanos;
 use uxsched_sim::engine::{Sim, SimConfig};
 use uxsched_sim::log::{Record, RunMeta, Sink};
-use uxsched_sim::metrics::dist::Summary;
 use uxsched_sim::platform::PlatformSpec;
 use uxsched_sim::workload::{self, Workload};
 
@@ -40,9 +44,17 @@ pub struct ValidateArgs {
     /// The kernel's HZ, when neither /boot/config-<release> nor /proc/config.gz says it.
     #[arg(long)]
     pub hz: Option<u32>,
-    /// Seed of the simulation (tick phases).
+    /// First seed of the simulation (tick phases).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Simulate each workload with this many seeds (tick phases), from --seed on: the
+    /// simulator's figure is their median, printed with their range.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=100))]
+    pub seeds: u64,
+    /// Run each workload this many times on the kernel: the kernel's figure is the median of
+    /// the runs and its run-to-run range is printed beside it (issue 34: a p90 needs one).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=50))]
+    pub repeat: u32,
 }
 
 /// The running kernel as the simulator is configured to match it.
@@ -54,38 +66,25 @@ struct Machine {
     hz: u32,
     hz_from: String,
     timer_slack_ns: Nanos,
-    /// Measured wake-up cost the simulator adds to every timer wake-up (see [`calibrate`]).
-    wakeup_cost_ns: Nanos,
-    /// How it was measured.
-    wakeup_cost_from: String,
+    /// The scheduler's feature flags, base slice and preemption model.
+    sched_info: sched_info::SchedInfo,
+    /// Measured wake-up costs the simulator adds to timer wake-ups ([`calibrate`]).
+    wakeup_costs: calibrate::WakeupCosts,
+    /// rt-app runs per workload.
+    repeat: u32,
+    /// Simulated seeds per workload.
+    seeds: u64,
     autogroup: bool,
     date: String,
     loadavg_before: String,
     loadavg_after: String,
 }
 
-/// One metric of one task: kernel, simulated and the relative error (sim − kernel) / kernel.
-#[derive(Debug, Serialize)]
-struct Row {
-    metric: &'static str,
-    kernel: i64,
-    sim: i64,
-    rel_error: Option<f64>,
-}
-
-#[derive(Debug, Serialize)]
-struct TaskResult {
-    task: String,
-    /// Why the task is not compared (no timer, no rt-app log), if it is not.
-    skipped: Option<String>,
-    rows: Vec<Row>,
-}
-
 #[derive(Debug, Serialize)]
 struct FileResult {
     file: String,
     duration_s: f64,
-    tasks: Vec<TaskResult>,
+    tasks: Vec<compare::TaskResult>,
 }
 
 #[derive(Debug, Serialize)]
@@ -114,20 +113,28 @@ pub fn validate(a: ValidateArgs) -> anyhow::Result<ExitCode> {
         loaded.push((f.clone(), w, d));
     }
     let mut machine = probe(a.hz)?;
+    machine.repeat = a.repeat;
+    machine.seeds = a.seeds;
     let rtapp = rtapp::binary(a.rt_app.as_deref());
     let dir = tempfile::tempdir()?;
     let mut kernel = Vec::new();
     for (i, (file, _, duration)) in loaded.iter().enumerate() {
-        let d = dir.path().join(i.to_string());
-        std::fs::create_dir(&d)?;
-        let limit = Duration::from_nanos(*duration) + Duration::from_secs(30);
-        kernel.push(rtapp::run(&rtapp, file, &d, limit)?);
+        let mut runs = Vec::new();
+        for r in 0..a.repeat {
+            let d = dir.path().join(format!("{i}-{r}"));
+            std::fs::create_dir(&d)?;
+            let limit = Duration::from_nanos(*duration) + Duration::from_secs(30);
+            eprintln!("rt-app {} (run {} of {})", file.display(), r + 1, a.repeat);
+            runs.push(rtapp::run(&rtapp, file, &d, limit, None)?);
+        }
+        kernel.push(runs);
     }
-    (machine.wakeup_cost_ns, machine.wakeup_cost_from) =
-        calibrate(&rtapp, &dir.path().join("calibration"), machine.cpus)?;
+    machine.wakeup_costs =
+        calibrate::calibrate(&rtapp, &dir.path().join("calibration"), machine.cpus)?;
     let mut results = Vec::new();
     for ((file, w, duration), logs) in loaded.iter().zip(&kernel) {
-        results.push(one(&machine, logs, file, w, *duration, a.seed)?);
+        let seeds = a.seed..a.seed + a.seeds;
+        results.push(one(&machine, logs, file, w, *duration, seeds)?);
     }
     machine.loadavg_after = loadavg();
     let v = Validation {
@@ -210,8 +217,10 @@ fn probe(hz_flag: Option<u32>) -> anyhow::Result<Machine> {
         hz,
         hz_from,
         timer_slack_ns: slack.max(0) as Nanos,
-        wakeup_cost_ns: 0,
-        wakeup_cost_from: String::new(),
+        sched_info: sched_info::probe(),
+        wakeup_costs: Default::default(),
+        repeat: 1,
+        seeds: 1,
         autogroup: std::fs::read_to_string("/proc/sys/kernel/sched_autogroup_enabled")
             .is_ok_and(|s| s.trim() == "1"),
         date: uxsched_bench::report::utc_now(),
@@ -262,80 +271,42 @@ impl Sink for TimerSink {
     }
 }
 
-/// Seconds the calibration probe runs (200 wake-ups at its 10 ms period).
-const CALIBRATION_S: u64 = 2;
-
-/// Measure this machine's wake-up cost: the time from a timer's expiry to the woken thread
-/// running, when nothing else may delay it. A SCHED_FIFO probe (no timer slack, preempts at once)
-/// wakes every 10 ms on CPUs kept busy by one nice-0 hog each — like the suite's tasks, whose
-/// CPUs are never idle — so its rt-app `wu_lat` is the timer interrupt, `try_to_wake_up` and
-/// the context switch alone. The median over [`CALIBRATION_S`] s is the cost the simulator adds
-/// to each timer wake-up ([`SimConfig::wakeup_cost`]); it is never set from anything else.
-fn calibrate(rtapp: &Path, dir: &Path, cpus: usize) -> anyhow::Result<(Nanos, String)> {
-    std::fs::create_dir(dir)?;
-    let json = serde_json::json!({
-        "global": {"duration": CALIBRATION_S, "default_policy": "SCHED_OTHER", "calibration": 100},
-        "tasks": {
-            "probe": {"policy": "SCHED_FIFO", "priority": 10, "runtime": 50,
-                      "timer": {"ref": "probe", "period": 10000}, "loop": -1},
-            "hog": {"instance": cpus, "priority": 0, "runtime": 1000000}
-        }
-    });
-    let file = dir.join("calibration.json");
-    std::fs::write(&file, serde_json::to_vec_pretty(&json)?)?;
-    let limit = Duration::from_secs(CALIBRATION_S + 30);
-    let logs = rtapp::run(rtapp, &file, dir, limit).map_err(|e| {
-        bad_input(format!(
-            "wake-up cost calibration (a SCHED_FIFO rt-app probe; needs root or CAP_SYS_NICE): {e}"
-        ))
-    })?;
-    let mut lat: Vec<i64> = logs
-        .get("probe")
-        .and_then(|v| v.first())
-        .map(|l| l.wu_lat.clone())
-        .unwrap_or_default();
-    if lat.len() < 20 {
-        return Err(bad_input(format!(
-            "wake-up cost calibration: rt-app logged {} probe wake-ups in {CALIBRATION_S} s              (expected ~{}); is the machine overloaded?",
-            lat.len(),
-            CALIBRATION_S * 100
-        )));
-    }
-    lat.sort_unstable();
-    let cost = nearest_rank(&lat, 50).max(0) as Nanos;
-    let from = format!(
-        "median wu_lat of a SCHED_FIFO probe every 10 ms over {} busy CPUs ({} wake-ups; p10 {}, p90 {})",
-        cpus,
-        lat.len(),
-        fmt_ns(nearest_rank(&lat, 10) as f64),
-        fmt_ns(nearest_rank(&lat, 90) as f64)
-    );
-    Ok((cost, from))
-}
-
 /// The simulator's run of one workload, compared with the kernel's `logs`.
 fn one(
     m: &Machine,
-    logs: &std::collections::BTreeMap<String, Vec<rtapp::ThreadLog>>,
+    logs: &[std::collections::BTreeMap<String, Vec<rtapp::ThreadLog>>],
     file: &Path,
     w: &Workload,
     duration: Nanos,
-    seed: u64,
+    seeds: std::ops::Range<u64>,
 ) -> anyhow::Result<FileResult> {
-    let mut cfg = SimConfig::new(m.sched, PlatformSpec::uniform(m.cpus));
-    cfg.hz = m.hz;
-    cfg.seed = seed;
-    cfg.duration = duration;
-    cfg.timer_slack = m.timer_slack_ns;
-    cfg.wakeup_cost = m.wakeup_cost_ns;
-    let mut sim = Sim::new(w, cfg).map_err(|e| bad_input(format!("{}: {e}", file.display())))?;
-    let mut sink = TimerSink::default();
-    sim.run(&mut sink, &mut |_| {})?;
-    let tasks = sink
-        .names
+    let mut sinks = Vec::new();
+    for seed in seeds {
+        let mut cfg = SimConfig::new(m.sched, PlatformSpec::uniform(m.cpus));
+        cfg.hz = m.hz;
+        cfg.seed = seed;
+        cfg.duration = duration;
+        cfg.timer_slack = m.timer_slack_ns;
+        cfg.wakeup_cost = m.wakeup_costs.rt_ns;
+        cfg.fair_wakeup_costs = m.wakeup_costs.fair_ns.clone();
+        let mut sim =
+            Sim::new(w, cfg).map_err(|e| bad_input(format!("{}: {e}", file.display())))?;
+        let mut sink = TimerSink::default();
+        sim.run(&mut sink, &mut |_| {})?;
+        sinks.push(sink);
+    }
+    let names = sinks.first().map(|s| s.names.clone()).unwrap_or_default();
+    let tasks = names
         .iter()
         .enumerate()
-        .map(|(i, name)| compare(name, kernel_log(logs, name), &sink, i))
+        .map(|(i, name)| {
+            let runs: Vec<_> = logs.iter().map(|l| kernel_log(l, name)).collect();
+            let sim: Vec<(&[i64], &[i64])> = sinks
+                .iter()
+                .map(|s| (s.wu_lat[i].as_slice(), s.slack[i].as_slice()))
+                .collect();
+            compare::compare(name, &runs, &sim)
+        })
         .collect();
     Ok(FileResult {
         file: file.display().to_string(),
@@ -356,46 +327,6 @@ fn kernel_log<'a>(
     logs.get(base)?.get(i.parse::<usize>().ok()?)
 }
 
-fn compare(name: &str, kernel: Option<&rtapp::ThreadLog>, sim: &TimerSink, i: usize) -> TaskResult {
-    let skip = |why: &str| TaskResult {
-        task: name.to_string(),
-        skipped: Some(why.to_string()),
-        rows: Vec::new(),
-    };
-    let Some(k) = kernel else {
-        return skip("no rt-app log for this thread");
-    };
-    if sim.slack[i].is_empty() || sim.wu_lat[i].is_empty() || k.wu_lat.is_empty() {
-        return skip("no timer: rt-app measures wake-up latency and slack at timers only");
-    }
-    let wu = |s: &[i64]| Summary::of(s, false).stats.expect("non-empty");
-    let (kw, sw) = (wu(&k.wu_lat), wu(&sim.wu_lat[i]));
-    let p10 = |s: &[i64]| {
-        let mut v = s.to_vec();
-        v.sort_unstable();
-        nearest_rank(&v, 100)
-    };
-    let misses = |s: &[i64]| s.iter().filter(|&&x| x < 0).count() as i64;
-    let row = |metric, kernel: i64, sim: i64| Row {
-        metric,
-        kernel,
-        sim,
-        rel_error: (kernel != 0).then(|| (sim - kernel) as f64 / kernel.abs() as f64),
-    };
-    TaskResult {
-        task: name.to_string(),
-        skipped: None,
-        rows: vec![
-            row("wake p50", kw.p50, sw.p50),
-            row("wake p90", kw.p90, sw.p90),
-            row("wake p99", kw.p99, sw.p99),
-            row("slack p10", p10(&k.slack), p10(&sim.slack[i])),
-            row("slack p50", wu(&k.slack).p50, wu(&sim.slack[i]).p50),
-            row("misses", misses(&k.slack), misses(&sim.slack[i])),
-        ],
-    }
-}
-
 fn render(v: &Validation) -> String {
     use std::fmt::Write;
     let m = &v.machine;
@@ -411,24 +342,41 @@ fn render(v: &Validation) -> String {
         fmt_ns(m.timer_slack_ns as f64),
         if m.autogroup { "on" } else { "off" }
     );
+    let _ = writeln!(out, "{}", m.sched_info.line());
+    let w = &m.wakeup_costs;
     let _ = writeln!(
         out,
-        "wake-up cost {} (simulated on every timer wake-up), measured: {}",
-        fmt_ns(m.wakeup_cost_ns as f64),
-        m.wakeup_cost_from
+        "wake-up cost, fair tasks: one of the fair probe's samples per timer wake-up (p50 {}), \
+         measured: {}",
+        fmt_ns(w.fair_p50_ns as f64),
+        w.fair_from
+    );
+    let _ = writeln!(
+        out,
+        "wake-up cost, RT tasks: {}, measured: median {}",
+        fmt_ns(w.rt_ns as f64),
+        w.rt_from
     );
     let _ = writeln!(
         out,
         "{}; load average {} before, {} after",
         m.date, m.loadavg_before, m.loadavg_after
     );
+    let _ = writeln!(
+        out,
+        "{} rt-app run(s) and {} simulated seed(s) per workload: each side's (lower) median of \
+         its runs [smallest, largest]; ok = sim within {:.0} % of kernel or inside its range",
+        m.repeat,
+        m.seeds,
+        compare::TOLERANCE * 100.0
+    );
     let _ = writeln!(out, "cannot match: {}", v.cannot_match);
     for f in &v.workloads {
         let _ = writeln!(out, "\n{} ({} s)", f.file, f.duration_s);
         let _ = writeln!(
             out,
-            "{:<16} {:<10} {:>10} {:>10} {:>8}",
-            "task", "metric", "kernel", "sim", "error"
+            "{:<16} {:<10} {:>10} {:>23} {:>10} {:>23} {:>8}",
+            "task", "metric", "kernel", "kernel range", "sim", "sim range", "error"
         );
         for t in &f.tasks {
             if let Some(why) = &t.skipped {
@@ -436,28 +384,34 @@ fn render(v: &Validation) -> String {
                 continue;
             }
             for (j, r) in t.rows.iter().enumerate() {
-                let fmt = |x: i64| match r.metric {
-                    "misses" => x.to_string(),
-                    _ if x < 0 => format!("-{}", fmt_ns(-x as f64)),
-                    _ => fmt_ns(x as f64),
-                };
-                let err = r
-                    .rel_error
-                    .map_or("—".to_string(), |e| format!("{:+.0}%", e * 100.0));
-                let name = if j == 0 { t.task.as_str() } else { "" };
-                let _ = writeln!(
-                    out,
-                    "{:<16} {:<10} {:>10} {:>10} {:>8}",
-                    name,
-                    r.metric,
-                    fmt(r.kernel),
-                    fmt(r.sim),
-                    err
-                );
+                let _ = writeln!(out, "{}", render_row(t, j, r));
             }
         }
     }
     out
+}
+
+fn render_row(t: &compare::TaskResult, j: usize, r: &compare::Row) -> String {
+    let fmt = |x: i64| match r.metric {
+        "misses" => x.to_string(),
+        _ if x < 0 => format!("-{}", fmt_ns(-x as f64)),
+        _ => fmt_ns(x as f64),
+    };
+    let err = r
+        .rel_error
+        .map_or("—".to_string(), |e| format!("{:+.0}%", e * 100.0));
+    let name = if j == 0 { t.task.as_str() } else { "" };
+    format!(
+        "{:<16} {:<10} {:>10} {:>23} {:>10} {:>23} {:>8} {}",
+        name,
+        r.metric,
+        fmt(r.kernel),
+        format!("[{}, {}]", fmt(r.kernel_lo), fmt(r.kernel_hi)),
+        fmt(r.sim),
+        format!("[{}, {}]", fmt(r.sim_lo), fmt(r.sim_hi)),
+        err,
+        if r.agrees { "ok" } else { "OFF" }
+    )
 }
 
 #[cfg(test)]

@@ -58,14 +58,31 @@ fn prepare(file: &Path, dir: &Path) -> anyhow::Result<PathBuf> {
 
 /// Run rt-app on `file` (in `dir`, which receives the logs) for at most `limit`, and return
 /// each thread's log by rt-app thread name, instances in index order.
+///
+/// With `timer_slack_ns`, rt-app starts with that timer slack (`PR_SET_TIMERSLACK` in the child
+/// before `exec`; its threads inherit it) instead of this process's.
 pub fn run(
     rtapp: &Path,
     file: &Path,
     dir: &Path,
     limit: Duration,
+    timer_slack_ns: Option<u64>,
 ) -> anyhow::Result<BTreeMap<String, Vec<ThreadLog>>> {
+    use std::os::unix::process::CommandExt;
     let copy = prepare(file, dir)?;
-    let mut child = Command::new(rtapp)
+    let mut cmd = Command::new(rtapp);
+    if let Some(ns) = timer_slack_ns {
+        // SAFETY: prctl is async-signal-safe and touches only the child's own thread.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong, 0, 0, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+    let mut child = cmd
         .arg(&copy)
         .current_dir(dir)
         .stdin(Stdio::null())

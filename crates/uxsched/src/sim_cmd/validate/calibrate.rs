@@ -1,0 +1,112 @@
+//! The wake-up costs `sim validate` gives the simulator, measured on this machine: the time from
+//! a timer's expiry to the woken thread running, when nothing else may delay it. Two rt-app
+//! probes wake every 10 ms on CPUs kept busy by one nice-0 hog each (as the suite's tasks find
+//! them), each for [`CALIBRATION_S`] s:
+//!
+//! - a SCHED_FIFO 10 probe (RT tasks get no timer slack and preempt at once): its median is the
+//!   cost of an RT wake-up ([`uxsched_sim::engine::SimConfig::wakeup_cost`]);
+//! - a SCHED_OTHER probe at nice −20, started with a 1 ns timer slack: a fair wake-up that
+//!   preempts at once (its virtual deadline, V + slice × 1024/88761, is earlier than a hog's,
+//!   and a hog that has run a tick since it was picked is no longer protected), through the
+//!   fair class's own path — `enqueue_entity`, `place_entity`, `check_preempt_wakeup_fair`, the
+//!   pick down the autogroup. Every sample is kept: the simulator draws one per fair timer
+//!   wake-up ([`uxsched_sim::engine::SimConfig::fair_wakeup_costs`]), so a task that preempts at
+//!   once has the kernel's spread of wake-up latency, not one median.
+//!
+//! Neither is ever set from anything else.
+
+use super::rtapp;
+use crate::exit::bad_input;
+use serde::Serialize;
+use std::path::Path;
+use std::time::Duration;
+use uxsched_model::stats::nearest_rank;
+use uxsched_model::time::fmt_ns;
+use uxsched_model::Nanos;
+
+/// Seconds each calibration probe runs (200 wake-ups at its 10 ms period).
+pub const CALIBRATION_S: u64 = 2;
+
+/// The measured wake-up costs.
+#[derive(Debug, Default, Serialize)]
+pub struct WakeupCosts {
+    /// Median of the SCHED_FIFO probe.
+    pub rt_ns: Nanos,
+    pub rt_from: String,
+    /// Every sample of the fair probe, sorted.
+    #[serde(skip)]
+    pub fair_ns: Vec<Nanos>,
+    pub fair_p50_ns: Nanos,
+    pub fair_from: String,
+}
+
+/// Run both probes in `dir` on `cpus` busy CPUs.
+pub fn calibrate(rtapp: &Path, dir: &Path, cpus: usize) -> anyhow::Result<WakeupCosts> {
+    std::fs::create_dir(dir)?;
+    let rt = probe(rtapp, &dir.join("rt"), cpus, ProbeClass::Fifo)?;
+    let fair = probe(rtapp, &dir.join("fair"), cpus, ProbeClass::Fair)?;
+    Ok(WakeupCosts {
+        rt_ns: nearest_rank(&rt, 50).max(0) as Nanos,
+        rt_from: describe("SCHED_FIFO 10", &rt, cpus),
+        fair_p50_ns: nearest_rank(&fair, 50).max(0) as Nanos,
+        fair_from: describe("SCHED_OTHER nice -20, timer slack 1 ns,", &fair, cpus),
+        fair_ns: fair.iter().map(|&x| x.max(0) as Nanos).collect(),
+    })
+}
+
+#[derive(Clone, Copy)]
+enum ProbeClass {
+    Fifo,
+    Fair,
+}
+
+/// One probe's `wu_lat` samples, sorted.
+fn probe(rtapp: &Path, dir: &Path, cpus: usize, class: ProbeClass) -> anyhow::Result<Vec<i64>> {
+    std::fs::create_dir(dir)?;
+    let (policy, priority, slack) = match class {
+        ProbeClass::Fifo => ("SCHED_FIFO", 10, None),
+        ProbeClass::Fair => ("SCHED_OTHER", -20, Some(1)),
+    };
+    let json = serde_json::json!({
+        "global": {"duration": CALIBRATION_S, "default_policy": "SCHED_OTHER", "calibration": 100},
+        "tasks": {
+            "probe": {"policy": policy, "priority": priority, "runtime": 50,
+                      "timer": {"ref": "probe", "period": 10000}, "loop": -1},
+            "hog": {"instance": cpus, "priority": 0, "runtime": 1000000}
+        }
+    });
+    let file = dir.join("calibration.json");
+    std::fs::write(&file, serde_json::to_vec_pretty(&json)?)?;
+    let limit = Duration::from_secs(CALIBRATION_S + 30);
+    let logs = rtapp::run(rtapp, &file, dir, limit, slack).map_err(|e| {
+        bad_input(format!(
+            "wake-up cost calibration ({policy} rt-app probe; needs root or CAP_SYS_NICE): {e}"
+        ))
+    })?;
+    let mut lat: Vec<i64> = logs
+        .get("probe")
+        .and_then(|v| v.first())
+        .map(|l| l.wu_lat.clone())
+        .unwrap_or_default();
+    if lat.len() < 20 {
+        return Err(bad_input(format!(
+            "wake-up cost calibration: rt-app logged {} {policy} probe wake-ups in \
+             {CALIBRATION_S} s (expected ~{}); is the machine overloaded?",
+            lat.len(),
+            CALIBRATION_S * 100
+        )));
+    }
+    lat.sort_unstable();
+    Ok(lat)
+}
+
+fn describe(what: &str, lat: &[i64], cpus: usize) -> String {
+    format!(
+        "wu_lat of a {what} probe every 10 ms over {cpus} busy CPUs ({} wake-ups; p10 {}, p50 {}, \
+         p90 {})",
+        lat.len(),
+        fmt_ns(nearest_rank(lat, 10) as f64),
+        fmt_ns(nearest_rank(lat, 50) as f64),
+        fmt_ns(nearest_rank(lat, 90) as f64)
+    )
+}
