@@ -203,3 +203,57 @@ impl Admitted {
         super::normal(now)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A graph where client 5's stream plays, the server naming `pid` (of `uid`) as its peer.
+    fn playing(pid: i64, uid: u32) -> Graph {
+        let mut g = Graph::default();
+        let text = format!(
+            r#"[
+  {{ "id": 5, "type": "PipeWire:Interface:Client",
+     "info": {{ "props": {{ "pipewire.sec.pid": {pid}, "pipewire.sec.uid": {uid} }} }} }},
+  {{ "id": 9, "type": "PipeWire:Interface:Node",
+     "info": {{ "state": "running", "props": {{ "client.id": 5, "media.class": "Stream/Output/Audio" }} }} }}
+]"#
+        );
+        g.apply(&text).unwrap();
+        g
+    }
+
+    #[test]
+    fn pid_1_roots_and_another_users_processes_are_refused_and_said_once() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        // SAFETY: getuid has no preconditions.
+        let me = unsafe { libc::getuid() };
+        let mut complaints = Complaints::default();
+        for (graph, uid) in [
+            (playing(1, 1000), 1000),
+            (playing(pid.into(), me + 1), me + 1),
+            (playing(pid.into(), me), me + 1),
+        ] {
+            let mut seen = Admitted::default();
+            assert!(seen.update(&graph, uid, &mut complaints).is_empty());
+            assert!(seen.update(&graph, uid, &mut complaints).is_empty());
+        }
+        assert_eq!(
+            complaints.said["refused"].1, 2,
+            "said once, the rest counted"
+        );
+        // The user's own process is admitted, with its identity, unless the user is root.
+        let own = Admitted::default().update(&playing(pid.into(), me), me, &mut complaints);
+        if me != 0 {
+            assert_eq!(own.iter().map(|a| a.pid).collect::<Vec<_>>(), [pid]);
+        } else {
+            assert!(own.is_empty(), "root's process");
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+}
