@@ -371,7 +371,8 @@ impl Report {
     /// `app_cpu_pct` of a CPU on the idle machine and less under stock (where it starves), and
     /// that difference comes out of what the load kept under stock (`load_cpu_pct`). Where the
     /// ceiling is under 0.95 the goal's background half cannot be met by any mode that serves
-    /// the app as the idle machine does. `None` without the figures (real programs, old runs).
+    /// the app as the idle machine does (a real program's `app_cpu_pct` is its process tree's and
+    /// its X server's, measured by the runner). `None` without the figures (old runs).
     pub fn background_ceiling(&self) -> Option<String> {
         let extra = |m: ModeName, k: &str| {
             let row = self.modes.iter().find(|r| r.mode == m)?;

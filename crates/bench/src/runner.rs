@@ -264,12 +264,27 @@ fn run_one(
     let mut model = spawn_foreground(plan, env, layout, &dir, seed, guard.mode.as_ref())?;
     model.targets(&mut targets);
     guard.mode.apply(&targets)?;
+    let foreground =
+        |t: &Targets| -> Vec<i32> { t.app_family().into_iter().chain(t.x_server).collect() };
+    let (fg_cpu_start, fg_start) = (
+        crate::sys::tree_cpu_ns(&foreground(&targets)),
+        Instant::now(),
+    );
     model.go()?;
     sweep_until_finished(model.as_mut(), guard.mode.as_mut(), &targets, plan.duration)?;
+    // A real program's CPU (its process tree and the X server it draws through), measured
+    // here since it reports nothing itself; a model reports its own (`models/mod.rs`).
+    let fg_cpu_pct = 100.0
+        * crate::sys::tree_cpu_ns(&foreground(&targets)).saturating_sub(fg_cpu_start) as f64
+        / 1e9
+        / fg_start.elapsed().as_secs_f64().max(1e-9);
     let wall_s = started.elapsed().as_secs_f64();
     cancel::check()?;
     let output = model.collect()?;
     let mut extras = output.extras;
+    if plan.scenario.is_xapp() || plan.scenario.is_wayland() {
+        extras.entry("app_cpu_pct".into()).or_insert(fg_cpu_pct);
+    }
     extras.extend(guard.mode.extras());
     // The first input after the mode came into force (a daemon's focus): a mode that is slow
     // to act shows here long before it moves p99.

@@ -303,6 +303,23 @@ pub fn task_cpu_ns(pid: i32, tid: i32) -> Option<u64> {
     cpu_ns_in(&format!("/proc/{pid}/task/{tid}/stat"))
 }
 
+/// User plus system CPU time of processes `pids` so far, with what each already reaped of its
+/// children (`cutime`, `cstime`), ns: the difference of two readings is what the tree used in
+/// between, a child that exited and was waited for included (a browser's zygote reaps its
+/// renderers). A process gone by the reading counts nothing.
+pub fn tree_cpu_ns(pids: &[i32]) -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    pids.iter()
+        .filter_map(|p| {
+            let f = Fields::read(&format!("/proc/{p}/stat")).ok()?;
+            Some((14..=17).filter_map(|i| f.num::<u64>(i)).sum::<u64>())
+        })
+        .sum::<u64>()
+        * 1_000_000_000
+        / hz
+}
+
 /// Fields 14 and 15 (utime, stime) of a `stat` file, ns.
 fn cpu_ns_in(path: &str) -> Option<u64> {
     let f = Fields::read(path).ok()?;
