@@ -17,9 +17,9 @@ use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const FIRST_BACKOFF: Duration = Duration::from_secs(1);
@@ -28,6 +28,8 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// One user's PipeWire instance.
 #[derive(Debug, Clone)]
 pub struct Instance {
+    /// Which follower this is (the audio thread ignores a stopped one's last words).
+    pub id: u64,
     pub uid: u32,
     /// The runtime directory's group: `pw-dump` runs with it.
     pub gid: u32,
@@ -39,16 +41,18 @@ pub struct Instance {
 #[derive(Clone, Default)]
 pub struct Stop {
     flag: Arc<AtomicBool>,
-    child: Arc<AtomicI32>,
+    /// The running `pw-dump`'s pid; taken (under the lock) before it is reaped, so a kill never
+    /// reaches a process that took the pid after it.
+    child: Arc<Mutex<Option<i32>>>,
 }
 
 impl Stop {
     pub fn stop(&self) {
         self.flag.store(true, Ordering::Relaxed);
-        let pid = self.child.load(Ordering::Relaxed);
-        if pid > 0 {
-            // SAFETY: kill with a pid this follower spawned and has not reaped yet (a zombie
-            // keeps its pid, so it cannot be another process's).
+        let child = self.child.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(pid) = *child {
+            // SAFETY: kill with a pid this follower spawned and has not reaped (the lock keeps
+            // `Reap` from reaping it meanwhile).
             unsafe { libc::kill(pid, libc::SIGTERM) };
         }
     }
@@ -72,7 +76,7 @@ pub fn spawn(inst: Instance, stop: Stop, out: Sender<Msg>) -> std::io::Result<()
                     Ok(()) => "pw-dump ended".to_owned(),
                     Err(e) => e,
                 };
-                if out.send(Msg::Set(inst.uid, Vec::new())).is_err() || stop.stopped() {
+                if out.send(Msg::Set(inst.id, Vec::new())).is_err() || stop.stopped() {
                     break;
                 }
                 if began.elapsed() > MAX_BACKOFF {
@@ -86,7 +90,7 @@ pub fn spawn(inst: Instance, stop: Stop, out: Sender<Msg>) -> std::io::Result<()
                     break;
                 }
             }
-            let _ = out.send(Msg::Ended(inst.uid));
+            let _ = out.send(Msg::Ended(inst.id));
         })?;
     Ok(())
 }
@@ -111,11 +115,13 @@ fn pw_dump(inst: &Instance) -> std::io::Result<Child> {
     c.spawn()
 }
 
-/// Kills and reaps the monitor when a run ends.
-struct Reap(Child);
+/// Kills and reaps the monitor when a run ends, its pid forgotten by [`Stop`] first.
+struct Reap(Child, Stop);
 
 impl Drop for Reap {
     fn drop(&mut self) {
+        let mut child = self.1.child.lock().unwrap_or_else(|e| e.into_inner());
+        *child = None;
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
@@ -130,9 +136,9 @@ fn run(
 ) -> Result<(), String> {
     let mut child = pw_dump(inst)
         .map_err(|e| format!("cannot run pw-dump (Debian package pipewire-bin): {e}"))?;
-    stop.child.store(child.id() as i32, Ordering::Relaxed);
+    *stop.child.lock().unwrap_or_else(|e| e.into_inner()) = Some(child.id() as i32);
     let stdout = child.stdout.take().expect("piped");
-    let _reap = Reap(child);
+    let _reap = Reap(child, stop.clone());
     if stop.stopped() {
         return Ok(());
     }
@@ -160,7 +166,7 @@ fn run(
         graph.apply(&chunk)?;
         let now = seen.update(&graph, inst.uid, complaints);
         if sent.as_ref() != Some(&now) {
-            out.send(Msg::Set(inst.uid, now.clone()))
+            out.send(Msg::Set(inst.id, now.clone()))
                 .map_err(|_| "the daemon stopped".to_owned())?;
             sent = Some(now);
         }

@@ -34,10 +34,10 @@ const COMPLAIN_EVERY: Duration = Duration::from_secs(60);
 
 /// What a follower tells the audio thread.
 pub enum Msg {
-    /// User `uid`'s processes playing now (admitted, sorted).
-    Set(u32, Vec<AppId>),
-    /// User `uid`'s follower ended.
-    Ended(u32),
+    /// Follower `id`'s user's processes playing now (admitted, sorted).
+    Set(u64, Vec<AppId>),
+    /// Follower `id` ended.
+    Ended(u64),
 }
 
 /// Start the audio source: discovery under `roots` every [`RESCAN`], a follower per user with
@@ -52,11 +52,12 @@ pub fn spawn(roots: auto::Roots, events: Sender<Event>) -> std::io::Result<()> {
                 events,
                 inbox: tx,
                 running: BTreeMap::new(),
+                next_id: 0,
                 sets: BTreeMap::new(),
                 sent: Vec::new(),
             };
             a.run(&rx);
-            for stop in a.running.values() {
+            for (_, stop) in a.running.values() {
                 stop.stop();
             }
         })?;
@@ -67,7 +68,9 @@ struct Audio {
     roots: auto::Roots,
     events: Sender<Event>,
     inbox: Sender<Msg>,
-    running: BTreeMap<u32, follow::Stop>,
+    /// Per user: its follower's id and how to stop it.
+    running: BTreeMap<u32, (u64, follow::Stop)>,
+    next_id: u64,
     sets: BTreeMap<u32, Vec<AppId>>,
     sent: Vec<AppId>,
 }
@@ -87,14 +90,16 @@ impl Audio {
             let next = Instant::now() + RESCAN;
             loop {
                 match rx.recv_timeout(next.saturating_duration_since(Instant::now())) {
-                    Ok(Msg::Set(uid, set)) => {
-                        if self.running.contains_key(&uid) {
+                    Ok(Msg::Set(id, set)) => {
+                        if let Some(uid) = self.user_of(id) {
                             self.sets.insert(uid, set);
                         }
                     }
-                    Ok(Msg::Ended(uid)) => {
-                        self.running.remove(&uid);
-                        self.sets.remove(&uid);
+                    Ok(Msg::Ended(id)) => {
+                        if let Some(uid) = self.user_of(id) {
+                            self.running.remove(&uid);
+                            self.sets.remove(&uid);
+                        }
                     }
                     Err(RecvTimeoutError::Timeout) => break,
                     Err(RecvTimeoutError::Disconnected) => return,
@@ -118,7 +123,7 @@ impl Audio {
             .copied()
             .collect();
         for uid in gone {
-            if let Some(stop) = self.running.remove(&uid) {
+            if let Some((_, stop)) = self.running.remove(&uid) {
                 tracing::info!(
                     uid,
                     "audio: the user's session is gone; its PipeWire is no longer followed"
@@ -149,14 +154,29 @@ impl Audio {
                 Err(_) => continue, // no PipeWire running for this user
             }
             let stop = follow::Stop::default();
-            let inst = follow::Instance { uid, gid, runtime };
+            let id = self.next_id;
+            self.next_id += 1;
+            let inst = follow::Instance {
+                id,
+                uid,
+                gid,
+                runtime,
+            };
             match follow::spawn(inst, stop.clone(), self.inbox.clone()) {
                 Ok(()) => {
-                    self.running.insert(uid, stop);
+                    self.running.insert(uid, (id, stop));
                 }
                 Err(e) => tracing::warn!(uid, "audio: cannot start a follower thread: {e}"),
             }
         }
+    }
+
+    /// The user whose running follower is `id` (`None`: one stopped already).
+    fn user_of(&self, id: u64) -> Option<u32> {
+        self.running
+            .iter()
+            .find(|(_, (i, _))| *i == id)
+            .map(|(uid, _)| *uid)
     }
 
     /// Send the union of the users' audible processes when it changed.
