@@ -17,6 +17,7 @@ mod calibrate;
 mod compare;
 mod rtapp;
 mod sched_info;
+mod slices;
 
 use crate::exit::bad_input;
 use serde::Serialize;
@@ -84,6 +85,8 @@ struct Machine {
 struct FileResult {
     file: String,
     duration_s: f64,
+    /// Custom slices validate set on rt-app's threads, per kernel run ([`slices`]).
+    custom_slices: Vec<Vec<slices::Applied>>,
     tasks: Vec<compare::TaskResult>,
 }
 
@@ -274,7 +277,7 @@ impl Sink for TimerSink {
 /// The simulator's run of one workload, compared with the kernel's `logs`.
 fn one(
     m: &Machine,
-    logs: &[std::collections::BTreeMap<String, Vec<rtapp::ThreadLog>>],
+    runs: &[rtapp::KernelRun],
     file: &Path,
     w: &Workload,
     duration: Nanos,
@@ -289,6 +292,10 @@ fn one(
         cfg.timer_slack = m.timer_slack_ns;
         cfg.wakeup_cost = m.wakeup_costs.rt_ns;
         cfg.fair_wakeup_costs = m.wakeup_costs.fair_ns.clone();
+        if let (Some(ns), "eevdf") = (m.sched_info.base_slice_ns, m.sched) {
+            let p = format!("eevdf.base_slice={ns}ns");
+            cfg.params = uxsched_sim::policy::Params::parse([p.as_str()]).map_err(bad_input)?;
+        }
         let mut sim =
             Sim::new(w, cfg).map_err(|e| bad_input(format!("{}: {e}", file.display())))?;
         let mut sink = TimerSink::default();
@@ -300,17 +307,18 @@ fn one(
         .iter()
         .enumerate()
         .map(|(i, name)| {
-            let runs: Vec<_> = logs.iter().map(|l| kernel_log(l, name)).collect();
+            let logs: Vec<_> = runs.iter().map(|r| kernel_log(&r.logs, name)).collect();
             let sim: Vec<(&[i64], &[i64])> = sinks
                 .iter()
                 .map(|s| (s.wu_lat[i].as_slice(), s.slack[i].as_slice()))
                 .collect();
-            compare::compare(name, &runs, &sim)
+            compare::compare(name, &logs, &sim)
         })
         .collect();
     Ok(FileResult {
         file: file.display().to_string(),
         duration_s: duration as f64 / 1e9,
+        custom_slices: runs.iter().map(|r| r.slices.clone()).collect(),
         tasks,
     })
 }
@@ -373,6 +381,9 @@ fn render(v: &Validation) -> String {
     let _ = writeln!(out, "cannot match: {}", v.cannot_match);
     for f in &v.workloads {
         let _ = writeln!(out, "\n{} ({} s)", f.file, f.duration_s);
+        for a in f.custom_slices.first().into_iter().flatten() {
+            let _ = writeln!(out, "{}", slices::describe(a));
+        }
         let _ = writeln!(
             out,
             "{:<16} {:<10} {:>10} {:>23} {:>10} {:>23} {:>8}",

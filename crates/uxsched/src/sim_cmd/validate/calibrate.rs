@@ -84,6 +84,7 @@ fn probe(rtapp: &Path, dir: &Path, cpus: usize, class: ProbeClass) -> anyhow::Re
         ))
     })?;
     let mut lat: Vec<i64> = logs
+        .logs
         .get("probe")
         .and_then(|v| v.first())
         .map(|l| l.wu_lat.clone())

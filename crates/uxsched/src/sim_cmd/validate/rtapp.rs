@@ -30,7 +30,7 @@ pub fn binary(flag: Option<&Path>) -> PathBuf {
 
 /// A copy of `file` whose logs go to `dir` under a fixed base name (rt-app 1.0 writes no log
 /// lines with `log_size` set to `file` or `auto`, so that key is dropped).
-fn prepare(file: &Path, dir: &Path) -> anyhow::Result<PathBuf> {
+fn prepare(file: &Path, dir: &Path) -> anyhow::Result<(PathBuf, Vec<super::slices::Wanted>)> {
     let text = std::fs::read_to_string(file)
         .map_err(|e| bad_input(format!("{}: cannot read: {e}", file.display())))?;
     let mut json: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
@@ -53,11 +53,12 @@ fn prepare(file: &Path, dir: &Path) -> anyhow::Result<PathBuf> {
     let copy = dir.join("workload.json");
     std::fs::write(&copy, serde_json::to_vec_pretty(&json)?)
         .with_context(|| format!("writing {}", copy.display()))?;
-    Ok(copy)
+    Ok((copy, super::slices::wanted(&json)))
 }
 
 /// Run rt-app on `file` (in `dir`, which receives the logs) for at most `limit`, and return
-/// each thread's log by rt-app thread name, instances in index order.
+/// each thread's log by rt-app thread name, instances in index order, with how the custom
+/// slices the workload asks for were set ([`super::slices`]).
 ///
 /// With `timer_slack_ns`, rt-app starts with that timer slack (`PR_SET_TIMERSLACK` in the child
 /// before `exec`; its threads inherit it) instead of this process's.
@@ -67,9 +68,9 @@ pub fn run(
     dir: &Path,
     limit: Duration,
     timer_slack_ns: Option<u64>,
-) -> anyhow::Result<BTreeMap<String, Vec<ThreadLog>>> {
+) -> anyhow::Result<KernelRun> {
     use std::os::unix::process::CommandExt;
-    let copy = prepare(file, dir)?;
+    let (copy, wanted) = prepare(file, dir)?;
     let mut cmd = Command::new(rtapp);
     if let Some(ns) = timer_slack_ns {
         // SAFETY: prctl is async-signal-safe and touches only the child's own thread.
@@ -97,6 +98,7 @@ pub fn run(
                 rtapp.display()
             ))
         })?;
+    let enforcer = (!wanted.is_empty()).then(|| super::slices::Enforcer::start(child.id(), wanted));
     let mut stderr = child.stderr.take().expect("piped");
     let reader = std::thread::spawn(move || {
         let mut s = String::new();
@@ -137,7 +139,17 @@ pub fn run(
             why.trim()
         )));
     }
-    read_logs(dir)
+    let slices = enforcer.map(|e| e.finish()).unwrap_or_default();
+    Ok(KernelRun {
+        logs: read_logs(dir)?,
+        slices,
+    })
+}
+
+/// What one rt-app run left.
+pub struct KernelRun {
+    pub logs: BTreeMap<String, Vec<ThreadLog>>,
+    pub slices: Vec<super::slices::Applied>,
 }
 
 /// Every `validate-<thread>-<index>.log` in `dir`, grouped by thread name.

@@ -28,7 +28,13 @@ pub struct SchedInfo {
     pub features: Result<Vec<String>, String>,
     /// Modelled flags that this kernel has set otherwise than the simulator assumes.
     pub differs: Vec<String>,
+    /// `sysctl_sched_base_slice` (already scaled by the CPU count), and where it was read: the
+    /// simulator's `eevdf.base_slice` is set to it. 6.6–6.14 default to 0.75 ms × (1 + log2
+    /// ncpus), 6.15+ to 0.70 ms × the same ("sched: Reduce the default slice to avoid tasks
+    /// getting an extra tick"): 1.4 ms on the 2-CPU 6.18 machine, where the simulator's own
+    /// default is 1.5 ms.
     pub base_slice_ns: Option<u64>,
+    pub base_slice_from: String,
     pub preempt: Option<String>,
 }
 
@@ -51,13 +57,40 @@ pub fn probe() -> SchedInfo {
         Ok(f) => differs(f),
         Err(_) => Vec::new(),
     };
+    let (base_slice_ns, base_slice_from) = match read("base_slice_ns") {
+        Ok(s) => (s.parse().ok(), format!("{DEBUG_SCHED}/base_slice_ns")),
+        Err(_) => own_slice(),
+    };
     SchedInfo {
         features,
         differs,
-        base_slice_ns: read("base_slice_ns").ok().and_then(|s| s.parse().ok()),
+        base_slice_ns,
+        base_slice_from,
         // e.g. "none (voluntary) full lazy": the chosen model is in parentheses.
         preempt: read("preempt").ok(),
     }
+}
+
+/// The base slice as this thread's `se.slice` in `/proc/thread-self/sched` (6.12+ prints it):
+/// a SCHED_OTHER thread without a custom slice requests `sysctl_sched_base_slice`.
+fn own_slice() -> (Option<u64>, String) {
+    const FROM: &str = "/proc/thread-self/sched se.slice";
+    // SAFETY: sched_getscheduler(0) takes no pointer and reads this thread's policy.
+    let policy = unsafe { libc::sched_getscheduler(0) };
+    if policy != libc::SCHED_OTHER {
+        return (None, format!("{FROM}: this thread is not SCHED_OTHER"));
+    }
+    match std::fs::read_to_string("/proc/thread-self/sched") {
+        Ok(text) => (parse_slice(&text), FROM.to_string()),
+        Err(e) => (None, format!("{FROM}: {e}")),
+    }
+}
+
+pub fn parse_slice(sched: &str) -> Option<u64> {
+    sched.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        (k.trim() == "se.slice").then(|| v.trim().parse().ok())?
+    })
 }
 
 /// The modelled flags this kernel sets otherwise (a flag it does not list is not compared: it
@@ -94,9 +127,11 @@ impl SchedInfo {
             )
         };
         format!(
-            "sched features: {features}{differs}\nbase_slice_ns {}, preempt {}",
+            "sched features: {features}{differs}\nbase slice {} (from {}; the simulator's \
+             eevdf.base_slice), preempt {}",
             self.base_slice_ns
-                .map_or("unknown".to_string(), |n| n.to_string()),
+                .map_or("unknown".to_string(), |n| format!("{n} ns")),
+            self.base_slice_from,
             self.preempt.as_deref().unwrap_or("unknown")
         )
     }
@@ -115,5 +150,14 @@ mod tests {
         assert_eq!(differs(&f), vec!["NO_RUN_TO_PARITY", "NEXT_BUDDY"]);
         let defaults: Vec<String> = MODELLED_ON.iter().map(|s| s.to_string()).collect();
         assert!(differs(&defaults).is_empty());
+    }
+
+    #[test]
+    fn the_base_slice_is_read_from_a_threads_sched_file() {
+        let text = "rt-app (123, #threads: 2)\n------\nse.exec_start  :  1.5\n\
+                    se.slice                                     :              1400000\n\
+                    policy  :  0\n";
+        assert_eq!(parse_slice(text), Some(1_400_000));
+        assert_eq!(parse_slice("policy : 0\n"), None);
     }
 }
