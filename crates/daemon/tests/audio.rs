@@ -8,7 +8,8 @@
 //! else of it is raised; a process whose pid the stream forges in its own properties
 //! (`application.process.id`, `pipewire.sec.pid`: what a client may write about itself) is left
 //! alone; the stream stopping (its sink removed: the node goes idle, the process lives) restores
-//! its thread exactly, and so does the process exiting; the daemon keeps running when the
+//! its thread exactly, and so does the process exiting; an audio thread that is real-time
+//! already (as rtkit makes it) is listed and left as it is; the daemon keeps running when the
 //! PipeWire server goes away.
 //!
 //! Needs root and the Debian packages pipewire, pipewire-bin, wireplumber and dbus-daemon.
@@ -269,7 +270,7 @@ fn a_playing_clients_audio_thread_is_protected_until_its_stream_stops_or_it_exit
     let main_before = snapshot(&[first_pid]);
     let data = data_thread(first_pid);
     let data_before = snapshot(&[data]).remove(0);
-    let d = Daemon::start("uxsched", "");
+    let mut d = Daemon::start("uxsched", "");
     wait_until("pw-play audible", WAIT, || audible(&d) == [first_pid]);
     wait_until("its data thread protected", WAIT, || {
         let a = attr(data);
@@ -291,6 +292,33 @@ fn a_playing_clients_audio_thread_is_protected_until_its_stream_stops_or_it_exit
     });
     wait_until("its journal rows gone", WAIT, || {
         d.status().boosted.is_empty()
+    });
+
+    // A player whose audio thread is real-time already (as rtkit makes it): listed, left as it
+    // is. Made FIFO while no daemon runs, so the daemon never saw it fair.
+    d.stop(libc::SIGTERM);
+    let rt_player = stack.play(&forged);
+    let rt_pid = rt_player.0.id() as i32;
+    let rt_data = data_thread(rt_pid);
+    let chrt = Command::new("chrt")
+        .args(["-f", "-p", "1", &rt_data.to_string()])
+        .status()
+        .expect("chrt (util-linux)");
+    assert!(chrt.success());
+    let rt_before = snapshot(&tids(rt_pid));
+    d.spawn();
+    wait_until("the real-time player audible", WAIT, || {
+        audible(&d) == [rt_pid]
+    });
+    std::thread::sleep(Duration::from_millis(500)); // passes every 50 ms
+    assert!(
+        all_restored(&rt_before),
+        "a real-time audio thread is left as it is"
+    );
+    assert!(d.status().boosted.is_empty());
+    drop(rt_player);
+    wait_until("the real-time player unlisted", WAIT, || {
+        audible(&d).is_empty()
     });
 
     // Then a player whose stream stops while it lives: its sink is removed, the node idles.
