@@ -176,3 +176,39 @@ fn each_fair_timer_wakeup_takes_one_measured_cost() {
         .filter(|&&l| l < 200 * US as i64)
         .all(|&l| l == 75 * US as i64));
 }
+
+#[test]
+fn a_migrated_entity_keeps_the_rest_of_its_request() {
+    use uxsched_sim::policy::Enqueue;
+    let policy = Eevdf::new(EevdfTunables::for_cpus(2));
+    let v = 100 * MS as i64;
+    // Entity 1, queued behind 0 with 0.4 ms of its 1.5 ms request left, is pulled away.
+    let mut ents = vec![ent(v, 1500 * US), ent(v, 1500 * US)];
+    ents[1].deadline = v + 400 * US as i64;
+    let from = rq_of(&ents);
+    policy.on_dequeue(&from, &mut ents, 1, false);
+    // The destination queue: one entity at 50 ms.
+    let mut dest = vec![ent(50 * MS as i64, 1500 * US)];
+    dest.push(ents[1].clone());
+    let mut to = FairRq::for_group(0);
+    to.min_vruntime = 50 * MS as i64;
+    to.curr = Some(0);
+    to.nr_running = 1;
+    to.load = 1024;
+    policy.place(&to, &mut dest, 1, Enqueue::Migrated);
+    let e = &dest[1];
+    assert_eq!(
+        e.deadline - e.vruntime,
+        400 * US as i64,
+        "PLACE_REL_DEADLINE: the 0.4 ms left, not a new 1.5 ms request"
+    );
+    assert!(!e.rel_deadline);
+    // Dequeued to sleep, it gets a full new request at its wake-up.
+    let mut ents = vec![ent(v, 1500 * US), ent(v, 1500 * US)];
+    ents[1].deadline = v + 400 * US as i64;
+    let from = rq_of(&ents);
+    policy.on_dequeue(&from, &mut ents, 1, true);
+    let mut dest = vec![ent(50 * MS as i64, 1500 * US), ents[1].clone()];
+    policy.place(&to, &mut dest, 1, Enqueue::Wakeup);
+    assert_eq!(dest[1].deadline - dest[1].vruntime, 1500 * US as i64);
+}

@@ -21,6 +21,8 @@
 //!   `update_protect_slice`, 6.17–6.18).
 //! - Once the current entity's protection is over, every accounting asks for a pick
 //!   (`update_curr`: `resched || !protect_slice(curr)`, 6.17+).
+//! - PLACE_REL_DEADLINE (6.13+): an entity dequeued without sleeping (migration, cgroup move)
+//!   keeps its deadline relative to its vruntime and gets it back at placement.
 //! - DELAY_DEQUEUE and DELAY_ZERO (6.12+, `dequeue_entity`, `requeue_delayed_entity`,
 //!   `finish_delayed_dequeue_entity`): the kernel keeps a sleeper that is not eligible queued
 //!   until it is picked, and then dequeues it with its lag clipped to 0; woken before that, it
@@ -49,6 +51,8 @@ pub struct EevdfTunables {
     pub wakeup_preempt: bool,
     /// DELAY_DEQUEUE with DELAY_ZERO (both on since 6.12).
     pub delay_dequeue: bool,
+    /// PLACE_REL_DEADLINE (on since 6.13).
+    pub place_rel_deadline: bool,
 }
 
 impl EevdfTunables {
@@ -63,6 +67,7 @@ impl EevdfTunables {
             place_lag: true,
             wakeup_preempt: true,
             delay_dequeue: true,
+            place_rel_deadline: true,
         }
     }
 }
@@ -301,6 +306,11 @@ impl FairPolicy for Eevdf {
         }
         let e = &mut ents[id];
         e.vruntime = v - lag;
+        if std::mem::take(&mut e.rel_deadline) {
+            // PLACE_REL_DEADLINE: `se->deadline += se->vruntime` (place_entity, 6.13–6.18).
+            e.deadline += e.vruntime;
+            return;
+        }
         let mut vs = vslice(e, e.slice);
         if why == Enqueue::Initial {
             vs /= 2;
@@ -317,6 +327,15 @@ impl FairPolicy for Eevdf {
         // DELAY_DEQUEUE: only a sleeper that is not eligible is delayed.
         ents[id].delayed_on = (self.t.delay_dequeue && sleep && lag < 0).then_some(e.rq);
         ents[id].vlag = lag;
+        // PLACE_REL_DEADLINE (`dequeue_entity`, 6.13–6.18): an entity that leaves without
+        // sleeping — migrated, moved to another cgroup — keeps the rest of its request
+        // (`se->deadline -= se->vruntime; se->rel_deadline = 1`) instead of a new full slice at
+        // its next placement.
+        if self.t.place_rel_deadline && !sleep {
+            let e = &mut ents[id];
+            e.deadline -= e.vruntime;
+            e.rel_deadline = true;
+        }
     }
 
     fn charge(&self, rq: &mut FairRq, ents: &mut [Entity], id: EntityId, delta: Nanos) -> bool {

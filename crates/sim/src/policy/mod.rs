@@ -45,6 +45,9 @@ pub struct Entity {
     /// EEVDF DELAY_DEQUEUE: the run-queue this entity went to sleep on while not eligible
     /// (`se->sched_delayed`); see `policy::eevdf`.
     pub delayed_on: Option<usize>,
+    /// EEVDF PLACE_REL_DEADLINE (6.13+): dequeued without sleeping (migration, cgroup move),
+    /// `deadline` holds the time left to it (`deadline − vruntime`), restored at placement.
+    pub rel_deadline: bool,
     /// Requested slice: EEVDF base or custom slice.
     pub slice: Nanos,
     /// `sched_attr.sched_runtime` was set explicitly.
