@@ -34,10 +34,18 @@ use uxsched_daemon::sources::idle::{self as idle_readers, Change};
 const USER: u32 = 65534;
 const LIMIT: Duration = Duration::from_secs(1);
 
+/// Ended with SIGTERM, so that sway removes its sockets from the user's runtime directory (a
+/// SIGKILLed one leaves them, and the next test found those), SIGKILL after 2 s.
 struct Kill(Child);
 
 impl Drop for Kill {
     fn drop(&mut self) {
+        // SAFETY: kill has no memory preconditions; the pid is our child's, not yet reaped.
+        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
+        let end = Instant::now() + Duration::from_secs(2);
+        while self.0.try_wait().ok().flatten().is_none() && Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(10));
+        }
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
@@ -87,22 +95,24 @@ fn sway(runtime: &RuntimeDir, home: &Path) -> (Kill, PathBuf, PathBuf) {
         .spawn()
         .expect("sway (Debian package sway)");
     let guard = Kill(child);
+    // This sway's: listened on (another test's may be left in the directory), and the IPC
+    // socket named with its pid.
+    let pid = guard.0.id();
     let find = |pred: &dyn Fn(&str) -> bool| {
+        let l = procs::listening();
         std::fs::read_dir(&runtime.path)
             .into_iter()
             .flatten()
             .flatten()
             .map(|e| e.path())
+            .filter(|p| procs::is_listened(&l, p))
             .find(|p| pred(&p.file_name().unwrap().to_string_lossy()))
     };
     let (mut ipc, mut display) = (None, None);
     wait_until("sway's sockets", Duration::from_secs(15), || {
-        ipc = find(&|n| n.starts_with("sway-ipc."));
+        ipc = find(&|n| n == format!("sway-ipc.{USER}.{pid}.sock"));
         display = find(&|n| auto::runtime::is_wayland_socket(n));
-        let l = procs::listening();
-        [&ipc, &display]
-            .iter()
-            .all(|p| p.as_ref().is_some_and(|p| procs::is_listened(&l, p)))
+        ipc.is_some() && display.is_some()
     });
     (guard, ipc.unwrap(), display.unwrap())
 }
@@ -204,4 +214,29 @@ fn the_daemon_withdraws_a_focused_foots_boost_at_the_limit_and_gives_it_back_at_
     let back = moved.elapsed();
     assert!(s.idle.is_none(), "{s:?}");
     eprintln!("daemon, sway: withdrawn {withdrawn:?} after the last input (limit {LIMIT:?}), back {back:?} after a motion (swaymsg's run and the test's 20 ms polling included)");
+}
+
+/// Any user can listen on a socket named like a compositor's: one that accepts and never
+/// answers costs the reader its handshake's bound (3 s), not a thread forever.
+#[test]
+fn a_socket_that_never_answers_ends_the_reader_within_its_handshake_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("wayland-9");
+    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    let held = std::thread::spawn(move || listener.accept().map(|(s, _)| s));
+    let (tx, rx) = mpsc::channel();
+    let stop = Arc::new(AtomicBool::new(false));
+    let started = Instant::now();
+    idle_readers::wayland::spawn(path, None, LIMIT, stop, move |c| tx.send(c).is_ok()).unwrap();
+    assert_eq!(
+        rx.recv_timeout(Duration::from_secs(6)),
+        Err(RecvTimeoutError::Disconnected),
+        "the reader said something or did not end"
+    );
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_secs(3) && took < Duration::from_secs(5),
+        "{took:?}"
+    );
+    drop(held.join().unwrap());
 }

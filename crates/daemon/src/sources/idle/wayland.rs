@@ -17,9 +17,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use wayland_client::globals::{registry_queue_init, GlobalListContents};
-use wayland_client::protocol::{wl_registry, wl_seat};
-use wayland_client::{Connection, Dispatch, QueueHandle};
+use wayland_client::protocol::{wl_callback, wl_registry, wl_seat};
+use wayland_client::{Connection, Dispatch, EventQueue, Proxy, QueueHandle};
 use wayland_protocols::ext::idle_notify::v1::client::{
     ext_idle_notification_v1::{self, ExtIdleNotificationV1},
     ext_idle_notifier_v1::ExtIdleNotifierV1,
@@ -30,7 +29,7 @@ use wayland_protocols_plasma::idle::client::{
 };
 
 /// How long the compositor may take to answer the connection's first round trip (any user can
-/// listen on a socket named like a compositor's).
+/// listen on a socket named like a compositor's, and never answer).
 const HANDSHAKE: Duration = Duration::from_secs(3);
 /// How often the reader looks at its stop flag.
 const TICK_MS: i32 = 500;
@@ -46,6 +45,10 @@ enum Failed {
 struct Events {
     limit: Duration,
     changes: Vec<Change>,
+    /// The compositor's globals: name, interface, version.
+    globals: Vec<(u32, String, u32)>,
+    /// The handshake's round trip is done: every global is in.
+    synced: bool,
 }
 
 impl Dispatch<ExtIdleNotificationV1, ()> for Events {
@@ -92,15 +95,36 @@ wayland_client::delegate_noop!(Events: ignore wl_seat::WlSeat);
 wayland_client::delegate_noop!(Events: ExtIdleNotifierV1);
 wayland_client::delegate_noop!(Events: OrgKdeKwinIdle);
 
-impl Dispatch<wl_registry::WlRegistry, GlobalListContents> for Events {
+impl Dispatch<wl_registry::WlRegistry, ()> for Events {
     fn event(
-        _: &mut Self,
+        state: &mut Self,
         _: &wl_registry::WlRegistry,
-        _: wl_registry::Event,
-        _: &GlobalListContents,
+        event: wl_registry::Event,
+        _: &(),
         _: &Connection,
         _: &QueueHandle<Self>,
     ) {
+        if let wl_registry::Event::Global {
+            name,
+            interface,
+            version,
+        } = event
+        {
+            state.globals.push((name, interface, version));
+        }
+    }
+}
+
+impl Dispatch<wl_callback::WlCallback, ()> for Events {
+    fn event(
+        state: &mut Self,
+        _: &wl_callback::WlCallback,
+        _: wl_callback::Event,
+        _: &(),
+        _: &Connection,
+        _: &QueueHandle<Self>,
+    ) {
+        state.synced = true;
     }
 }
 
@@ -159,25 +183,38 @@ fn follow(
     send: &mut impl FnMut(Change) -> bool,
 ) -> Result<(), Failed> {
     let stream = UnixStream::connect(socket).map_err(|e| broken("cannot connect", e))?;
-    // The first round trip bounded; later reads follow a poll, so they do not block.
-    stream
-        .set_read_timeout(Some(HANDSHAKE))
-        .map_err(|e| broken("cannot set a timeout", e))?;
     let conn = Connection::from_socket(stream).map_err(|e| broken("not a Wayland socket", e))?;
-    let (globals, mut queue) =
-        registry_queue_init::<Events>(&conn).map_err(|e| broken("no answer to the registry", e))?;
+    let mut queue = conn.new_event_queue();
     let qh = queue.handle();
-    let seat: wl_seat::WlSeat = globals
-        .bind(&qh, 1..=1, ())
-        .map_err(|e| Failed::NotOffered(format!("the compositor offers no seat ({e})")))?;
+    let registry = conn.display().get_registry(&qh, ());
+    let _sync = conn.display().sync(&qh, ());
+    let mut events = Events {
+        limit,
+        changes: Vec::new(),
+        globals: Vec::new(),
+        synced: false,
+    };
+    // The handshake bounded: every read below follows a poll.
+    let end = Instant::now() + HANDSHAKE;
+    while !events.synced {
+        let left = end.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(Failed::Broken(format!(
+                "no answer to the registry within {HANDSHAKE:?}: not a compositor?"
+            )));
+        }
+        read(&mut queue, &mut events, left.as_millis() as i32 + 1)?;
+    }
+    let seat: wl_seat::WlSeat = bind(&events, &registry, &qh)
+        .ok_or_else(|| Failed::NotOffered("the compositor offers no seat".into()))?;
     let ms = u32::try_from(limit.as_millis()).unwrap_or(u32::MAX);
     // Held while the reader reads: the notification or timeout object of either protocol.
     let _asked: (Option<ExtIdleNotificationV1>, Option<OrgKdeKwinIdleTimeout>) =
-        match globals.bind::<ExtIdleNotifierV1, _, _>(&qh, 1..=1, ()) {
-            Ok(n) => (Some(n.get_idle_notification(ms, &seat, &qh, ())), None),
-            Err(_) => match globals.bind::<OrgKdeKwinIdle, _, _>(&qh, 1..=1, ()) {
-                Ok(kde) => (None, Some(kde.get_idle_timeout(&seat, ms, &qh, ()))),
-                Err(_) => {
+        match bind::<ExtIdleNotifierV1>(&events, &registry, &qh) {
+            Some(n) => (Some(n.get_idle_notification(ms, &seat, &qh, ())), None),
+            None => match bind::<OrgKdeKwinIdle>(&events, &registry, &qh) {
+                Some(kde) => (None, Some(kde.get_idle_timeout(&seat, ms, &qh, ()))),
+                None => {
                     return Err(Failed::NotOffered(
                         "the compositor offers neither ext-idle-notify-v1 nor KDE's idle \
                          protocol"
@@ -186,35 +223,56 @@ fn follow(
                 }
             },
         };
-    let mut events = Events {
-        limit,
-        changes: Vec::new(),
-    };
-    let lost = |e: &dyn std::fmt::Display| broken("the connection failed", e);
     loop {
         if stop.load(Ordering::Relaxed) {
             return Ok(());
         }
-        queue.flush().map_err(|e| lost(&e))?;
-        queue.dispatch_pending(&mut events).map_err(|e| lost(&e))?;
-        if let Some(guard) = queue.prepare_read() {
-            let mut pfd = libc::pollfd {
-                fd: guard.connection_fd().as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            // SAFETY: one valid pollfd.
-            if unsafe { libc::poll(&mut pfd, 1, TICK_MS) } > 0 {
-                guard.read().map_err(|e| lost(&e))?;
-            }
-        }
-        queue.dispatch_pending(&mut events).map_err(|e| lost(&e))?;
+        read(&mut queue, &mut events, TICK_MS)?;
         for c in events.changes.drain(..) {
             if !send(c) {
                 return Ok(());
             }
         }
     }
+}
+
+/// Send what is queued, wait up to `timeout_ms` for the compositor, and handle what it sent.
+fn read(
+    queue: &mut EventQueue<Events>,
+    events: &mut Events,
+    timeout_ms: i32,
+) -> Result<(), Failed> {
+    let lost = |e: &dyn std::fmt::Display| broken("the connection failed", e);
+    queue.flush().map_err(|e| lost(&e))?;
+    queue.dispatch_pending(events).map_err(|e| lost(&e))?;
+    if let Some(guard) = queue.prepare_read() {
+        let mut pfd = libc::pollfd {
+            fd: guard.connection_fd().as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd.
+        if unsafe { libc::poll(&mut pfd, 1, timeout_ms) } > 0 {
+            guard.read().map_err(|e| lost(&e))?;
+        }
+    }
+    queue.dispatch_pending(events).map_err(|e| lost(&e))?;
+    Ok(())
+}
+
+/// Bind the compositor's global of interface `I`, version 1, if it offers one.
+fn bind<I>(
+    events: &Events,
+    registry: &wl_registry::WlRegistry,
+    qh: &QueueHandle<Events>,
+) -> Option<I>
+where
+    I: Proxy + 'static,
+    Events: Dispatch<I, ()>,
+{
+    let name = I::interface().name;
+    let (id, _, _) = events.globals.iter().find(|(_, i, _)| i == name)?;
+    Some(registry.bind::<I, _, _>(*id, 1, qh, ()))
 }
 
 fn broken(what: &str, e: impl std::fmt::Display) -> Failed {
