@@ -54,9 +54,7 @@ pub fn start(front: Front, tx: Sender<Event>) -> anyhow::Result<()> {
             "launch watcher: cannot enlarge its socket buffer ({e}); exec storms may drop events"
         );
     }
-    std::thread::Builder::new()
-        .name("uxsched-launch".into())
-        .spawn(move || watch(conn, front, tx))?;
+    super::spawn_raised("uxsched-launch".into(), move || watch(conn, front, tx))?;
     Ok(())
 }
 

@@ -129,32 +129,30 @@ pub fn spawn(root: PathBuf, any_owner: bool, events: Sender<Event>) -> std::io::
     // SAFETY: `fd` is a fresh descriptor returned by the kernel.
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };
     let mut reporter = Reporter::new(SourceName::Mutter, events);
-    std::thread::Builder::new()
-        .name("uxsched-mutter".into())
-        .spawn(move || {
-            let mut logged = false;
-            loop {
-                let (dirs, scopes) = walk(&root);
-                let error = add_watches(&fd, &dirs);
-                if let Some(e) = &error {
-                    if !logged {
-                        tracing::error!("mutter source: {e}");
-                        logged = true;
-                    }
+    super::spawn_raised("uxsched-mutter".into(), move || {
+        let mut logged = false;
+        loop {
+            let (dirs, scopes) = walk(&root);
+            let error = add_watches(&fd, &dirs);
+            if let Some(e) = &error {
+                if !logged {
+                    tracing::error!("mutter source: {e}");
+                    logged = true;
                 }
-                let now = focused(&scopes);
-                let owner = now
-                    .as_ref()
-                    .map_or(Err(String::new()), |(s, _)| session_owner(s, any_owner));
-                let sent = reporter
-                    .health(error)
-                    .and_then(|()| reporter.seen(now.map(|(_, p)| p), owner));
-                if sent.is_err() {
-                    return;
-                }
-                wait_and_drain(&fd);
             }
-        })?;
+            let now = focused(&scopes);
+            let owner = now
+                .as_ref()
+                .map_or(Err(String::new()), |(s, _)| session_owner(s, any_owner));
+            let sent = reporter
+                .health(error)
+                .and_then(|()| reporter.seen(now.map(|(_, p)| p), owner));
+            if sent.is_err() {
+                return;
+            }
+            wait_and_drain(&fd);
+        }
+    })?;
     Ok(())
 }
 

@@ -427,10 +427,9 @@ impl Follow {
                     revents: 0,
                 };
                 // Until the idle reader's next read, if sooner (rounded up: not a busy loop).
-                let tick = idle
-                    .as_ref()
-                    .and_then(XIdle::wait)
-                    .map_or(TICK_MS, |w| (w.as_micros().div_ceil(1000) as i32).min(TICK_MS));
+                let tick = idle.as_ref().and_then(XIdle::wait).map_or(TICK_MS, |w| {
+                    (w.as_micros().div_ceil(1000) as i32).min(TICK_MS)
+                });
                 // SAFETY: one valid pollfd.
                 unsafe { libc::poll(&mut pfd, 1, tick) };
             }
@@ -501,9 +500,7 @@ pub fn spawn(
         idle_after,
     };
     let reporter = Reporter::new(SourceName::X11, events);
-    std::thread::Builder::new()
-        .name("uxsched-x11".into())
-        .spawn(move || follow.run(reporter))?;
+    super::spawn_raised("uxsched-x11".into(), move || follow.run(reporter))?;
     Ok(())
 }
 
@@ -540,12 +537,10 @@ pub fn follow(
     }
     let alive = Alive;
     let reporter = Reporter::new(SourceName::X11, events);
-    std::thread::Builder::new()
-        .name(format!("uxsched-x11-{display}"))
-        .spawn(move || {
-            let _alive = alive;
-            follow.run(reporter)
-        })
+    super::spawn_raised(format!("uxsched-x11-{display}"), move || {
+        let _alive = alive;
+        follow.run(reporter)
+    })
 }
 
 #[cfg(test)]

@@ -176,46 +176,44 @@ where
     } = f;
     let mut reporter = Reporter::new(source, events);
     let mut complaints = Complaints::new(source);
-    std::thread::Builder::new()
-        .name(thread.into())
-        .spawn(move || {
-            let mut conn = Some(first);
-            let mut backoff = FIRST_BACKOFF;
-            loop {
-                if let Some(c) = conn.take() {
-                    let began = Instant::now();
-                    if reporter.health(None).is_err() {
-                        return;
-                    }
-                    let lost = match serve(c, &mut reporter, &mut complaints) {
-                        Err(Lost::Daemon) => return,
-                        Ok(()) => "the compositor closed the connection".to_string(),
-                        Err(Lost::Conn(e)) => e,
-                    };
-                    if began.elapsed() >= HEALTHY {
-                        backoff = FIRST_BACKOFF;
-                    }
-                    tracing::info!(?source, "compositor connection lost ({lost}); reconnecting");
-                    let error = format!("degraded: {lost}; reconnecting");
-                    let cleared = reporter.seen(None, Err(String::new()));
-                    if cleared.and_then(|()| reporter.health(Some(error))).is_err() {
-                        return;
-                    }
+    super::spawn_raised(thread.into(), move || {
+        let mut conn = Some(first);
+        let mut backoff = FIRST_BACKOFF;
+        loop {
+            if let Some(c) = conn.take() {
+                let began = Instant::now();
+                if reporter.health(None).is_err() {
+                    return;
                 }
-                std::thread::sleep(backoff);
-                backoff = (backoff * 2).min(MAX_BACKOFF);
-                match connect() {
-                    Ok(c) => conn = Some(c),
-                    Err(e) if gone_for_good(&e) => {
-                        tracing::info!(?source, "the compositor is gone ({e}); no longer followed");
-                        let _ = reporter.seen(None, Err(String::new()));
-                        let _ = reporter.health(None);
-                        return;
-                    }
-                    Err(e) => tracing::debug!(?source, "reconnecting: {e}; next in {backoff:?}"),
+                let lost = match serve(c, &mut reporter, &mut complaints) {
+                    Err(Lost::Daemon) => return,
+                    Ok(()) => "the compositor closed the connection".to_string(),
+                    Err(Lost::Conn(e)) => e,
+                };
+                if began.elapsed() >= HEALTHY {
+                    backoff = FIRST_BACKOFF;
+                }
+                tracing::info!(?source, "compositor connection lost ({lost}); reconnecting");
+                let error = format!("degraded: {lost}; reconnecting");
+                let cleared = reporter.seen(None, Err(String::new()));
+                if cleared.and_then(|()| reporter.health(Some(error))).is_err() {
+                    return;
                 }
             }
-        })
+            std::thread::sleep(backoff);
+            backoff = (backoff * 2).min(MAX_BACKOFF);
+            match connect() {
+                Ok(c) => conn = Some(c),
+                Err(e) if gone_for_good(&e) => {
+                    tracing::info!(?source, "the compositor is gone ({e}); no longer followed");
+                    let _ = reporter.seen(None, Err(String::new()));
+                    let _ = reporter.health(None);
+                    return;
+                }
+                Err(e) => tracing::debug!(?source, "reconnecting: {e}; next in {backoff:?}"),
+            }
+        }
+    })
 }
 
 #[cfg(test)]
