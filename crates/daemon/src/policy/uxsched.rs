@@ -259,8 +259,14 @@ mod tests {
         assert_eq!([io(100), io(101), io(400), io(500), io(501)], [rt4; 5]);
         assert_eq!([io(102), io(300)], [None, None]);
         let (main, other) = (tid(&d, 500).unwrap(), tid(&d, 501).unwrap());
-        assert_eq!((main.nice, main.slice_ns, main.rt), (Some(-19), Some(100_000), None));
-        assert_eq!((main.autogroup_nice, other.autogroup_nice), (Some(-19), None));
+        assert_eq!(
+            (main.nice, main.slice_ns, main.rt),
+            (Some(-19), Some(100_000), None)
+        );
+        assert_eq!(
+            (main.autogroup_nice, other.autogroup_nice),
+            (Some(-19), None)
+        );
         cfg.storage.front_class = crate::config::storage::FrontClass::Off;
         let d = Uxsched.desired(&s, &cfg);
         assert!(d.threads.values().all(|t| t.ioprio.is_none()));
