@@ -23,6 +23,7 @@ commit=$(cat "$out/commit" 2>/dev/null || echo unknown)
 
 PEERS=idle,stock,android,s76,schedqos,fifo,uxsched
 DAEMON_MODES=idle,stock,eimos,vtcfs,mcfs,facfs,shuffledog,uxsched
+STORAGE_MODES=idle,stock,android,s76,uxsched-cpu,uxsched,uxsched-bfq
 
 # The bench arguments of one cell.
 cell_args() {
@@ -42,6 +43,11 @@ cell_args() {
     # between a flip's two outcomes (cached read or one queued behind fio) from run to run.
     # 4 × 30 s: 480 flips, p95 on 24.
     gallery) reps=4 duration=30s ;;
+    # Issue 33: a cold launch takes 0.2-2 s here plus the cache drop and closing; 3 × 6 launches
+    # per mode (p95 is near the maximum).
+    launch) args+=(--launches 6) reps=3 duration=60s ;;
+    # An editor's save every 250 ms: 3 × 10 s, 120 saves per mode.
+    fsync) reps=3 duration=10s ;;
   esac
   case $tag in
     peers) args+=(--modes "$PEERS") ;;
@@ -55,6 +61,14 @@ cell_args() {
     long) args+=(--modes "$PEERS,uxsched-roles") reps=4 duration=10s ;;
     # Issue 30's modes: the limit is fifo over the browser's whole process tree and the X server.
     browser) args+=(--modes idle,stock,android,fifo,uxsched) ;;
+    # Issue 33's storage modes, under the scenario's default load (`write` for launch and
+    # fsync) or the named one: the peers, uxsched without its storage levers, with them, and
+    # with the opt-in BFQ switch.
+    storage) args+=(--modes "$STORAGE_MODES") ;;
+    storage-io) args+=(--load io --modes "$STORAGE_MODES") ;;
+    storage-write) args+=(--load write --modes "$STORAGE_MODES") ;;
+    # Seed 001's read-ahead: eimos with and without its prefetch.
+    readahead) args+=(--load write --modes idle,stock,eimos-noprefetch,eimos,uxsched) ;;
     *) echo "unknown cell tag '$tag' in $1" >&2; exit 2 ;;
   esac
   args+=(--reps "$reps" --duration "$duration")
@@ -73,6 +87,8 @@ ALL=(
   xterm/same-session/lever xterm/no-autogroup/lever
   xedit/units/short xedit/other-session/short
   chromium/same-session/browser chromium/no-autogroup/browser
+  launch/same-session/storage launch/same-session/storage-io fsync/same-session/storage
+  reader/same-session/storage-write reader/same-session/readahead
 )
 # The model scenarios in every layout (issue 9: every scenario × every layout).
 for scenario in frames alarm player reader gallery; do
