@@ -22,7 +22,10 @@ pub fn bad_input(msg: impl Into<String>) -> anyhow::Error {
 /// Print an error chain to stderr and choose the exit code.
 pub fn report(e: &anyhow::Error) -> ExitCode {
     eprintln!("uxsched: error: {e:#}");
-    if e.chain().any(|c| c.is::<BadInput>()) {
+    // The shared run path (crates/simrun) marks its own input errors.
+    if e.chain()
+        .any(|c| c.is::<BadInput>() || c.is::<uxsched_simrun::BadInput>())
+    {
         ExitCode::from(2)
     } else {
         ExitCode::from(1)

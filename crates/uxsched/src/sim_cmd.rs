@@ -12,19 +12,16 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use uxsched_model::time::{fmt_ns, parse_duration};
-use uxsched_model::{Nanos, SEC};
+use uxsched_model::Nanos;
 use uxsched_sim::digest::Digest;
-use uxsched_sim::engine::{Sim, SimConfig};
+use uxsched_sim::engine::SimConfig;
 use uxsched_sim::export::gantt::{parse_window, GanttChart};
 use uxsched_sim::export::perfetto::PerfettoTrace;
 use uxsched_sim::export::AtomicFile;
-use uxsched_sim::log::{Sink, Tee};
-use uxsched_sim::metrics::MetricsCollector;
+use uxsched_sim::log::Sink;
 use uxsched_sim::metrics::TableOptions;
-use uxsched_sim::platform::PlatformSpec;
-use uxsched_sim::policy::cfs::CfsTunables;
-use uxsched_sim::policy::Params;
 use uxsched_sim::workload::{self, Workload};
+use uxsched_simrun::{config_for, measure, simulate, RunSettings};
 
 #[derive(clap::Subcommand)]
 pub enum SimCommand {
@@ -176,23 +173,21 @@ pub fn load_workload(spec: &str) -> anyhow::Result<Workload> {
     w.map_err(|e| bad_input(e.to_string()))
 }
 
-fn config_for(w: &Workload, a: &RunArgs) -> anyhow::Result<SimConfig> {
-    let platform = match (a.cpus, &w.platform) {
-        (Some(0), _) => return Err(bad_input("--cpus must be at least 1")),
-        (Some(n), _) => PlatformSpec::uniform(n),
-        (None, Some(p)) => p.clone(),
-        (None, None) => PlatformSpec::uniform(8),
-    };
-    let mut cfg = SimConfig::new(&a.sched, platform);
-    cfg.params = Params::parse(a.params.iter().map(String::as_str)).map_err(bad_input)?;
-    cfg.hz = a.hz;
-    cfg.seed = a.seed;
-    cfg.io_sched = a.io_sched.clone();
-    cfg.duration = a.duration.or(w.duration).unwrap_or(10 * SEC);
-    if a.sched == "cfs" && a.cfs_model == "paper" {
-        cfg.cfs_tunables = Some(CfsTunables::paper());
+impl RunArgs {
+    /// The settings that decide the run (the rest of the options name its output files).
+    pub fn settings(&self) -> RunSettings {
+        RunSettings {
+            sched: self.sched.clone(),
+            cfs_model: self.cfs_model.clone(),
+            io_sched: self.io_sched.clone(),
+            params: self.params.clone(),
+            mechs: self.mechs.clone(),
+            cpus: self.cpus,
+            hz: self.hz,
+            seed: self.seed,
+            duration: self.duration,
+        }
     }
-    Ok(cfg)
 }
 
 fn progress_bar(total: Nanos, enabled: bool) -> ProgressBar {
@@ -207,62 +202,9 @@ fn progress_bar(total: Nanos, enabled: bool) -> ProgressBar {
     pb
 }
 
-fn simulate(
-    w: &Workload,
-    cfg: SimConfig,
-    mechs: &[String],
-    sink: &mut dyn Sink,
-    show_progress: bool,
-) -> anyhow::Result<u64> {
-    let total = cfg.duration;
-    let mut sim = build_sim(w, cfg, mechs)?;
-    let pb = progress_bar(total, show_progress);
-    let stats = sim.run(sink, &mut |t| pb.set_position(t / 1_000_000))?;
-    pb.finish_and_clear();
-    Ok(stats.events)
-}
-
-/// The engine for one run, its mechanisms attached; `sim sweep` also calls it alone to refuse a
-/// bad point before anything runs.
-fn build_sim(w: &Workload, mut cfg: SimConfig, mechs: &[String]) -> anyhow::Result<Sim> {
-    // Each mechanism takes its own `NAME.` tunables; the policy gets the rest.
-    let mut built = Vec::new();
-    for m in mechs {
-        built.push(uxsched_sim::mechanism::by_name(m, &mut cfg.params).map_err(bad_input)?);
-    }
-    let mut sim = Sim::new(w, cfg).map_err(|e| bad_input(format!("{}: {e}", w.name)))?;
-    for m in built {
-        sim.add_mechanism(m);
-    }
-    Ok(sim)
-}
-
-/// Runs once into the metrics, the digest and `extra` sinks (the run's files): the one path of
-/// `sim run` and of every `sim sweep` point.
-fn measure(
-    w: &Workload,
-    cfg: SimConfig,
-    mechs: &[String],
-    mut extra: Vec<&mut dyn Sink>,
-    show_progress: bool,
-) -> anyhow::Result<(MetricsCollector, Digest)> {
-    let mut metrics = MetricsCollector::new();
-    let mut digest = Digest::new();
-    {
-        let mut tee = Tee::default();
-        tee.sinks.push(&mut metrics);
-        tee.sinks.push(&mut digest);
-        for s in extra.iter_mut() {
-            tee.sinks.push(&mut **s);
-        }
-        simulate(w, cfg, mechs, &mut tee, show_progress)?;
-    }
-    Ok((metrics, digest))
-}
-
 fn run_workload(a: RunArgs) -> anyhow::Result<ExitCode> {
     let w = load_workload(&a.workload)?;
-    let cfg = config_for(&w, &a)?;
+    let cfg = config_for(&w, &a.settings())?;
     if let Some((from, _)) = a.window.filter(|&(from, _)| from >= cfg.duration) {
         return Err(bad_input(format!(
             "--window starts at {} but the run lasts {}",
@@ -271,7 +213,11 @@ fn run_workload(a: RunArgs) -> anyhow::Result<ExitCode> {
         )));
     }
     let mut exports = Exports::open(&a)?;
-    let (metrics, digest) = measure(&w, cfg.clone(), &a.mechs, exports.sinks(), !a.json)?;
+    let pb = progress_bar(cfg.duration, !a.json);
+    let (metrics, digest) = measure(&w, cfg.clone(), &a.mechs, exports.sinks(), &mut |t| {
+        pb.set_position(t / 1_000_000)
+    })?;
+    pb.finish_and_clear();
     if a.determinism_check {
         check_determinism(&w, cfg, &a.mechs, &digest)?;
     }
@@ -300,7 +246,7 @@ fn check_determinism(
     first: &Digest,
 ) -> anyhow::Result<()> {
     let mut second = Digest::new();
-    simulate(w, cfg, mechs, &mut second, false)?;
+    simulate(w, cfg, mechs, &mut second, &mut |_| {})?;
     if second.value() != first.value() {
         anyhow::bail!(
             "determinism check failed: the two runs differ (digests {} and {})",

@@ -84,7 +84,7 @@ fn measure(
                 let mut counter = CountingSink::default();
                 let start = Instant::now();
                 let cpu_start = process_cpu_seconds();
-                let events = simulate(w, cfg, &[], &mut counter, false)?;
+                let events = simulate(w, cfg, &[], &mut counter, &mut |_| {})?;
                 runs[l * policies.len() + i].push((
                     events,
                     start.elapsed().as_secs_f64(),

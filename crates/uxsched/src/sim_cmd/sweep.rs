@@ -5,25 +5,24 @@
 mod grid;
 mod journal;
 mod plot;
-mod rows;
+mod ray;
 mod runner;
 mod spec;
 mod table;
 
 use crate::exit::bad_input;
-use crate::sim_cmd::{build_sim, config_for, load_workload};
 use anyhow::Context;
 use grid::{Grid, Loc};
 use indicatif::{ProgressBar, ProgressStyle};
 use journal::{Header, Journal};
-use rows::Select;
-use runner::Outcome;
 use std::collections::BTreeSet;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 use uxsched_sim::workload::Workload;
+use uxsched_simrun::rows::{self, Select};
+use uxsched_simrun::{build_sim, config_for, Outcome, WorkloadSource};
 
 #[derive(clap::Args)]
 pub struct SweepArgs {
@@ -32,6 +31,10 @@ pub struct SweepArgs {
     /// Points run at once, one thread each. Default: every core. The results do not depend on it.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=4096))]
     pub jobs: Option<u64>,
+    /// Run the points as Ray tasks instead: `auto` starts a local Ray with 2 workers, an
+    /// ADDRESS (`head:6379`) joins a cluster whose every node has the uxsched_sweep wheel.
+    #[arg(long, value_name = "auto|ADDRESS", conflicts_with = "jobs")]
+    pub ray: Option<String>,
     /// Output folder (journal.jsonl, results.csv, results.parquet, plot-*.svg). Default:
     /// `sweep-<spec name>` in the current folder.
     #[arg(long)]
@@ -48,6 +51,8 @@ pub struct SweepArgs {
 struct Plan {
     title: String,
     grid: Grid,
+    /// Each workload's text, which a Ray worker parses, and the same parsed once here.
+    sources: Vec<WorkloadSource>,
     workloads: Vec<Workload>,
     select: Select,
     plots: Vec<spec::PlotSpec>,
@@ -77,7 +82,7 @@ pub fn sweep(a: SweepArgs) -> anyhow::Result<ExitCode> {
         |j| j as usize,
     );
     let started = Instant::now();
-    let failed = run_points(&plan, &todo, jobs, journal)?;
+    let (failed, jobs, startup_s) = run_points(&plan, &todo, jobs, a.ray.as_deref(), journal)?;
     let run_s = started.elapsed().as_secs_f64();
     if !failed.is_empty() {
         anyhow::bail!(
@@ -95,7 +100,12 @@ pub fn sweep(a: SweepArgs) -> anyhow::Result<ExitCode> {
         points: plan.grid.points.len(),
         ran: todo.len(),
         resumed: done.len(),
+        runner: a
+            .ray
+            .as_ref()
+            .map_or("local".into(), |r| format!("ray {r}")),
         jobs,
+        startup_s,
         run_s,
         points_per_s: if run_s > 0.0 {
             todo.len() as f64 / run_s
@@ -126,7 +136,7 @@ fn plan(path: &Path) -> anyhow::Result<Plan> {
     let select = select(&spec, &loc).map_err(bad_input)?;
     check_plots(&spec, &grid, &select, &loc).map_err(bad_input)?;
     let dir = path.parent().unwrap_or(Path::new("."));
-    let mut workloads = Vec::new();
+    let (mut sources, mut workloads) = (Vec::new(), Vec::new());
     for w in &grid.workloads {
         let near = dir.join(w);
         let name = if near.exists() {
@@ -134,10 +144,11 @@ fn plan(path: &Path) -> anyhow::Result<Plan> {
         } else {
             w.clone()
         };
-        workloads.push(
-            load_workload(&name)
-                .with_context(|| loc.at(spec.workloads.span(), format!("workload `{w}`")))?,
-        );
+        let source = WorkloadSource::resolve(&name)
+            .and_then(|s| s.parse().map(|w| (s, w)))
+            .with_context(|| loc.at(spec.workloads.span(), format!("workload `{w}`")))?;
+        sources.push(source.0);
+        workloads.push(source.1);
     }
     check_points(&grid, &workloads, &loc, &spec)?;
     let title = spec.name.clone().unwrap_or_else(|| {
@@ -157,6 +168,7 @@ fn plan(path: &Path) -> anyhow::Result<Plan> {
     Ok(Plan {
         title,
         grid,
+        sources,
         workloads,
         select,
         plots,
@@ -182,8 +194,8 @@ fn check_points(
             continue;
         }
         let w = &workloads[p.workload];
-        let a = grid.run_args(p);
-        let built = config_for(w, &a).and_then(|cfg| build_sim(w, cfg, &a.mechs));
+        let s = grid.settings(p);
+        let built = config_for(w, &s).and_then(|cfg| build_sim(w, cfg, &s.mechs));
         if let Err(e) = built {
             let msg = format!("{e:#}");
             let line = p
@@ -285,13 +297,15 @@ fn check_plots(spec: &spec::Spec, grid: &Grid, select: &Select, loc: &Loc) -> Re
     Ok(())
 }
 
-/// Runs `todo`, appending each finished point to the journal; returns the failures.
+/// Runs `todo` on local threads or on Ray, appending each finished point to the journal; the
+/// failures, the jobs (threads, or the Ray cluster's CPUs) and Ray's start-up time.
 fn run_points(
     plan: &Plan,
     todo: &[&grid::Point],
     jobs: usize,
+    ray: Option<&str>,
     mut journal: Journal,
-) -> anyhow::Result<Vec<String>> {
+) -> anyhow::Result<(Vec<String>, usize, Option<f64>)> {
     let pb = if std::io::stderr().is_terminal() {
         ProgressBar::new(todo.len() as u64)
     } else {
@@ -304,8 +318,7 @@ fn run_points(
         .expect("valid template"),
     );
     let mut failed = Vec::new();
-    let run = |p: &grid::Point| runner::run_point(&plan.grid, &plan.workloads, p, &plan.select);
-    runner::run_all(todo, jobs, run, |_, r| {
+    let done = |_: &grid::Point, r: anyhow::Result<Outcome>| {
         pb.inc(1);
         match r {
             Ok(o) => journal.append(&o),
@@ -315,9 +328,22 @@ fn run_points(
                 Ok(())
             }
         }
-    })?;
+    };
+    let (jobs, startup_s) = match ray {
+        Some(address) => {
+            let job = |p: &grid::Point| runner::job(&plan.grid, &plan.sources, p, &plan.select);
+            let c = ray::run_all(address, todo, job, done)?;
+            (c.cpus, Some(c.startup_s))
+        }
+        None => {
+            let run =
+                |p: &grid::Point| runner::run_point(&plan.grid, &plan.workloads, p, &plan.select);
+            runner::run_all(todo, jobs, run, done)?;
+            (jobs, None)
+        }
+    };
     pb.finish_and_clear();
-    Ok(failed)
+    Ok((failed, jobs, startup_s))
 }
 
 /// Draws the spec's plots from the journal (only the rows they need are kept in memory).
@@ -372,7 +398,13 @@ struct Summary {
     /// Points run by this invocation (the rest were in the journal already).
     ran: usize,
     resumed: usize,
+    /// `local`, or `ray ADDRESS`.
+    runner: String,
+    /// Threads, or the Ray cluster's CPUs.
     jobs: usize,
+    /// `--ray`: seconds until Ray was ready, part of `run_s`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    startup_s: Option<f64>,
     /// Wall time of running the points (not of checking the spec or writing the table).
     run_s: f64,
     points_per_s: f64,
@@ -390,8 +422,8 @@ impl Summary {
             return Ok(());
         }
         println!(
-            "sweep {}: {} points ({} run now on {} jobs in {:.1} s, {:.2} points/s; {} from the journal)",
-            self.name, self.points, self.ran, self.jobs, self.run_s, self.points_per_s, self.resumed
+            "sweep {}: {} points ({} run now on {} jobs ({}) in {:.1} s, {:.2} points/s; {} from the journal)",
+            self.name, self.points, self.ran, self.jobs, self.runner, self.run_s, self.points_per_s, self.resumed
         );
         println!(
             "{} rows: {} and {}",

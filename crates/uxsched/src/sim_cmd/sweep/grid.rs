@@ -2,11 +2,11 @@
 //! on what the point runs (so a resumed sweep finds its finished points whatever `--jobs` was).
 
 use super::spec::{line_of, param_text, Spec};
-use crate::sim_cmd::RunArgs;
 use std::collections::BTreeMap;
 use toml::Spanned;
 use uxsched_model::time::parse_duration;
 use uxsched_model::Nanos;
+use uxsched_simrun::RunSettings;
 
 /// One run of the sweep: `uxsched sim run` with these settings.
 #[derive(Debug, Clone)]
@@ -274,10 +274,9 @@ impl Grid {
         )
     }
 
-    /// The point as `sim run`'s arguments.
-    pub fn run_args(&self, p: &Point) -> RunArgs {
-        RunArgs {
-            workload: self.workloads[p.workload].clone(),
+    /// The point's settings, as `sim run` would take them from its options.
+    pub fn settings(&self, p: &Point) -> RunSettings {
+        RunSettings {
             sched: p.sched.clone(),
             cfs_model: self.common.cfs_model.clone(),
             io_sched: self.common.io_sched.clone(),
@@ -287,13 +286,6 @@ impl Grid {
             hz: p.hz,
             seed: p.seed,
             duration: self.common.duration,
-            json: true,
-            trace: None,
-            gantt: None,
-            window: None,
-            filter: None,
-            top: 0,
-            determinism_check: false,
         }
     }
 }

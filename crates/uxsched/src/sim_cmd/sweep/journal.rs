@@ -3,13 +3,13 @@
 //! drops a torn last line, and skips the points it holds; the table is written from it at the end
 //! in point order, each point once.
 
-use super::runner::Outcome;
 use anyhow::{bail, Context};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use uxsched_simrun::Outcome;
 
 pub const FILE: &str = "journal.jsonl";
 

@@ -3,13 +3,13 @@
 //! the bench's plots (crates/bench/src/plots.rs, whose font set-up it shares).
 
 use super::grid::{Grid, Point};
-use super::runner::Outcome;
 use super::spec::PlotSpec;
 use anyhow::{Context, Result};
 use plotters::prelude::*;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use uxsched_model::time::parse_duration;
+use uxsched_simrun::Outcome;
 
 /// Columns a plot may put on its x axis besides the params (numbers).
 pub const X_COLUMNS: [&str; 3] = ["cpus", "hz", "seed"];

@@ -1,48 +1,35 @@
-//! Runs points: each exactly as `sim run` would (`config_for` then `measure`), on `--jobs`
-//! threads. A point's result depends only on the point, so the table is the same for any N.
+//! Runs points: each exactly as `sim run` would (crates/simrun: `config_for` then `measure`), on
+//! `--jobs` threads. A point's result depends only on the point, so the table is the same for any
+//! N.
 
 use super::grid::{Grid, Point};
-use super::rows::{self, Row, Select};
-use crate::sim_cmd::{config_for, measure};
 use anyhow::Context;
-use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use uxsched_sim::workload::Workload;
+use uxsched_simrun::rows::Select;
+use uxsched_simrun::{Job, Outcome, WorkloadSource};
 
-/// What one finished point gives the table (and the journal keeps).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Outcome {
-    pub index: usize,
-    pub id: String,
-    /// The event log's digest, as `sim run --determinism-check` prints it.
-    pub digest: String,
-    /// The CPUs and simulated time the run really had (the workload's when the spec gave none).
-    pub cpus: usize,
-    pub duration_ns: u64,
-    pub rows: Vec<Row>,
-}
-
-/// Runs one point.
+/// Runs one point on the workloads parsed once from the plan's sources.
 pub fn run_point(
     grid: &Grid,
     workloads: &[Workload],
     p: &Point,
     select: &Select,
 ) -> anyhow::Result<Outcome> {
-    let w = &workloads[p.workload];
-    let a = grid.run_args(p);
-    let cfg = config_for(w, &a)?;
-    let (metrics, digest) = measure(w, cfg, &a.mechs, Vec::new(), false)?;
-    let report = metrics.report(false);
-    Ok(Outcome {
+    let s = grid.settings(p);
+    uxsched_simrun::run_point(&workloads[p.workload], p.index, &p.id, &s, select)
+}
+
+/// The point as it travels to a Ray worker: the same settings, the workload's text.
+pub fn job(grid: &Grid, sources: &[WorkloadSource], p: &Point, select: &Select) -> Job {
+    Job {
         index: p.index,
         id: p.id.clone(),
-        digest: digest.hex(),
-        cpus: report.cpus,
-        duration_ns: report.duration_ns,
-        rows: rows::of_report(&report, select)?,
-    })
+        workload: sources[p.workload].clone(),
+        settings: grid.settings(p),
+        select: select.clone(),
+    }
 }
 
 /// Runs `todo` on `jobs` threads, handing each result to `done` on this thread as it arrives

@@ -3,7 +3,6 @@
 //! run's digest. Written from the journal in point order, so it is the same for any `--jobs`.
 
 use super::grid::{Grid, Point};
-use super::runner::Outcome;
 use anyhow::Context;
 use parquet::basic::{LogicalType, Repetition, Type as PhysicalType};
 use parquet::data_type::{ByteArray, ByteArrayType, DoubleType, Int64Type};
@@ -13,6 +12,7 @@ use parquet::schema::types::{Type, TypePtr};
 use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
+use uxsched_simrun::Outcome;
 
 pub const CSV: &str = "results.csv";
 pub const PARQUET: &str = "results.parquet";

@@ -48,8 +48,8 @@ pub fn metric_names() -> Vec<String> {
     names
 }
 
-/// Which rows to keep (the spec's `[output]`); empty = all.
-#[derive(Debug, Clone, Default)]
+/// Which rows to keep (a sweep spec's `[output]`); empty = all.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Select {
     pub tasks: Vec<String>,
     pub metrics: Vec<String>,

@@ -1,0 +1,243 @@
+//! `uxsched sim sweep --ray auto` end to end (issue 35): the real binary, a real local Ray with 2
+//! workers and the uxsched_sweep wheel that scripts/setup.sh builds and installs. Per-point
+//! digests equal the sequential run's; a worker SIGKILLed mid-point is retried by Ray and every
+//! point is in the journal exactly once. Without Ray or the wheel these tests fail, saying so.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// One local Ray at a time: two would share this machine's few cores.
+static RAY: Mutex<()> = Mutex::new(());
+
+fn uxsched(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_uxsched"))
+        .args(args)
+        .output()
+        .expect("uxsched runs")
+}
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("uxsched-sweep-ray-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// Fails (never skips) when this machine cannot run Ray points.
+fn require_ray() {
+    let o = Command::new("python3")
+        .args(["-c", "import ray, uxsched_sweep"])
+        .output()
+        .expect("python3 runs");
+    assert!(
+        o.status.success(),
+        "Ray or the uxsched_sweep wheel is missing for python3: run scripts/setup.sh ({})",
+        String::from_utf8_lossy(&o.stderr).trim()
+    );
+}
+
+fn sweep(spec: &Path, out: &Path, extra: &[&str]) -> serde_json::Value {
+    let mut args = vec!["sim", "sweep", s(spec), "--out", s(out), "--json"];
+    args.extend(extra);
+    let o = uxsched(&args);
+    assert!(
+        o.status.success(),
+        "{} (if the engine changed since the wheel was built: scripts/setup.sh rebuilds it)",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).expect("JSON summary")
+}
+
+/// The same 16 points as tests/sim_sweep.rs.
+const SIXTEEN: &str = r#"
+name = "sixteen"
+workloads = ["showcase"]
+scheds = ["eevdf", "mcfs"]
+cpus = [2, 4]
+seeds = { from = 1, count = 4 }
+duration = "300ms"
+
+[params]
+"mcfs.cut_rate" = [16]
+"#;
+
+#[test]
+fn sixteen_points_on_a_local_ray_give_the_sequential_digests() {
+    let _one = RAY.lock().unwrap_or_else(|e| e.into_inner());
+    require_ray();
+    let d = tmpdir("sixteen");
+    let spec = d.join("sixteen.toml");
+    std::fs::write(&spec, SIXTEEN).unwrap();
+    let seq = sweep(&spec, &d.join("seq"), &["--jobs", "1"]);
+    let jobs2 = sweep(&spec, &d.join("jobs2"), &["--jobs", "2"]);
+    let ray = sweep(&spec, &d.join("ray"), &["--ray", "auto"]);
+    assert_eq!(ray["runner"], "ray auto");
+    assert_eq!(ray["jobs"], 2, "the local Ray has 2 workers");
+    assert_eq!(ray["ran"], 16);
+    assert_eq!(seq["digests"].as_array().unwrap().len(), 16);
+    assert_eq!(seq["digests"], jobs2["digests"], "--jobs 2 differs");
+    assert_eq!(seq["digests"], ray["digests"], "Ray's digests differ");
+    for f in ["results.csv", "results.parquet"] {
+        let a = std::fs::read(d.join("seq").join(f)).unwrap();
+        assert!(
+            a == std::fs::read(d.join("ray").join(f)).unwrap(),
+            "{f} differs on Ray"
+        );
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// 8 points of the 2,000-thread server, ~1 s each here: long enough to kill a worker mid-point.
+const SERVER: &str = r#"
+workloads = ["server64"]
+scheds = ["eevdf", "cfs"]
+seeds = { from = 1, count = 4 }
+duration = "50s"
+
+[output]
+tasks = ["ui"]
+metrics = ["wakeup_latency.p99", "cpu_share"]
+"#;
+
+#[test]
+fn a_worker_killed_mid_sweep_loses_no_point_and_counts_none_twice() {
+    let _one = RAY.lock().unwrap_or_else(|e| e.into_inner());
+    require_ray();
+    let d = tmpdir("kill");
+    let spec = d.join("server.toml");
+    std::fs::write(&spec, SERVER).unwrap();
+    let local = sweep(&spec, &d.join("local"), &["--jobs", "2"]);
+    assert_eq!(local["points"], 8);
+
+    let out = d.join("ray");
+    let child = Command::new(env!("CARGO_BIN_EXE_uxsched"))
+        .args([
+            "sim",
+            "sweep",
+            s(&spec),
+            "--out",
+            s(&out),
+            "--ray",
+            "auto",
+            "--json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let root = child.id() as i32;
+    let t0 = Instant::now();
+    let mut seen = BTreeMap::new();
+    // A worker busy with a point (Ray titles it `ray::run_point`) under our sweep, once one point
+    // is in the journal (Ray is up and its workers warm).
+    let victim = loop {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "no busy Ray worker found"
+        );
+        seen.extend(descendants(root));
+        let busy = seen
+            .iter()
+            .find(|(&p, c)| c.starts_with("ray::run_point") && cmdline(p).as_deref() == Some(c));
+        if let (Some((&pid, _)), true) = (busy, !journal_points(&out).is_empty()) {
+            break pid;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    unsafe { libc::kill(victim, libc::SIGKILL) };
+    let o = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    // Ray's own word that the point was running on the killed worker and is re-run.
+    assert!(
+        stderr.contains("will be retried"),
+        "no retry reported: {stderr}"
+    );
+    let ray: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let idx = journal_points(&out);
+    assert_eq!(
+        idx,
+        (0..8).collect::<Vec<_>>(),
+        "each point once in the journal"
+    );
+    assert_eq!(ray["digests"], local["digests"]);
+    let (a, b) = (
+        std::fs::read(d.join("local/results.csv")).unwrap(),
+        std::fs::read(out.join("results.csv")).unwrap(),
+    );
+    assert!(
+        a == b,
+        "the table after a worker's death differs from the local one"
+    );
+    // Ray's processes (raylet, GCS, workers) are gone with the sweep.
+    std::thread::sleep(Duration::from_millis(500));
+    let left: Vec<_> = seen
+        .iter()
+        .filter(|(&p, c)| cmdline(p).as_deref() == Some(c.as_str()))
+        .collect();
+    assert!(left.is_empty(), "left running: {left:?}");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// The point indices in OUT's journal, sorted, duplicates kept.
+fn journal_points(out: &Path) -> Vec<u64> {
+    let text = std::fs::read_to_string(out.join("journal.jsonl")).unwrap_or_default();
+    let mut idx: Vec<u64> = text
+        .lines()
+        .skip(1)
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .map(|v| v["index"].as_u64().unwrap())
+        .collect();
+    idx.sort_unstable();
+    idx
+}
+
+fn cmdline(pid: i32) -> Option<String> {
+    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    Some(
+        String::from_utf8_lossy(&raw)
+            .replace('\0', " ")
+            .trim()
+            .to_string(),
+    )
+}
+
+/// Every process under `root` now, with its command line.
+fn descendants(root: i32) -> BTreeMap<i32, String> {
+    let mut parent = BTreeMap::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid …`; comm may hold spaces and parentheses.
+        let after = &stat[stat.rfind(')').map_or(0, |i| i + 1)..];
+        if let Some(ppid) = after.split_whitespace().nth(1).and_then(|p| p.parse().ok()) {
+            parent.insert(pid, ppid);
+        }
+    }
+    let mut under = BTreeSet::from([root]);
+    let mut grew = true;
+    while grew {
+        grew = false;
+        for (&p, pp) in &parent {
+            if under.contains(pp) && under.insert(p) {
+                grew = true;
+            }
+        }
+    }
+    under.remove(&root);
+    under
+        .into_iter()
+        .filter_map(|p| cmdline(p).map(|c| (p, c)))
+        .collect()
+}
