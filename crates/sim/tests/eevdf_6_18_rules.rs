@@ -212,3 +212,46 @@ fn a_migrated_entity_keeps_the_rest_of_its_request() {
     policy.place(&to, &mut dest, 1, Enqueue::Wakeup);
     assert_eq!(dest[1].deadline - dest[1].vruntime, 1500 * US as i64);
 }
+
+fn lone_thread_latencies(idle: Vec<Nanos>, busy: Vec<Nanos>) -> Vec<i64> {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/validate/debian-template.json");
+    let w = workload::load(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut cfg = SimConfig::new("eevdf", PlatformSpec::uniform(2));
+    cfg.duration = 2 * SEC;
+    cfg.timer_slack = 50 * US;
+    cfg.fair_wakeup_costs = busy;
+    cfg.idle_wakeup_costs = idle;
+    let mut sim = Sim::new(&w, cfg).expect("workload builds");
+    let mut sink = TimerLatency::default();
+    sim.run(&mut sink, &mut |_| {}).expect("run completes");
+    sink.lat[0].clone()
+}
+
+#[test]
+fn a_wakeup_onto_an_idle_cpu_takes_the_idle_cost() {
+    // One thread alone on two CPUs: every timer wakes an idle CPU.
+    let lat = lone_thread_latencies(vec![30 * US], vec![10 * US]);
+    assert!(lat.len() >= 15, "{lat:?}");
+    assert!(lat.iter().all(|&l| l == 80 * US as i64), "{lat:?}");
+    // Against busy CPUs (periodic-vs-hogs) the busy cost applies, chosen as the timer fires.
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scenarios/validate/periodic-vs-hogs.json");
+    let w = workload::load(&path).unwrap();
+    let mut cfg = SimConfig::new("eevdf", PlatformSpec::uniform(2));
+    cfg.duration = 5 * SEC;
+    cfg.timer_slack = 50 * US;
+    cfg.fair_wakeup_costs = vec![10 * US];
+    cfg.idle_wakeup_costs = vec![30 * US];
+    let mut sim = Sim::new(&w, cfg).unwrap();
+    let mut sink = TimerLatency::default();
+    sim.run(&mut sink, &mut |_| {}).unwrap();
+    let i = sink.names.iter().position(|n| n == "periodic").unwrap();
+    let at_once: Vec<i64> = sink.lat[i]
+        .iter()
+        .copied()
+        .filter(|&l| l < 200 * US as i64)
+        .collect();
+    assert!(!at_once.is_empty());
+    assert!(at_once.iter().all(|&l| l == 60 * US as i64), "{at_once:?}");
+}

@@ -14,7 +14,7 @@ use super::{Class, Sim, State};
 use crate::log::Record;
 
 impl Sim {
-    fn cpu_idle(&self, c: usize) -> bool {
+    pub(super) fn cpu_idle(&self, c: usize) -> bool {
         self.cpus[c].curr.is_none()
             && self.cpus[c].fair_tasks.is_empty()
             && !self.cpus[c].rt.has_queued()

@@ -358,6 +358,7 @@ impl TaskBuilder<'_> {
                 .unwrap_or_else(|| crate::io::IoPrio::of_policy(t.policy)),
             ra_pages: self.ra_pages,
             pending_read: None,
+            wake_cost_pending: false,
         };
         Ok((task, ent))
     }

@@ -59,7 +59,9 @@ impl Sim {
                     State::Blocked => gen == t.wake_gen,
                     _ => false,
                 };
-                if due {
+                if due && self.tasks[task as usize].wake_cost_pending {
+                    self.pay_wake_cost(task, gen);
+                } else if due {
                     self.wake(task, None);
                 }
             }
@@ -320,6 +322,7 @@ impl Sim {
         };
         t.wake_gen += 1;
         t.state = State::Runnable;
+        t.wake_cost_pending = false;
         let prev_cpu = t.cpu;
         let cpu = self.select_cpu(tid, initial);
         let now = self.now;

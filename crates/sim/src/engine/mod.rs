@@ -84,6 +84,12 @@ pub struct SimConfig {
     /// 20–40 µs above its p50 (docs/fidelity.md). `sim validate` measures these with a fair
     /// probe; nothing else sets them.
     pub fair_wakeup_costs: Vec<Nanos>,
+    /// Measured wake-up costs of a fair task woken onto an *idle* CPU (ns), where the CPU must
+    /// leave its idle state first (on a VM, `haltpoll` and a VM exit). When not empty, a fair
+    /// timer wake-up's cost is chosen when its timer fires: one of these if the CPU it would
+    /// wake on is idle, else one of [`SimConfig::fair_wakeup_costs`]. `sim validate` measures
+    /// them with a probe on idle CPUs; nothing else sets them.
+    pub idle_wakeup_costs: Vec<Nanos>,
 }
 
 impl SimConfig {
@@ -106,6 +112,7 @@ impl SimConfig {
             timer_slack: 0,
             wakeup_cost: 0,
             fair_wakeup_costs: Vec::new(),
+            idle_wakeup_costs: Vec::new(),
         }
     }
 
@@ -176,6 +183,9 @@ struct Task {
     ra_pages: u64,
     /// A `read` (file, bytes) to retry when woken: it blocked on a page in flight.
     pending_read: Option<(usize, u64)>,
+    /// Its timer has been armed without a wake-up cost: the cost is chosen when the timer
+    /// fires, by whether the CPU it wakes on is idle ([`SimConfig::idle_wakeup_costs`]).
+    wake_cost_pending: bool,
 }
 
 impl Task {

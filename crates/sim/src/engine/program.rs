@@ -438,11 +438,39 @@ impl Sim {
     /// fires at the end of its range `[at, at + slack]` when nothing else interrupts earlier).
     /// The measured wake-up cost ([`super::SimConfig::wakeup_cost`]) comes on top.
     fn sleep_until(&mut self, tid: u32, at: Nanos) {
-        let (slack, cost) = match self.tasks[tid as usize].class {
-            super::Class::Fair => (self.cfg.timer_slack, self.fair_wakeup_cost()),
-            super::Class::Rt { .. } => (0, self.cfg.wakeup_cost),
+        let fair = self.tasks[tid as usize].class == super::Class::Fair;
+        if fair && !self.cfg.idle_wakeup_costs.is_empty() {
+            // The cost depends on the CPU's state when the timer fires: chosen then.
+            self.block_until(tid, at + self.cfg.timer_slack);
+            self.tasks[tid as usize].wake_cost_pending = true;
+            return;
+        }
+        let (slack, cost) = if fair {
+            (self.cfg.timer_slack, self.fair_wakeup_cost())
+        } else {
+            (0, self.cfg.wakeup_cost)
         };
         self.block_until(tid, at + slack + cost);
+    }
+
+    /// A fair timer fired whose wake-up cost is still to be paid: draw it — from the idle
+    /// costs if the CPU it would wake on is idle — and wake the task that much later.
+    pub(super) fn pay_wake_cost(&mut self, tid: u32, gen: u64) {
+        use rand::Rng;
+        self.tasks[tid as usize].wake_cost_pending = false;
+        let target = self.select_cpu(tid, false);
+        let cost = if self.cpu_idle(target) {
+            let costs = &self.cfg.idle_wakeup_costs;
+            costs[self.cost_rng.gen_range(0..costs.len())]
+        } else {
+            self.fair_wakeup_cost()
+        };
+        if cost == 0 {
+            self.wake(tid, None);
+        } else {
+            self.queue
+                .push(self.now + cost, super::queue::Ev::Wake { task: tid, gen });
+        }
     }
 
     /// One measured fair wake-up cost ([`super::SimConfig::fair_wakeup_costs`]), drawn with the

@@ -292,6 +292,7 @@ fn one(
         cfg.timer_slack = m.timer_slack_ns;
         cfg.wakeup_cost = m.wakeup_costs.rt_ns;
         cfg.fair_wakeup_costs = m.wakeup_costs.fair_ns.clone();
+        cfg.idle_wakeup_costs = m.wakeup_costs.idle_ns.clone();
         if let (Some(ns), "eevdf") = (m.sched_info.base_slice_ns, m.sched) {
             let p = format!("eevdf.base_slice={ns}ns");
             cfg.params = uxsched_sim::policy::Params::parse([p.as_str()]).map_err(bad_input)?;
@@ -358,6 +359,13 @@ fn render(v: &Validation) -> String {
          measured: {}",
         fmt_ns(w.fair_p50_ns as f64),
         w.fair_from
+    );
+    let _ = writeln!(
+        out,
+        "wake-up cost, fair tasks onto an idle CPU: one of the idle probe's samples (p50 {}), \
+         measured: {}",
+        fmt_ns(w.idle_p50_ns as f64),
+        w.idle_from
     );
     let _ = writeln!(
         out,

@@ -11,7 +11,11 @@
 //!   fair class's own path — `enqueue_entity`, `place_entity`, `check_preempt_wakeup_fair`, the
 //!   pick down the autogroup. Every sample is kept: the simulator draws one per fair timer
 //!   wake-up ([`uxsched_sim::engine::SimConfig::fair_wakeup_costs`]), so a task that preempts at
-//!   once has the kernel's spread of wake-up latency, not one median.
+//!   once has the kernel's spread of wake-up latency, not one median;
+//! - the same fair probe with no hogs, so that every wake-up lands on an idle CPU, which must
+//!   first leave its idle state (on this VM `haltpoll`, a VM exit): its samples are the cost of
+//!   a fair wake-up onto an idle CPU ([`uxsched_sim::engine::SimConfig::idle_wakeup_costs`]),
+//!   chosen by the simulator when a timer fires and the CPU it wakes on is idle.
 //!
 //! Neither is ever set from anything else.
 
@@ -38,6 +42,11 @@ pub struct WakeupCosts {
     pub fair_ns: Vec<Nanos>,
     pub fair_p50_ns: Nanos,
     pub fair_from: String,
+    /// Every sample of the fair probe on idle CPUs, sorted.
+    #[serde(skip)]
+    pub idle_ns: Vec<Nanos>,
+    pub idle_p50_ns: Nanos,
+    pub idle_from: String,
 }
 
 /// Run both probes in `dir` on `cpus` busy CPUs.
@@ -45,12 +54,17 @@ pub fn calibrate(rtapp: &Path, dir: &Path, cpus: usize) -> anyhow::Result<Wakeup
     std::fs::create_dir(dir)?;
     let rt = probe(rtapp, &dir.join("rt"), cpus, ProbeClass::Fifo)?;
     let fair = probe(rtapp, &dir.join("fair"), cpus, ProbeClass::Fair)?;
+    let idle = probe(rtapp, &dir.join("idle"), cpus, ProbeClass::FairIdle)?;
+    let samples = |v: &[i64]| v.iter().map(|&x| x.max(0) as Nanos).collect();
     Ok(WakeupCosts {
+        idle_p50_ns: nearest_rank(&idle, 50).max(0) as Nanos,
+        idle_from: describe("SCHED_OTHER nice -20, timer slack 1 ns,", &idle, 0),
+        idle_ns: samples(&idle),
         rt_ns: nearest_rank(&rt, 50).max(0) as Nanos,
         rt_from: describe("SCHED_FIFO 10", &rt, cpus),
         fair_p50_ns: nearest_rank(&fair, 50).max(0) as Nanos,
         fair_from: describe("SCHED_OTHER nice -20, timer slack 1 ns,", &fair, cpus),
-        fair_ns: fair.iter().map(|&x| x.max(0) as Nanos).collect(),
+        fair_ns: samples(&fair),
     })
 }
 
@@ -58,23 +72,29 @@ pub fn calibrate(rtapp: &Path, dir: &Path, cpus: usize) -> anyhow::Result<Wakeup
 enum ProbeClass {
     Fifo,
     Fair,
+    /// The fair probe alone: every CPU idle when its timer fires.
+    FairIdle,
 }
 
 /// One probe's `wu_lat` samples, sorted.
 fn probe(rtapp: &Path, dir: &Path, cpus: usize, class: ProbeClass) -> anyhow::Result<Vec<i64>> {
     std::fs::create_dir(dir)?;
-    let (policy, priority, slack) = match class {
-        ProbeClass::Fifo => ("SCHED_FIFO", 10, None),
-        ProbeClass::Fair => ("SCHED_OTHER", -20, Some(1)),
+    let (policy, priority, slack, hogs) = match class {
+        ProbeClass::Fifo => ("SCHED_FIFO", 10, None, cpus),
+        ProbeClass::Fair => ("SCHED_OTHER", -20, Some(1), cpus),
+        ProbeClass::FairIdle => ("SCHED_OTHER", -20, Some(1), 0),
     };
-    let json = serde_json::json!({
+    let mut json = serde_json::json!({
         "global": {"duration": CALIBRATION_S, "default_policy": "SCHED_OTHER", "calibration": 100},
         "tasks": {
             "probe": {"policy": policy, "priority": priority, "runtime": 50,
-                      "timer": {"ref": "probe", "period": 10000}, "loop": -1},
-            "hog": {"instance": cpus, "priority": 0, "runtime": 1000000}
+                      "timer": {"ref": "probe", "period": 10000}, "loop": -1}
         }
     });
+    if hogs > 0 {
+        json["tasks"]["hog"] =
+            serde_json::json!({"instance": hogs, "priority": 0, "runtime": 1000000});
+    }
     let file = dir.join("calibration.json");
     std::fs::write(&file, serde_json::to_vec_pretty(&json)?)?;
     let limit = Duration::from_secs(CALIBRATION_S + 30);
@@ -101,10 +121,14 @@ fn probe(rtapp: &Path, dir: &Path, cpus: usize, class: ProbeClass) -> anyhow::Re
     Ok(lat)
 }
 
-fn describe(what: &str, lat: &[i64], cpus: usize) -> String {
+/// How a probe was measured; `busy` CPUs each had a hog (0: all idle).
+fn describe(what: &str, lat: &[i64], busy: usize) -> String {
+    let cpus = match busy {
+        0 => "idle CPUs".to_string(),
+        n => format!("{n} busy CPUs"),
+    };
     format!(
-        "wu_lat of a {what} probe every 10 ms over {cpus} busy CPUs ({} wake-ups; p10 {}, p50 {}, \
-         p90 {})",
+        "wu_lat of a {what} probe every 10 ms over {cpus} ({} wake-ups; p10 {}, p50 {}, p90 {})",
         lat.len(),
         fmt_ns(nearest_rank(lat, 10) as f64),
         fmt_ns(nearest_rank(lat, 50) as f64),
