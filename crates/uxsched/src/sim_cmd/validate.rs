@@ -14,6 +14,7 @@
 //! it prints.
 
 mod calibrate;
+mod cgroups;
 mod compare;
 mod rtapp;
 mod sched_info;
@@ -98,15 +99,16 @@ struct Validation {
 }
 
 const CANNOT_MATCH: &str = "rt-app runs beside every other process on the machine, in this \
-process's autogroup or cgroup; the simulator sees the workload alone (no autogroup or cgroups, \
-no other load, no interrupts or kernel threads). Use an idle machine and one rt-app process.";
+process's autogroup or cgroup; the simulator sees the workload alone (no autogroup, no cgroups \
+but those the workload names, no other load, no interrupts or kernel threads). Use an idle \
+machine and one rt-app process.";
 
 pub fn validate(a: ValidateArgs) -> anyhow::Result<ExitCode> {
     // Read every workload before running anything: a file the simulator cannot read stops the
     // command before rt-app has run at all.
     let mut loaded = Vec::new();
     for f in &a.files {
-        let w = workload::load(f).map_err(|e| bad_input(e.to_string()))?;
+        let w = load_workload(f)?;
         let d = w.duration.filter(|&d| d > 0).ok_or_else(|| {
             bad_input(format!(
                 "{}: set `global.duration` (seconds, > 0): validate runs rt-app for that long",
@@ -151,6 +153,40 @@ pub fn validate(a: ValidateArgs) -> anyhow::Result<ExitCode> {
         print!("{}", render(&v));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The simulator's workload: the file as it is, or — with [`cgroups::KEY`] — a copy without that
+/// key, whose groups then get the weights it gives.
+fn load_workload(f: &Path) -> anyhow::Result<Workload> {
+    let load = |p: &Path| workload::load(p).map_err(|e| bad_input(e.to_string()));
+    let json = std::fs::read_to_string(f)
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
+    let Some(mut json) = json.filter(|j| j["global"].get(cgroups::KEY).is_some()) else {
+        return load(f);
+    };
+    let weights =
+        cgroups::weights(&json).map_err(|e| bad_input(format!("{}: {e}", f.display())))?;
+    cgroups::strip(&mut json);
+    let dir = tempfile::tempdir()?;
+    let copy = dir.path().join(f.file_name().unwrap_or_default());
+    std::fs::write(&copy, serde_json::to_vec_pretty(&json)?)?;
+    let mut w = load(&copy)?;
+    for (path, shares) in &weights {
+        let g = w
+            .groups
+            .iter_mut()
+            .find(|g| g.path == path.trim_matches('/'))
+            .ok_or_else(|| {
+                bad_input(format!(
+                    "{}: {}: no task has `taskgroup` {path}",
+                    f.display(),
+                    cgroups::KEY
+                ))
+            })?;
+        g.shares = *shares;
+    }
+    Ok(w)
 }
 
 fn loadavg() -> String {

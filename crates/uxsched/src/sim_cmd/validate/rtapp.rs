@@ -30,7 +30,15 @@ pub fn binary(flag: Option<&Path>) -> PathBuf {
 
 /// A copy of `file` whose logs go to `dir` under a fixed base name (rt-app 1.0 writes no log
 /// lines with `log_size` set to `file` or `auto`, so that key is dropped).
-fn prepare(file: &Path, dir: &Path) -> anyhow::Result<(PathBuf, Vec<super::slices::Wanted>)> {
+/// What validate must do beside rt-app for this workload.
+struct Prepared {
+    copy: PathBuf,
+    wanted: Vec<super::slices::Wanted>,
+    weights: BTreeMap<String, u64>,
+    members: Vec<(String, String)>,
+}
+
+fn prepare(file: &Path, dir: &Path) -> anyhow::Result<Prepared> {
     let text = std::fs::read_to_string(file)
         .map_err(|e| bad_input(format!("{}: cannot read: {e}", file.display())))?;
     let mut json: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
@@ -39,6 +47,9 @@ fn prepare(file: &Path, dir: &Path) -> anyhow::Result<(PathBuf, Vec<super::slice
             file.display()
         ))
     })?;
+    let weights = super::cgroups::weights(&json)
+        .map_err(|e| bad_input(format!("{}: {e}", file.display())))?;
+    super::cgroups::strip(&mut json);
     let global = json
         .as_object_mut()
         .ok_or_else(|| bad_input(format!("{}: not a JSON object", file.display())))?
@@ -53,7 +64,12 @@ fn prepare(file: &Path, dir: &Path) -> anyhow::Result<(PathBuf, Vec<super::slice
     let copy = dir.join("workload.json");
     std::fs::write(&copy, serde_json::to_vec_pretty(&json)?)
         .with_context(|| format!("writing {}", copy.display()))?;
-    Ok((copy, super::slices::wanted(&json)))
+    Ok(Prepared {
+        copy,
+        wanted: super::slices::wanted(&json),
+        members: super::cgroups::members(&json),
+        weights,
+    })
 }
 
 /// Run rt-app on `file` (in `dir`, which receives the logs) for at most `limit`, and return
@@ -70,7 +86,28 @@ pub fn run(
     timer_slack_ns: Option<u64>,
 ) -> anyhow::Result<KernelRun> {
     use std::os::unix::process::CommandExt;
-    let (copy, wanted) = prepare(file, dir)?;
+    let Prepared {
+        copy,
+        wanted,
+        weights,
+        members,
+    } = prepare(file, dir)?;
+    // Made before rt-app starts, removed (dropped) after it has been reaped.
+    let groups = if weights.is_empty() {
+        None
+    } else {
+        let run = dir
+            .file_name()
+            .map_or("run".into(), |n| n.to_string_lossy().into_owned());
+        Some(super::cgroups::Groups::make(&weights, &run)?)
+    };
+    let placements: Vec<(String, PathBuf)> = match &groups {
+        Some(g) => members
+            .iter()
+            .map(|(comm, path)| (comm.clone(), g.tasks_file(path)))
+            .collect(),
+        None => Vec::new(),
+    };
     let mut cmd = Command::new(rtapp);
     if let Some(ns) = timer_slack_ns {
         // SAFETY: prctl is async-signal-safe and touches only the child's own thread.
@@ -98,7 +135,8 @@ pub fn run(
                 rtapp.display()
             ))
         })?;
-    let enforcer = (!wanted.is_empty()).then(|| super::slices::Enforcer::start(child.id(), wanted));
+    let enforcer = (!wanted.is_empty() || !placements.is_empty())
+        .then(|| super::slices::Enforcer::start(child.id(), wanted, placements));
     let mut stderr = child.stderr.take().expect("piped");
     let reader = std::thread::spawn(move || {
         let mut s = String::new();
@@ -140,6 +178,7 @@ pub fn run(
         )));
     }
     let slices = enforcer.map(|e| e.finish()).unwrap_or_default();
+    drop(groups);
     Ok(KernelRun {
         logs: read_logs(dir)?,
         slices,

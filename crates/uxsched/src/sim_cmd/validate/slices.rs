@@ -8,7 +8,7 @@
 //! slice is set: [`Applied`] says how long after rt-app's start that was.
 
 use serde::Serialize;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -65,8 +65,10 @@ pub struct Enforcer {
 }
 
 impl Enforcer {
-    /// Watch rt-app's threads (`pid`) every millisecond until [`Enforcer::finish`].
-    pub fn start(pid: u32, wanted: Vec<Wanted>) -> Enforcer {
+    /// Watch rt-app's threads (`pid`) every millisecond until [`Enforcer::finish`]: set the
+    /// `wanted` slices, and move each thread named like a `placements` task into that group's
+    /// `tasks` file ([`super::cgroups`]) once.
+    pub fn start(pid: u32, wanted: Vec<Wanted>, placements: Vec<(String, PathBuf)>) -> Enforcer {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let handle = std::thread::spawn(move || {
@@ -79,8 +81,10 @@ impl Enforcer {
                     ..Default::default()
                 })
                 .collect();
+            let mut placed = std::collections::BTreeSet::new();
             while !flag.load(Ordering::Relaxed) {
                 sweep(pid, &wanted, &mut applied, start);
+                place(pid, &placements, &mut placed);
                 std::thread::sleep(Duration::from_millis(1));
             }
             applied
@@ -153,6 +157,39 @@ pub fn describe(a: &Applied) -> String {
         a.slice_ns / 1000,
         a.calls
     )
+}
+
+/// Move every new thread named like a placed task into its group.
+fn place(pid: u32, placements: &[(String, PathBuf)], placed: &mut std::collections::BTreeSet<i32>) {
+    if placements.is_empty() {
+        return;
+    }
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return;
+    };
+    for entry in dir.flatten() {
+        let Ok(tid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        if placed.contains(&tid) {
+            continue;
+        }
+        let comm = std::fs::read_to_string(entry.path().join("comm")).unwrap_or_default();
+        if let Some((_, tasks)) = placements.iter().find(|(c, _)| c == comm.trim_end()) {
+            match super::cgroups::place(tid, tasks) {
+                Ok(()) => {
+                    placed.insert(tid);
+                }
+                Err(e) => {
+                    eprintln!(
+                        "validate: cannot move thread {tid} to {}: {e}",
+                        tasks.display()
+                    );
+                    placed.insert(tid); // said once
+                }
+            }
+        }
+    }
 }
 
 fn slice_of(sched: &Path) -> Option<u64> {
