@@ -44,6 +44,8 @@ PKGS+=(bindfs fuse3)
 # The `launch` scenario (crates/bench/src/models/xapp/launch.rs, issue 33): the GTK 3 program it
 # starts cold from a terminal.
 PKGS+=(mousepad)
+# The audio source (crates/daemon/src/sources/audio: pw-dump) and its test (tests/audio.rs): PipeWire, WirePlumber.
+PKGS+=(pipewire pipewire-bin wireplumber)
 
 missing=()
 for p in "${PKGS[@]}"; do
