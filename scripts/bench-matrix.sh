@@ -30,13 +30,13 @@ cell_args() {
   local scenario=${1%%/*} rest=${1#*/}
   local layout=${rest%%/*} tag=${rest#*/}
   [ "$tag" = "$rest" ] && tag=peers
-  local args=("$scenario" --layout "$layout") reps=3 duration=5s
+  local args=("$scenario" --layout "$layout") reps=3 duration=5s load=()
   case $scenario in
     # Real programs: ~13 keystrokes/s; 4 × 20 s per mode puts p99 on ≥ 10 samples.
-    xterm | xedit) args+=(--load cpu --load-workers 12) reps=4 duration=20s ;;
+    xterm | xedit) load=(--load cpu --load-workers 12) reps=4 duration=20s ;;
     # Issue 30's browser: 12 hogs, 3 × 10 s per mode (~13 keystrokes/s: p99 on ≥ 3 samples);
     # each run also starts Chromium and waits for its window and caret to settle.
-    chromium) args+=(--load cpu --load-workers 12) reps=3 duration=10s ;;
+    chromium) load=(--load cpu --load-workers 12) reps=3 duration=10s ;;
     # 10 wake-ups/s: 4 × 15 s per mode gives 600 samples (p99 on 6).
     alarm) reps=4 duration=15s ;;
     # 4 flips/s: 3 × 5 s gave 63 flips per mode, so p95 was the 4th-slowest flip and jumped
@@ -53,7 +53,8 @@ cell_args() {
     peers) args+=(--modes "$PEERS") ;;
     daemon) args+=(--modes "$DAEMON_MODES") ;;
     short) args+=(--modes "$PEERS") reps=3 duration=10s ;;
-    kbuild) args+=(--load kbuild --modes idle,stock,android,schedqos,fifo,uxsched) ;;
+    # The scenario's own load gives way to the build (one --load per run).
+    kbuild) load=(--load kbuild) args+=(--modes idle,stock,android,schedqos,fifo,uxsched) ;;
     roles) args+=(--modes idle,stock,fifo,uxsched,uxsched-roles) ;;
     lever) args+=(--modes idle,stock,fifo,uxsched,uxsched-roles,uxsched-fair) ;;
     # Issue 10's effect cells: the tracker against name-based roles and the limit (fifo), beside
@@ -65,13 +66,13 @@ cell_args() {
     # fsync) or the named one: the peers, uxsched without its storage levers, with them, and
     # with the opt-in BFQ switch.
     storage) args+=(--modes "$STORAGE_MODES") ;;
-    storage-io) args+=(--load io --modes "$STORAGE_MODES") ;;
-    storage-write) args+=(--load write --modes "$STORAGE_MODES") ;;
+    storage-io) load=(--load io) args+=(--modes "$STORAGE_MODES") ;;
+    storage-write) load=(--load write) args+=(--modes "$STORAGE_MODES") ;;
     # Seed 001's read-ahead: eimos with and without its prefetch.
-    readahead) args+=(--load write --modes idle,stock,eimos-noprefetch,eimos,uxsched) ;;
+    readahead) load=(--load write) args+=(--modes idle,stock,eimos-noprefetch,eimos,uxsched) ;;
     *) echo "unknown cell tag '$tag' in $1" >&2; exit 2 ;;
   esac
-  args+=(--reps "$reps" --duration "$duration")
+  args+=("${load[@]}" --reps "$reps" --duration "$duration")
   printf '%s\n' "${args[@]}"
 }
 
