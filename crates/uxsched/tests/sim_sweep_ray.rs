@@ -1,6 +1,7 @@
 //! `uxsched sim sweep --ray auto` end to end (issue 35): the real binary, a real local Ray with 2
 //! workers and the uxsched_sweep wheel that scripts/setup.sh builds and installs. Per-point
-//! digests equal the sequential run's; a worker SIGKILLed mid-point is retried by Ray and every
+//! digests equal the sequential run's (and `--resume` on Ray completes a local journal); a worker
+//! SIGKILLed mid-point is retried by Ray and every
 //! point is in the journal exactly once. Without Ray or the wheel these tests fail, saying so.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -91,6 +92,23 @@ fn sixteen_points_on_a_local_ray_give_the_sequential_digests() {
             "{f} differs on Ray"
         );
     }
+    // `--resume` on Ray finishes a local sweep's journal cut after 8 points into the same table.
+    let half = d.join("half");
+    std::fs::create_dir_all(&half).unwrap();
+    let journal = std::fs::read_to_string(d.join("seq/journal.jsonl")).unwrap();
+    let first: Vec<&str> = journal.split_inclusive('\n').take(1 + 8).collect();
+    std::fs::write(half.join("journal.jsonl"), first.concat()).unwrap();
+    let resumed = sweep(&spec, &half, &["--ray", "auto", "--resume"]);
+    assert_eq!(
+        (resumed["resumed"].as_u64(), resumed["ran"].as_u64()),
+        (Some(8), Some(8))
+    );
+    assert_eq!(resumed["digests"], seq["digests"]);
+    let a = std::fs::read(d.join("seq/results.csv")).unwrap();
+    assert!(
+        a == std::fs::read(half.join("results.csv")).unwrap(),
+        "resumed on Ray: CSV differs"
+    );
     std::fs::remove_dir_all(&d).unwrap();
 }
 
@@ -117,7 +135,7 @@ fn a_worker_killed_mid_sweep_loses_no_point_and_counts_none_twice() {
     assert_eq!(local["points"], 8);
 
     let out = d.join("ray");
-    let child = Command::new(env!("CARGO_BIN_EXE_uxsched"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_uxsched"))
         .args([
             "sim",
             "sweep",
@@ -142,6 +160,13 @@ fn a_worker_killed_mid_sweep_loses_no_point_and_counts_none_twice() {
             t0.elapsed() < Duration::from_secs(60),
             "no busy Ray worker found"
         );
+        if child.try_wait().unwrap().is_some() {
+            let o = child.wait_with_output().unwrap();
+            panic!(
+                "the sweep ended before a worker could be killed: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
         seen.extend(descendants(root));
         let busy = seen
             .iter()

@@ -49,6 +49,13 @@ pub fn run_all<'p>(
     mut done: impl FnMut(&'p Point, anyhow::Result<Outcome>) -> anyhow::Result<()>,
 ) -> anyhow::Result<Cluster> {
     let started = std::time::Instant::now();
+    if todo.is_empty() {
+        // A finished sweep `--resume`d: no reason to start or join a Ray.
+        return Ok(Cluster {
+            cpus: 0,
+            startup_s: 0.0,
+        });
+    }
     let python = std::env::var("UXSCHED_PYTHON").unwrap_or_else(|_| "python3".into());
     let mut cmd = Command::new(&python);
     cmd.args(["-c", DRIVER, "--address", address])
