@@ -100,3 +100,28 @@ if [ ! -f "$java_marker" ]; then
   mvn -B -q -f "$pom" test -Dtest=ReplyTest
   mkdir -p "$HOME/.m2" && touch "$java_marker"
 fi
+
+# `uxsched sim sweep --ray` (docs/sweep.md) and its tests (crates/uxsched/tests/sim_sweep_ray.rs):
+# Ray, and the engine's wheel (python/: PyO3, built by maturin) that every Ray worker imports.
+# Rebuilt when the engine's sources change (a marker per their hash): the CLI refuses a stale one.
+if ! python3 -c "import ray" >/dev/null 2>&1 || ! python3 -m maturin --version >/dev/null 2>&1; then
+  echo "setup: installing Ray and maturin from PyPI" >&2
+  python3 -m pip install --quiet "ray==2.60.0" "maturin==1.16.0" 2>/dev/null ||
+    python3 -m pip install --quiet --break-system-packages "ray==2.60.0" "maturin==1.16.0"
+fi
+root="$(cd "$(dirname "$0")/.." && pwd)"
+engine_hash=$(cd "$root" && find crates/sim/src crates/sim/Cargo.toml crates/model/src crates/model/Cargo.toml \
+  crates/simrun python/src python/Cargo.toml python/pyproject.toml python/uxsched_sweep scenarios Cargo.lock \
+  -type f -not -name '*.pyc' | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-16)
+wheel_marker="$HOME/.cache/uxsched/wheel-$engine_hash"
+if [ ! -f "$wheel_marker" ] || ! python3 -c "import uxsched_sweep" >/dev/null 2>&1; then
+  echo "setup: building the uxsched_sweep wheel (python/) for Ray workers" >&2
+  # The engine's dependencies at the versions the binary is built with (python/ is its own workspace).
+  cp "$root/Cargo.lock" "$root/python/Cargo.lock"
+  rm -f "$root"/target/wheels/uxsched_sweep-*.whl
+  PATH="$HOME/.cargo/bin:$PATH" python3 -m maturin build --release --quiet \
+    -m "$root/python/Cargo.toml" -o "$root/target/wheels"
+  python3 -m pip install --quiet --force-reinstall --no-deps "$root"/target/wheels/uxsched_sweep-*.whl 2>/dev/null ||
+    python3 -m pip install --quiet --force-reinstall --no-deps --break-system-packages "$root"/target/wheels/uxsched_sweep-*.whl
+  mkdir -p "$(dirname "$wheel_marker")" && touch "$wheel_marker"
+fi
