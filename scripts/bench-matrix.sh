@@ -69,7 +69,7 @@ cell_args() {
     storage-io) load=(--load io) args+=(--modes "$STORAGE_MODES") ;;
     storage-write) load=(--load write) args+=(--modes "$STORAGE_MODES") ;;
     # Seed 001's read-ahead: eimos with and without its prefetch.
-    readahead) load=(--load write) args+=(--modes idle,stock,eimos-noprefetch,eimos,uxsched) ;;
+    readahead) load=(--load write) args+=(--modes idle,stock,eimos-no-prefetch,eimos,uxsched) ;;
     *) echo "unknown cell tag '$tag' in $1" >&2; exit 2 ;;
   esac
   args+=("${load[@]}" --reps "$reps" --duration "$duration")

@@ -34,7 +34,7 @@ pub enum ModeName {
     Fifo,
     Eimos,
     /// `eimos` without its read-ahead (seed 001 §3.3): the prefetch's share of its result.
-    #[serde(rename = "eimos-noprefetch")]
+    #[serde(rename = "eimos-no-prefetch")]
     EimosNoPrefetch,
     Vtcfs,
     Mcfs,
@@ -108,7 +108,7 @@ impl ModeName {
             ModeName::Schedqos => "schedqos",
             ModeName::Fifo => "fifo",
             ModeName::Eimos => "eimos",
-            ModeName::EimosNoPrefetch => "eimos-noprefetch",
+            ModeName::EimosNoPrefetch => "eimos-no-prefetch",
             ModeName::Vtcfs => "vtcfs",
             ModeName::Mcfs => "mcfs",
             ModeName::Facfs => "facfs",
