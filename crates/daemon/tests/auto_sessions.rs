@@ -20,11 +20,14 @@
 mod any_user;
 #[path = "common/bus.rs"]
 mod bus;
+#[path = "common/desktop.rs"]
+mod desktop;
 #[path = "auto_sessions/wayland.rs"]
 mod wayland;
 #[path = "auto_sessions/xserver.rs"]
 mod xserver;
 
+use desktop::*;
 use wayland::*;
 use xserver::*;
 
@@ -32,11 +35,10 @@ use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::mpsc;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
-use uxsched_client::control::{self, Request, SessionStatus, Status};
+use std::time::Duration;
+use uxsched_client::control::{SessionStatus, Status};
 use uxsched_daemon::sources::auto::{self, procs, xdisplay, Follower};
 use x11rb::connection::Connection;
 use x11rb::protocol::xproto::{AtomEnum, ConnectionExt, PropMode};
@@ -46,121 +48,14 @@ use x11rb::wrapper::ConnectionExt as _;
 const USER: u32 = 65534;
 const OTHER: u32 = 65533;
 
-/// One X test at a time: each daemon follows every display of the machine.
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    static LOCK: Mutex<()> = Mutex::new(());
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
-struct Kill(Child);
-
-impl Drop for Kill {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn wait_until(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
-    let end = Instant::now() + timeout;
-    while !cond() {
-        assert!(Instant::now() < end, "timed out waiting for: {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
+/// How long a status may take to show what a test waits for.
+const WAIT: Duration = Duration::from_secs(20);
 
 /// A directory every user can enter.
 fn open_dir() -> tempfile::TempDir {
     let d = tempfile::tempdir().unwrap();
     std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     d
-}
-
-/// The daemon as started with no configuration file (`daemon-defaults`), with nothing of the
-/// test's environment (no `DISPLAY`, no `XAUTHORITY`), plus `env`.
-struct Daemon {
-    child: Kill,
-    dir: tempfile::TempDir,
-    socket: PathBuf,
-}
-
-/// Stopped with SIGTERM, as a service is, so that it restores what it changed and removes its
-/// cgroups: a SIGKILLed daemon left its fg group holding half of the root's real-time runtime,
-/// and two such left the later tests' groups none (SIGKILL after 10 s).
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let child = &mut self.child.0;
-        // SAFETY: kill has no memory preconditions; the pid is our child's, not yet reaped.
-        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-        let end = Instant::now() + Duration::from_secs(10);
-        while child.try_wait().ok().flatten().is_none() && Instant::now() < end {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Daemon {
-    fn start(env: &[(&str, &str)]) -> Daemon {
-        let dir = tempfile::tempdir().unwrap();
-        let log = std::fs::File::create(dir.path().join("daemon.log")).unwrap();
-        let child = Command::new(any_user::FIXTURE)
-            .arg("daemon-defaults")
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("UXSCHED_TEST_DIR", dir.path())
-            .envs(env.iter().copied())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .unwrap();
-        let d = Daemon {
-            child: Kill(child),
-            socket: dir.path().join("uxsched.sock"),
-            dir,
-        };
-        wait_until("the daemon answers", Duration::from_secs(30), || {
-            control::call(&d.socket, &Request::Status).is_ok()
-        });
-        d
-    }
-
-    fn status(&mut self) -> Status {
-        if let Ok(Some(code)) = self.child.0.try_wait() {
-            panic!("the daemon exited ({code}):\n{}", self.log());
-        }
-        control::call(&self.socket, &Request::Status)
-            .unwrap_or_else(|e| panic!("status: {e}\n{}", self.log()))
-            .status
-            .unwrap()
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("daemon.log")).unwrap_or_default()
-    }
-
-    /// The status once `cond` holds (20 s at most).
-    fn wait_for(&mut self, what: &str, cond: impl Fn(&Status) -> bool) -> Status {
-        let end = Instant::now() + Duration::from_secs(20);
-        loop {
-            let s = self.status();
-            if cond(&s) {
-                return s;
-            }
-            if Instant::now() > end {
-                panic!(
-                    "timed out waiting for: {what}\nstatus: {s:#?}\nlog:\n{}",
-                    self.log()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
 }
 
 /// The session of display `:n` in a status.
@@ -207,7 +102,7 @@ fn an_unprivileged_users_xvfb_is_found_with_no_configuration_and_only_its_users_
     assert!(matches!(ready, Some(Ok(l)) if l == "ready"));
 
     let mut d = Daemon::start(&[]);
-    let s = d.wait_for("the display found and followed", |s| followed(s, n));
+    let s = d.wait_for("the display found and followed", WAIT, |s| followed(s, n));
     let x = session(&s, n).unwrap();
     assert_eq!(x.uid, Some(USER), "{x:?}");
     assert_eq!(x.source.as_deref(), Some("x11"));
@@ -220,14 +115,14 @@ fn an_unprivileged_users_xvfb_is_found_with_no_configuration_and_only_its_users_
         .as_deref()
         .unwrap()
         .contains("logind is not used"));
-    let s = d.wait_for("the garbage display reported", |s| {
+    let s = d.wait_for("the garbage display reported", WAIT, |s| {
         session(s, garbage).is_some_and(|x| !x.followed && x.problem.is_some())
     });
     assert_eq!(session(&s, garbage).unwrap().uid, Some(USER));
 
     let (_a, pid_a, win_a) = window(n, &auth, USER, None);
     activate(n, &cookie, win_a);
-    d.wait_for("the user's window in front", |s| {
+    d.wait_for("the user's window in front", WAIT, |s| {
         s.focus == Some(pid_a as i32)
     });
 
@@ -238,7 +133,7 @@ fn an_unprivileged_users_xvfb_is_found_with_no_configuration_and_only_its_users_
         activate(n, &cookie, win_h);
         // Nothing of this display's in front (another session's focus may be, on a machine
         // with a desktop of its own).
-        d.wait_for(&format!("a window naming pid {claim} refused"), |s| {
+        d.wait_for(&format!("a window naming pid {claim} refused"), WAIT, |s| {
             session(s, n).is_some_and(|x| x.focus.is_none()) && s.focus != Some(claim as i32)
         });
         assert!(
@@ -247,7 +142,7 @@ fn an_unprivileged_users_xvfb_is_found_with_no_configuration_and_only_its_users_
             d.log()
         );
         activate(n, &cookie, win_a);
-        d.wait_for("the user's window in front again", |s| {
+        d.wait_for("the user's window in front again", WAIT, |s| {
             s.focus == Some(pid_a as i32)
         });
     }
@@ -285,7 +180,7 @@ fn a_root_xorg_with_the_users_cookie_follows_the_user_and_one_without_says_why_n
     let _lonely = xvfb(lonely, 0, None);
 
     let mut d = Daemon::start(&[]);
-    let s = d.wait_for("the root server's display followed", |s| {
+    let s = d.wait_for("the root server's display followed", WAIT, |s| {
         followed(s, n) && session(s, lonely).is_some()
     });
     let x = session(&s, n).unwrap();
@@ -299,7 +194,7 @@ fn a_root_xorg_with_the_users_cookie_follows_the_user_and_one_without_says_why_n
     );
     let (_a, pid_a, win_a) = window(n, &auth, USER, None);
     activate(n, &cookie, win_a);
-    d.wait_for("the user's window in front", |s| {
+    d.wait_for("the user's window in front", WAIT, |s| {
         s.focus == Some(pid_a as i32)
     });
 
@@ -394,10 +289,12 @@ fn loginds_session_names_the_user_of_a_root_display_and_a_remote_one_is_not_foll
     let pub_auth = dir.path().join("user-cookie");
     write_cookie(&pub_auth, n, &cookie, USER);
     let mut d = Daemon::start(&[("DBUS_SYSTEM_BUS_ADDRESS", &bus.address)]);
-    d.wait_for("the display logind names followed", |s| followed(s, n));
+    d.wait_for("the display logind names followed", WAIT, |s| {
+        followed(s, n)
+    });
     let (_a, pid_a, win_a) = window(n, &pub_auth, USER, None);
     activate(n, &cookie, win_a);
-    let s = d.wait_for("the user's window in front", |s| {
+    let s = d.wait_for("the user's window in front", WAIT, |s| {
         s.focus == Some(pid_a as i32)
     });
     assert!(s.discovery.as_deref().unwrap().starts_with("logind"));
@@ -627,7 +524,7 @@ fn a_users_sway_is_found_with_no_configuration_and_its_focus_followed() {
     let (ipc, display) = (ipc.unwrap(), display.unwrap());
 
     let mut d = Daemon::start(&[]);
-    let s = d.wait_for("the sway session followed", |s| {
+    let s = d.wait_for("the sway session followed", WAIT, |s| {
         s.sessions
             .iter()
             .any(|x| x.desktop.starts_with("sway (Wayland") && x.followed)
@@ -639,26 +536,26 @@ fn a_users_sway_is_found_with_no_configuration_and_its_focus_followed() {
         .unwrap();
     assert_eq!((x.uid, x.source.as_deref()), (Some(USER), Some("sway")));
     let t1 = foot(&display, &runtime.path, Some(USER));
-    d.wait_for("the first terminal in front", |s| {
+    d.wait_for("the first terminal in front", WAIT, |s| {
         s.focus == Some(t1.0.id() as i32)
     });
     let t2 = foot(&display, &runtime.path, Some(USER));
-    d.wait_for("the second terminal in front", |s| {
+    d.wait_for("the second terminal in front", WAIT, |s| {
         s.focus == Some(t2.0.id() as i32)
     });
     swaymsg(&ipc, &format!("[pid={}] focus", t1.0.id()));
-    d.wait_for("focus moved by swaymsg", |s| {
+    d.wait_for("focus moved by swaymsg", WAIT, |s| {
         s.focus == Some(t1.0.id() as i32)
     });
     let root_rt = tempfile::tempdir().unwrap();
     let _root_term = foot(&display, root_rt.path(), None);
     let root_pid = _root_term.0.id() as i32;
-    d.wait_for("root's terminal refused", |s| {
+    d.wait_for("root's terminal refused", WAIT, |s| {
         let sway = s.sessions.iter().find(|x| x.desktop.starts_with("sway"));
         sway.is_some_and(|x| x.focus.is_none()) && s.focus != Some(root_pid)
     });
     swaymsg(&ipc, &format!("[pid={}] focus", t2.0.id()));
-    d.wait_for("back to the user's terminal", |s| {
+    d.wait_for("back to the user's terminal", WAIT, |s| {
         s.focus == Some(t2.0.id() as i32)
     });
 }

@@ -16,22 +16,24 @@
 mod any_user;
 #[path = "idle/daemon.rs"]
 mod daemon;
+#[path = "common/desktop.rs"]
+mod desktop;
 #[allow(dead_code)]
 #[path = "auto_sessions/xserver.rs"]
 mod xserver;
 
 use daemon::*;
+use desktop::*;
 use xserver::*;
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::mpsc;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
-use uxsched_client::control::{self, Request, Status};
+use uxsched_client::control::Status;
 use uxsched_daemon::sources::auto::{procs, xdisplay};
 use x11rb::connection::Connection;
 use x11rb::protocol::xproto::{AtomEnum, ConnectionExt, PropMode};
@@ -47,42 +49,6 @@ const SLACK: Duration = Duration::from_millis(700);
 
 /// The daemon's log line for a withdrawal.
 const WITHDRAWN: &str = "boost withdrawn until the next input";
-
-/// One test at a time: each daemon follows every display of the machine.
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    static LOCK: Mutex<()> = Mutex::new(());
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
-/// Ended with SIGTERM, so that an X server removes its socket and lock file (a SIGKILLed one
-/// leaves them, and they used up the tests' display numbers), SIGKILL after 2 s.
-struct Kill(Child);
-
-impl Drop for Kill {
-    fn drop(&mut self) {
-        // SAFETY: kill has no memory preconditions; the pid is our child's, not yet reaped.
-        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
-        let end = Instant::now() + Duration::from_secs(2);
-        while self.0.try_wait().ok().flatten().is_none() && Instant::now() < end {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn wait_until(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
-    let end = Instant::now() + timeout;
-    while !cond() {
-        assert!(Instant::now() < end, "timed out waiting for: {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
 
 /// The nice value of thread `tid` now, from the kernel.
 fn nice(tid: u32) -> i64 {
@@ -154,7 +120,7 @@ fn without_input_the_focused_xterm_loses_its_boost_at_the_limit_and_the_next_key
     let n = free_display();
     let (auth, cookie) = cookie_file(dir.path(), n, USER);
     let _server = xvfb(n, USER, Some(&auth));
-    let mut d = Daemon::start(LIMIT);
+    let mut d = idle_daemon(LIMIT);
     let (_xterm, pid, win) = xterm(n, &auth);
     let original = nice(pid);
 
@@ -223,7 +189,7 @@ fn a_server_without_the_screensaver_extension_keeps_the_boost_and_says_why() {
     let n = free_display();
     let (auth, cookie) = cookie_file(dir.path(), n, USER);
     let _server = xvfb_without_screensaver(n, &auth);
-    let mut d = Daemon::start(LIMIT);
+    let mut d = idle_daemon(LIMIT);
     let (_xterm, pid, win) = xterm(n, &auth);
     activate(n, &cookie, win);
     d.wait_for("the xterm in front and boosted", LIMIT, |s| {

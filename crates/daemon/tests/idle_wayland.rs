@@ -12,64 +12,31 @@
 mod any_user;
 #[path = "idle/daemon.rs"]
 mod daemon;
+#[allow(dead_code)]
+#[path = "common/desktop.rs"]
+mod desktop;
 // The auto tests' runtime directory, foot, swaymsg and logs.
 #[path = "auto_sessions/wayland.rs"]
 mod wayland;
 
 use daemon::*;
+use desktop::*;
 use wayland::*;
 
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use uxsched_client::control::{self, Request, Status};
+use uxsched_client::control::Status;
 use uxsched_daemon::sources::auto::{self, procs};
 use uxsched_daemon::sources::idle::{self as idle_readers, Change};
 
 const USER: u32 = 65534;
 const LIMIT: Duration = Duration::from_secs(1);
-
-/// Ended with SIGTERM, so that sway removes its sockets from the user's runtime directory (a
-/// SIGKILLed one leaves them, and the next test found those), SIGKILL after 2 s.
-struct Kill(Child);
-
-impl Drop for Kill {
-    fn drop(&mut self) {
-        // SAFETY: kill has no memory preconditions; the pid is our child's, not yet reaped.
-        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
-        let end = Instant::now() + Duration::from_secs(2);
-        while self.0.try_wait().ok().flatten().is_none() && Instant::now() < end {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// One sway at a time: they share the user's runtime directory, and each daemon follows every
-/// session of the machine.
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
-fn wait_until(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
-    let end = Instant::now() + timeout;
-    while !cond() {
-        assert!(Instant::now() < end, "timed out waiting for: {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
 
 /// sway headless as the user: (guard, its IPC socket, its Wayland socket).
 fn sway(runtime: &RuntimeDir, home: &Path) -> (Kill, PathBuf, PathBuf) {
@@ -187,7 +154,7 @@ fn the_daemon_withdraws_a_focused_foots_boost_at_the_limit_and_gives_it_back_at_
     LOGS.lock().unwrap().push(home.path().join("sway.log"));
     let _logs = ShowLogsIfFailed; // dropped before `home`, which holds sway's log
     let (_sway, ipc, display) = sway(&runtime, home.path());
-    let mut d = Daemon::start(LIMIT);
+    let mut d = idle_daemon(LIMIT);
     let foot = foot(&display, &runtime.path, Some(USER));
     let pid = foot.0.id();
     // Input, and foot in front: boosted.
