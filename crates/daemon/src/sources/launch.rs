@@ -39,14 +39,24 @@ impl Front {
     }
 }
 
-/// Start the watcher thread. An error (no `CAP_NET_ADMIN`, a kernel without
-/// `CONFIG_PROC_EVENTS`) says what is lost; the daemon runs on without launches.
+/// Start the watcher thread; it opens the connector itself, since subscribing can block: with
+/// an event filter the kernel's acknowledgement is filtered out too (its event type is 0), so
+/// the crate's ack check returns at the first exec on the machine, which on a quiet machine
+/// may be seconds away (measured: a daemon start held 20 s in a test). An error (no
+/// `CAP_NET_ADMIN`, a kernel without `CONFIG_PROC_EVENTS`) is logged with what is lost; the
+/// daemon runs on without launches.
 pub fn start(front: Front, tx: Sender<Event>) -> anyhow::Result<()> {
+    super::spawn_raised("uxsched-launch".into(), move || match subscribe() {
+        Ok(conn) => watch(conn, front, tx),
+        Err(e) => warn!("{e:#}"),
+    })?;
+    Ok(())
+}
+
+/// The connector, subscribed to exec events.
+fn subscribe() -> anyhow::Result<ProcConnector> {
     let conn = ProcConnector::new().map_err(|e| {
         anyhow::anyhow!("cannot open the process events connector ({e}): launches are not followed; the daemon needs CAP_NET_ADMIN and a kernel with CONFIG_PROC_EVENTS")
-    })?;
-    conn.subscribe_filtered(EventMask::EXEC).map_err(|e| {
-        anyhow::anyhow!("cannot subscribe to exec events ({e}): launches are not followed")
     })?;
     // A build's exec storm must not overflow the socket before this thread reads it.
     if let Err(e) = conn.set_recv_buf_size(1 << 20) {
@@ -54,8 +64,10 @@ pub fn start(front: Front, tx: Sender<Event>) -> anyhow::Result<()> {
             "launch watcher: cannot enlarge its socket buffer ({e}); exec storms may drop events"
         );
     }
-    super::spawn_raised("uxsched-launch".into(), move || watch(conn, front, tx))?;
-    Ok(())
+    conn.subscribe_filtered(EventMask::EXEC).map_err(|e| {
+        anyhow::anyhow!("cannot subscribe to exec events ({e}): launches are not followed")
+    })?;
+    Ok(conn)
 }
 
 fn watch(conn: ProcConnector, front: Front, tx: Sender<Event>) {
