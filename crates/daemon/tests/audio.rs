@@ -177,20 +177,37 @@ impl Stack {
         })
     }
 
-    /// `pw-play` of the generated WAV as the user, its stream's own properties set to `props`.
+    /// `pw-play` of the generated WAV as the user, its stream's own properties set to `props`,
+    /// once its node runs. A player whose stream WirePlumber has not linked within 10 s is
+    /// started again (three tries): on a loaded machine its policy sometimes misses a stream
+    /// that appears while it is still starting — PipeWire's start, not what this test checks.
     fn play(&self, props: &str) -> Kill {
-        let c = self
-            .as_user("pw-play")
-            .arg("-P")
-            .arg(props)
-            .arg(self.dir.path().join("tone.wav"))
-            .spawn()
-            .expect("pw-play (Debian package pipewire-bin)");
-        let k = Kill(c);
-        wait_until("pw-play playing", WAIT, || {
-            self.node("pw-play").is_some_and(|n| n.1 == "running")
-        });
-        k
+        for attempt in 1..=3 {
+            let c = self
+                .as_user("pw-play")
+                .arg("-P")
+                .arg(props)
+                .arg(self.dir.path().join("tone.wav"))
+                .spawn()
+                .expect("pw-play (Debian package pipewire-bin)");
+            let k = Kill(c);
+            let end = Instant::now() + WAIT / 3;
+            while Instant::now() < end {
+                if self.node("pw-play").is_some_and(|n| n.1 == "running") {
+                    return k;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            eprintln!(
+                "pw-play not running after {:?} (try {attempt} of 3)",
+                WAIT / 3
+            );
+            drop(k);
+            wait_until("the stopped player's node gone", WAIT, || {
+                self.node("pw-play").is_none()
+            });
+        }
+        panic!("pw-play never ran in three tries: is WirePlumber linking streams?");
     }
 }
 

@@ -2,53 +2,16 @@
 //! independent of `--jobs`, a driver killed with SIGKILL then `--resume`d, bad specs refused
 //! with their line before anything runs.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod sweep_common;
+
+use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
-
-fn uxsched(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_uxsched"))
-        .args(args)
-        .output()
-        .expect("uxsched runs")
-}
-
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("uxsched-sim-sweep-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
-/// Runs a sweep with `--json`; the summary.
-fn sweep(spec: &Path, out: &Path, extra: &[&str]) -> serde_json::Value {
-    let mut args = vec!["sim", "sweep", s(spec), "--out", s(out), "--json"];
-    args.extend(extra);
-    let o = uxsched(&args);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    serde_json::from_slice(&o.stdout).expect("JSON summary")
-}
-
-/// 2 policies × 2 CPU counts × 4 seeds of the showcase (a touch chain, an animation, hogs).
-const SIXTEEN: &str = r#"
-name = "sixteen"
-workloads = ["showcase"]
-scheds = ["eevdf", "mcfs"]
-cpus = [2, 4]
-seeds = { from = 1, count = 4 }
-duration = "300ms"
-
-[params]
-"mcfs.cut_rate" = [16]
-"#;
+use sweep_common::*;
 
 #[test]
 fn sixteen_points_give_the_same_digests_and_table_with_one_or_two_jobs() {
-    let d = tmpdir("jobs");
+    let d = tmpdir("sim-sweep", "jobs");
     let spec = d.join("sixteen.toml");
     std::fs::write(&spec, SIXTEEN).unwrap();
     let one = sweep(&spec, &d.join("j1"), &["--jobs", "1"]);
@@ -157,7 +120,7 @@ metrics = ["wakeup_latency.p99", "wakeup_latency.max", "cpu_share"]
 
 #[test]
 fn a_killed_driver_is_resumed_into_the_uninterrupted_table() {
-    let d = tmpdir("resume");
+    let d = tmpdir("sim-sweep", "resume");
     let spec = d.join("server.toml");
     std::fs::write(&spec, SERVER).unwrap();
     let whole = sweep(&spec, &d.join("whole"), &["--jobs", "1"]);
@@ -234,7 +197,7 @@ fn a_killed_driver_is_resumed_into_the_uninterrupted_table() {
 
 #[test]
 fn bad_specs_are_refused_with_key_and_line_before_anything_runs() {
-    let d = tmpdir("errors");
+    let d = tmpdir("sim-sweep", "errors");
     let cases: &[(&str, &str, &[&str])] = &[
         ("unknown key", "workloads = [\"example1\"]\nseeds = [1]\nbogus = 3\n", &["line 3", "unknown field `bogus`"]),
         ("empty grid", "workloads = [\"example1\"]\nseeds = [1]\ncpus = []\n", &[".toml:3:", "`cpus` is empty"]),

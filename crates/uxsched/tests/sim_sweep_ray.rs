@@ -4,32 +4,17 @@
 //! SIGKILLed mid-point is retried by Ray and every
 //! point is in the journal exactly once. Without Ray or the wheel these tests fail, saying so.
 
+mod sweep_common;
+
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+use sweep_common::*;
 
 /// One local Ray at a time: two would share this machine's few cores.
 static RAY: Mutex<()> = Mutex::new(());
-
-fn uxsched(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_uxsched"))
-        .args(args)
-        .output()
-        .expect("uxsched runs")
-}
-
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("uxsched-sweep-ray-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
 
 /// Fails (never skips) when this machine cannot run Ray points.
 fn require_ray() {
@@ -44,36 +29,11 @@ fn require_ray() {
     );
 }
 
-fn sweep(spec: &Path, out: &Path, extra: &[&str]) -> serde_json::Value {
-    let mut args = vec!["sim", "sweep", s(spec), "--out", s(out), "--json"];
-    args.extend(extra);
-    let o = uxsched(&args);
-    assert!(
-        o.status.success(),
-        "{} (if the engine changed since the wheel was built: scripts/setup.sh rebuilds it)",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    serde_json::from_slice(&o.stdout).expect("JSON summary")
-}
-
-/// The same 16 points as tests/sim_sweep.rs.
-const SIXTEEN: &str = r#"
-name = "sixteen"
-workloads = ["showcase"]
-scheds = ["eevdf", "mcfs"]
-cpus = [2, 4]
-seeds = { from = 1, count = 4 }
-duration = "300ms"
-
-[params]
-"mcfs.cut_rate" = [16]
-"#;
-
 #[test]
 fn sixteen_points_on_a_local_ray_give_the_sequential_digests() {
     let _one = RAY.lock().unwrap_or_else(|e| e.into_inner());
     require_ray();
-    let d = tmpdir("sixteen");
+    let d = tmpdir("sweep-ray", "sixteen");
     let spec = d.join("sixteen.toml");
     std::fs::write(&spec, SIXTEEN).unwrap();
     let seq = sweep(&spec, &d.join("seq"), &["--jobs", "1"]);
@@ -128,7 +88,7 @@ metrics = ["wakeup_latency.p99", "cpu_share"]
 fn a_worker_killed_mid_sweep_loses_no_point_and_counts_none_twice() {
     let _one = RAY.lock().unwrap_or_else(|e| e.into_inner());
     require_ray();
-    let d = tmpdir("kill");
+    let d = tmpdir("sweep-ray", "kill");
     let spec = d.join("server.toml");
     std::fs::write(&spec, SERVER).unwrap();
     let local = sweep(&spec, &d.join("local"), &["--jobs", "2"]);
