@@ -312,7 +312,7 @@ pub fn tree_cpu_ns(pids: &[i32]) -> u64 {
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
     pids.iter()
         .filter_map(|p| {
-            let f = Fields::read(&format!("/proc/{p}/stat")).ok()?;
+            let f = Fields::read(format!("/proc/{p}/stat")).ok()?;
             Some((14..=17).filter_map(|i| f.num::<u64>(i)).sum::<u64>())
         })
         .sum::<u64>()
