@@ -109,6 +109,38 @@ pub fn activate(
     }
 }
 
+/// The server's keyboard map (XTEST checked first, since every user of it types through it):
+/// each keycode's keysyms, `per` a keycode.
+pub struct KeyMap {
+    min: u8,
+    per: usize,
+    keysyms: Vec<u32>,
+}
+
+impl KeyMap {
+    pub fn read(conn: &RustConnection) -> Result<KeyMap> {
+        conn.xtest_get_version(2, 2)?
+            .reply()
+            .context("the X server lacks the XTEST extension")?;
+        let setup = conn.setup();
+        let (min, max) = (setup.min_keycode, setup.max_keycode);
+        let map = conn.get_keyboard_mapping(min, max - min + 1)?.reply()?;
+        Ok(KeyMap {
+            min,
+            per: map.keysyms_per_keycode.max(1) as usize,
+            keysyms: map.keysyms,
+        })
+    }
+
+    /// The keycode whose keysym in `column` (0 unshifted, 1 shifted: the core protocol's
+    /// columns) is `sym`.
+    pub fn code(&self, sym: u32, column: usize) -> Option<u8> {
+        (self.keysyms.chunks(self.per))
+            .position(|syms| syms.get(column) == Some(&sym))
+            .map(|i| self.min + i as u8)
+    }
+}
+
 /// Keycodes of the keys the probe types, from the server's keyboard mapping.
 pub struct Keyboard {
     root: Window,
@@ -119,20 +151,11 @@ impl Keyboard {
     /// Map each keysym (Latin-1 keysyms equal their character) to the keycode that produces it
     /// unshifted.
     pub fn new(conn: &RustConnection, root: Window, keysyms: &[u32]) -> Result<Keyboard> {
-        conn.xtest_get_version(2, 2)?
-            .reply()
-            .context("the X server lacks the XTEST extension")?;
-        let setup = conn.setup();
-        let (min, max) = (setup.min_keycode, setup.max_keycode);
-        let map = conn.get_keyboard_mapping(min, max - min + 1)?.reply()?;
-        let per = map.keysyms_per_keycode.max(1) as usize;
+        let map = KeyMap::read(conn)?;
         let codes = keysyms
             .iter()
             .map(|&sym| {
-                map.keysyms
-                    .chunks(per)
-                    .position(|syms| syms.first() == Some(&sym))
-                    .map(|i| min + i as u8)
+                map.code(sym, 0)
                     .with_context(|| format!("no keycode types keysym {sym:#x} on this server"))
             })
             .collect::<Result<_>>()?;

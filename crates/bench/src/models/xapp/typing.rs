@@ -5,7 +5,7 @@
 
 use anyhow::{Context, Result};
 use x11rb::connection::Connection;
-use x11rb::protocol::xproto::{ConnectionExt as _, Window, KEY_PRESS_EVENT, KEY_RELEASE_EVENT};
+use x11rb::protocol::xproto::{Window, KEY_PRESS_EVENT, KEY_RELEASE_EVENT};
 use x11rb::protocol::xtest::ConnectionExt as _;
 use x11rb::rust_connection::RustConnection;
 
@@ -32,28 +32,16 @@ impl Typist {
     /// Resolve every character of `text` (printable ASCII: its keysym is its code point) and
     /// Return; an error names a character this keyboard map cannot type.
     pub fn new(conn: &RustConnection, root: Window, text: &str) -> Result<Typist> {
-        conn.xtest_get_version(2, 2)?
-            .reply()
-            .context("the X server lacks the XTEST extension")?;
-        let setup = conn.setup();
-        let (min, max) = (setup.min_keycode, setup.max_keycode);
-        let map = conn.get_keyboard_mapping(min, max - min + 1)?.reply()?;
-        let per = map.keysyms_per_keycode.max(1) as usize;
+        let map = super::input::KeyMap::read(conn)?;
         let find = |sym: u32| -> Option<Key> {
-            // Column 0 is the unshifted keysym, column 1 the shifted one (core protocol).
-            for (column, shift) in [(0, false), (1, true)] {
-                if let Some(i) = map
-                    .keysyms
-                    .chunks(per)
-                    .position(|syms| syms.get(column) == Some(&sym))
-                {
-                    return Some(Key {
-                        code: min + i as u8,
+            [(0, false), (1, true)]
+                .into_iter()
+                .find_map(|(column, shift)| {
+                    Some(Key {
+                        code: map.code(sym, column)?,
                         shift,
-                    });
-                }
-            }
-            None
+                    })
+                })
         };
         let shift = find(SHIFT_L)
             .context("no Shift_L key on this server's keyboard map")?
