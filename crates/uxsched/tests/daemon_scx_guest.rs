@@ -41,7 +41,9 @@ daemon() { # ARGS: start the daemon, wait for its socket (and for the scheduler,
   if [ "$1" = --backend ]; then
     i=0; while [ "$(cat $ST)" != enabled ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
   fi; }
-status() { echo "fact $1=$(uxsched status --json --socket /tmp/u.sock | tr -d '\n')"; }
+# The status JSON is kept and printed at the end: printed here, a SysRq line the kernel writes
+# to the same console could land inside it (CI saw that once).
+status() { uxsched status --json --socket /tmp/u.sock | tr -d '\n' >/tmp/status.$1; }
 
 /bin/t render-app >/tmp/app.log 2>&1 & APP=$!
 sleep 1
@@ -82,6 +84,7 @@ pol restarted
 kill -TERM $D; wait $D
 kill $APP
 echo "fact state_end=$(cat $ST)"
+for f in /tmp/status.*; do echo "fact ${f#/tmp/status.}=$(cat $f)"; done
 sed 's/^/[daemon] /' /tmp/daemon.log | grep -v DEBUG | tail -n 30
 "#;
 
