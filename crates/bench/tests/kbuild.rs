@@ -9,6 +9,7 @@ use std::path::Path;
 use std::time::Duration;
 use uxsched_bench::layout::Placement;
 use uxsched_bench::loads::{self, kbuild, LoadKind, LoadSpec};
+use uxsched_bench::models::xapp::AppUser;
 
 const UNITS: usize = 12;
 
@@ -34,6 +35,15 @@ fn tiny_project(dir: &Path, broken: bool) {
     // Host tools and non-objects: present, never counted.
     std::fs::write(dir.join("scripts/host.o"), "").unwrap();
     std::fs::write(dir.join("notes.txt"), "").unwrap();
+    // The build runs as the bench's unprivileged user: the tree is that user's.
+    let user = AppUser::ensure().unwrap();
+    let status = std::process::Command::new("chown")
+        .arg("-R")
+        .arg(format!("{}:{}", user.uid, user.gid))
+        .arg(dir)
+        .status()
+        .unwrap();
+    assert!(status.success());
 }
 
 fn spec(scratch: &Scratch) -> LoadSpec {
@@ -78,7 +88,29 @@ fn kbuild_counts_real_object_files_across_restarts() {
         rate.value
     );
     assert!(tree.join("scripts/host.o").exists(), "host tools kept");
+    let user = AppUser::ensure().unwrap();
+    let owner = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata(tree.join("u0.o")).unwrap());
+    assert_eq!(
+        owner, user.uid,
+        "the build ran as the bench's unprivileged user"
+    );
     std::env::remove_var("UXSCHED_KBUILD_TREE");
+}
+
+#[test]
+fn kbuild_refuses_a_tree_its_user_cannot_write() {
+    let _s = serial();
+    let scratch = Scratch::new("kbuild-owner");
+    let tree = scratch.0.join("tree");
+    tiny_project(&tree, false);
+    std::os::unix::fs::chown(&tree, Some(0), Some(0)).unwrap();
+    std::env::set_var("UXSCHED_KBUILD_TREE", &tree);
+    let err = loads::prepare(&spec(&scratch)).expect_err("root's tree is refused");
+    std::env::remove_var("UXSCHED_KBUILD_TREE");
+    assert!(
+        format!("{err:#}").contains("chown -R uxsched-bench:"),
+        "{err:#}"
+    );
 }
 
 #[test]

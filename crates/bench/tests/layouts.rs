@@ -91,9 +91,17 @@ fn same_session_shares_the_app_session_and_autogroup_other_session_does_not() {
     let load = start_load(&active, &scratch);
     let members = sys::load_members(load.leader());
     assert!(members.len() >= 2, "stress-ng and its worker: {members:?}");
+    let user = uxsched_bench::models::xapp::AppUser::ensure().unwrap();
     for &pid in &members {
         assert_eq!(sys::session_of(pid), Some(own_sid()), "pid {pid}");
         assert_eq!(autogroup_of(pid), autogroup_of(me), "pid {pid}");
+        let uid = std::os::unix::fs::MetadataExt::uid(
+            &std::fs::metadata(format!("/proc/{pid}")).unwrap(),
+        );
+        assert_eq!(
+            uid, user.uid,
+            "pid {pid}: the load runs as the bench's user"
+        );
     }
     drop(load);
     active.restore().unwrap();

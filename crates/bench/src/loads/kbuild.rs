@@ -6,10 +6,14 @@
 //! `make prepare` is run there too, so runs compile translation units, not host tools. Before
 //! every run the `.o` files of the previous one are deleted (outside `scripts/` and `tools/`,
 //! the host tools), so every mode compiles the same files in the same order.
-//! `UXSCHED_KBUILD_TREE` names another C tree with a Makefile to build instead (used as is).
+//! `UXSCHED_KBUILD_TREE` names another C tree with a Makefile to build instead (used as is;
+//! it must be the bench user's, who runs the build). The cached tree is handed to that user
+//! once it is prepared: the build runs unprivileged, as a user's does (`loads/mod.rs`).
 
 use super::{LoadSpec, Tool};
+use crate::models::xapp::{AppUser, APP_USER};
 use anyhow::{bail, Context, Result};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -44,8 +48,9 @@ impl KernelBuild {
         }
     }
 
-    /// Unpack, `defconfig` and `make prepare` once (minutes, the first time only).
-    pub fn prepare(&self) -> Result<()> {
+    /// Unpack, `defconfig` and `make prepare` once (minutes, the first time only); the tree
+    /// is then `user`'s, who runs the build.
+    pub fn prepare(&self, user: &AppUser) -> Result<()> {
         if !self.managed {
             if !self.tree.join("Makefile").is_file() {
                 bail!(
@@ -53,11 +58,24 @@ impl KernelBuild {
                     self.tree.display()
                 );
             }
+            let owner = std::fs::metadata(&self.tree)?.uid();
+            if owner != user.uid {
+                bail!(
+                    "UXSCHED_KBUILD_TREE={} belongs to uid {owner}, but the build runs as {APP_USER} (uid {}): `chown -R {APP_USER}: {}` or name a tree of that user's",
+                    self.tree.display(),
+                    user.uid,
+                    self.tree.display()
+                );
+            }
             return Ok(());
         }
-        if self.tree.join(STAMP).is_file() {
-            return Ok(());
+        if !self.tree.join(STAMP).is_file() {
+            self.unpack_and_configure()?;
         }
+        hand_over(&self.tree, user)
+    }
+
+    fn unpack_and_configure(&self) -> Result<()> {
         if !Path::new(TARBALL).is_file() {
             bail!("background load 'kbuild' needs {TARBALL} (Debian package {PACKAGE}, ~150 MB): run `make setup` or `apt-get install {PACKAGE} flex bison bc libssl-dev`");
         }
@@ -107,6 +125,21 @@ impl KernelBuild {
         }
         Ok(())
     }
+}
+
+/// Give the cached tree to `user` (once: `chown -R` of ~80 000 files takes seconds), so the
+/// build, run as that user, can write its objects.
+fn hand_over(tree: &Path, user: &AppUser) -> Result<()> {
+    if std::fs::metadata(tree)?.uid() == user.uid {
+        return Ok(());
+    }
+    run(
+        Command::new("chown")
+            .arg("-R")
+            .arg(format!("{}:{}", user.uid, user.gid))
+            .arg(tree),
+        &format!("giving {} to {APP_USER}", tree.display()),
+    )
 }
 
 fn run(cmd: &mut Command, what: &str) -> Result<()> {
@@ -189,7 +222,7 @@ impl Tool for KernelBuild {
         c
     }
 
-    fn before_start(&self, _: &LoadSpec, out: &Path) -> Result<()> {
+    fn before_start(&self, _: &LoadSpec, out: &Path, _: &AppUser) -> Result<()> {
         self.reset()?;
         std::fs::write(out.join("start"), "")?;
         Ok(())

@@ -2,6 +2,11 @@
 //! where the layout puts it (`crate::layout`: by default its own session, like a background
 //! service, so autogroup gives it its own group) and each reporting its own throughput, which
 //! is the background cost. Every exit path kills the whole load ([`RunningLoad`]'s `Drop`).
+//!
+//! A load runs as the bench's unprivileged user ([`AppUser`]), as a user's build, copy or
+//! update does: root's processes are a configuration no desktop user has, and a daemon may
+//! treat them otherwise (uxsched never acts on root's processes). What the tool writes (its
+//! report, the writers' files, the kernel tree) is that user's.
 
 mod cpu;
 mod hackbench;
@@ -11,6 +16,7 @@ mod memory;
 pub mod write;
 
 use crate::layout::Placement;
+use crate::models::xapp::AppUser;
 use crate::sys;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
@@ -83,8 +89,9 @@ pub struct LoadSpec {
 /// How a tool is started, stopped and read (one implementation per file).
 trait Tool {
     fn command(&self, spec: &LoadSpec, out: &Path) -> Command;
-    /// Per-run setup before the tool starts (not counted in its time).
-    fn before_start(&self, _spec: &LoadSpec, _out: &Path) -> Result<()> {
+    /// Per-run setup before the tool starts (not counted in its time); what it creates for
+    /// the tool to write to must be `user`'s.
+    fn before_start(&self, _spec: &LoadSpec, _out: &Path, _user: &AppUser) -> Result<()> {
         Ok(())
     }
     /// Whether the stop signal goes to the load's whole process group, not only its leader.
@@ -144,7 +151,7 @@ pub fn prepare(spec: &LoadSpec) -> Result<()> {
     }
     match spec.kind {
         LoadKind::Io => io::prepare(spec)?,
-        LoadKind::Kbuild => kbuild::KernelBuild::from_env().prepare()?,
+        LoadKind::Kbuild => kbuild::KernelBuild::from_env().prepare(&AppUser::ensure()?)?,
         LoadKind::Write => write::prepare(spec)?,
         _ => {}
     }
@@ -152,13 +159,21 @@ pub fn prepare(spec: &LoadSpec) -> Result<()> {
 }
 
 /// Start the load where the layout says (its own session, or only its own process group in
-/// the app's session; and the layout's cgroup, joined before exec so every child is in it).
+/// the app's session; and the layout's cgroup, joined before exec so every child is in it),
+/// as the bench's unprivileged user.
 pub fn start(spec: &LoadSpec, out: &Path, place: &Placement) -> Result<RunningLoad> {
-    std::fs::create_dir_all(out)?;
+    let user = AppUser::ensure()?;
+    user.own_dir(out)?;
+    if let Some(parent) = out.parent() {
+        user.check_reachable(parent)?;
+    }
     let tool = tool_for(spec.kind);
-    tool.before_start(spec, out)
+    tool.before_start(spec, out, &user)
         .with_context(|| format!("preparing a run of background load '{}'", spec.kind.name()))?;
     let mut cmd = tool.command(spec, out);
+    // Its own directory: stress-ng refuses a working directory it cannot write (the harness's
+    // is root's).
+    cmd.current_dir(out);
     let stdout = std::fs::File::create(out.join("stdout"))?;
     let stderr = std::fs::File::create(out.join("stderr"))?;
     cmd.stdin(Stdio::null()).stdout(stdout).stderr(stderr);
@@ -175,6 +190,8 @@ pub fn start(spec: &LoadSpec, out: &Path, place: &Placement) -> Result<RunningLo
             Placement::enter_in_child(own_session, fd)
         });
     }
+    // Registered after the placement, which therefore still runs as root.
+    user.run_as(&mut cmd, &out.join("home"))?;
     let child = crate::leftovers::spawn(&mut cmd)
         .with_context(|| format!("starting background load '{}'", spec.kind.name()))?;
     let load = RunningLoad {

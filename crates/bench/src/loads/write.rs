@@ -6,6 +6,7 @@
 //! is scaled to the free space and the load refuses to start rather than fill the disk.
 
 use super::{LoadSpec, Tool};
+use crate::models::xapp::AppUser;
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -67,10 +68,10 @@ pub fn clean(spec: &LoadSpec) -> Result<()> {
 }
 
 impl Tool for SequentialWriters {
-    fn before_start(&self, spec: &LoadSpec, out: &Path) -> Result<()> {
+    fn before_start(&self, spec: &LoadSpec, out: &Path, user: &AppUser) -> Result<()> {
         // Sized again per run: the free space may have shrunk since prepare.
         let size = sized(spec)?;
-        std::fs::create_dir_all(data_dir(spec))?;
+        user.own_dir(&data_dir(spec))?;
         std::fs::write(out.join("file-size"), size.to_string())?;
         Ok(())
     }
