@@ -73,9 +73,13 @@ fn desktop_and_programs_start_and_stop_without_leftovers() {
         assert!(socket.exists(), "{} missing", socket.display());
         let xterm = start(ModelKind::Xterm, &desktop, &scratch.0);
         let xedit = start(ModelKind::Xedit, &desktop, &scratch.0);
+        let user = uxsched_bench::models::xapp::AppUser::ensure().unwrap();
         for p in [&xterm, &xedit] {
             let probe = Probe::attach(desktop.display(), p.0.id() as i32).unwrap();
             assert_ne!(probe.window(), 0);
+            let proc = format!("/proc/{}", p.0.id());
+            let uid = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata(proc).unwrap());
+            assert_eq!(uid, user.uid, "the program runs as the bench's unprivileged user");
         }
         let started: BTreeSet<i32> = our_descendants().difference(&before).copied().collect();
         // Xvfb, openbox, xterm, its shell/cat, xedit.

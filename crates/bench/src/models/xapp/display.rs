@@ -2,8 +2,9 @@
 //! (openbox, EWMH: it focuses new windows and publishes `_NET_ACTIVE_WINDOW`), each a system
 //! service in a session of its own, like a display manager's. Xvfb picks a free display number
 //! itself (`-displayfd`), so concurrent runs and tests never collide. Dropping a [`Desktop`]
-//! kills both sessions. For the browser both run as its unprivileged user ([`Desktop::start_as`]),
-//! as a rootless desktop runs them; for xterm and xedit as root, as a display manager's do.
+//! kills both sessions. The scenarios run both as the app's unprivileged user
+//! ([`Desktop::start_as`]), as a rootless desktop runs them; [`Desktop::start`] (as root, as a
+//! display manager's Xorg runs) is left to tests.
 
 use super::user::AppUser;
 use crate::sys;

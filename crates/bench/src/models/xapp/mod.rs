@@ -14,7 +14,8 @@
 //!   Return that runs `mousepad launch.txt &` in an xterm's shell → the new window mapped.
 //!
 //! Processes of one run: the desktop (two sessions of their own, like system services), the
-//! program — the **app** modes act on — started where the layout puts the models' apps (the
+//! program — the **app** modes act on — both as the unprivileged [`AppUser`] (as the load is,
+//! `loads/`), the program started where the layout puts the models' apps (the
 //! runner's session; in `units`, the app's cgroup, its child with it), and the measuring
 //! client in a session of its own. [`XappProcs`] plays the runner's
 //! side of the model protocol (`ready`, go, output JSON) through the client.
@@ -155,6 +156,15 @@ pub fn start_app(
     unsafe {
         cmd.pre_exec(move || crate::layout::join_cgroup_in_child(cgroup_fd));
     }
+    // As the desktop's user (registered after the cgroup join, which runs as root); the
+    // file xedit edits is that user's.
+    let user = AppUser::ensure()?;
+    let typed = dir.join("typed.txt");
+    if typed.exists() {
+        std::os::unix::fs::chown(&typed, Some(user.uid), Some(user.gid))?;
+    }
+    user.run_as(&mut cmd, &dir.join("home"))?;
+    cmd.env("DISPLAY", desktop.display());
     cmd.stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log);
@@ -186,13 +196,8 @@ impl XappProcs {
         dir: &Path,
         seed: u64,
     ) -> Result<XappProcs> {
-        // The browser's and the launching terminal's desktop runs as their user, as a
-        // rootless desktop's does.
-        let desktop = if matches!(plan.scenario, ModelKind::Chromium | ModelKind::Launch) {
-            Desktop::start_as(&dir.join("desktop"), &AppUser::ensure()?)?
-        } else {
-            Desktop::start(&dir.join("desktop"))?
-        };
+        // The desktop runs as the app's user, as a rootless desktop's does.
+        let desktop = Desktop::start_as(&dir.join("desktop"), &AppUser::ensure()?)?;
         let App {
             child: app,
             sandbox,
