@@ -96,6 +96,62 @@ fn a_launch_from_the_app_in_front_is_raised_until_its_budget_runs_out() {
     );
 }
 
+/// A program started by the launcher of the app in front (its parent: here a shell standing
+/// for a compositor's `exec`, a menu or a launcher) is a launch too; the launcher's later
+/// grandchildren's children are not.
+#[test]
+#[ignore = "needs root: make test runs it as root"]
+fn a_launch_by_the_front_apps_launcher_is_raised() {
+    require_root();
+    let _s = serial();
+    let d = Daemon::start("uxsched", "[storage]\nlaunch_budget_ms = 3000\n");
+    let script = "sleep 60 & sleep 1; sleep 33 & sh -c 'sh -c \"sleep 34; :\"; :' & wait";
+    let mut c = Command::new("sh");
+    c.args(["-c", script])
+        .current_dir("/")
+        .stdin(Stdio::null())
+        .uid(NOBODY)
+        .gid(NOBODY);
+    // SAFETY: setsid is async-signal-safe.
+    unsafe {
+        c.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    let mut launcher = c.spawn().unwrap();
+    let root = launcher.id() as i32;
+    let mut front = None;
+    wait_until("the app", T, || {
+        front = sleeper(root, "60");
+        front.is_some()
+    });
+    d.focus(front);
+    let mut sibling = None;
+    wait_until("the launcher's next program", T, || {
+        sibling = sleeper(root, "33");
+        sibling.is_some()
+    });
+    let sibling = sibling.unwrap();
+    let rt4 = encode(CLASS_RT, 4);
+    wait_until("the launcher's program raised", T, || {
+        nice(sibling) == -19 && ioprio::get(sibling).unwrap() == rt4
+    });
+    let deep = sleeper(root, "34").expect("three generations below the launcher");
+    let deep_prio = (nice(deep), ioprio::get(deep).unwrap());
+    let _ = launcher.kill();
+    let _ = launcher.wait();
+    for p in [front.unwrap(), sibling, deep] {
+        // SAFETY: kill has no memory preconditions; these are this test's grandchildren.
+        unsafe { libc::kill(p, libc::SIGKILL) };
+    }
+    assert_eq!(
+        deep_prio,
+        (0, 0),
+        "three generations below the launcher is not a launch"
+    );
+}
+
 /// A loop device over a small file, detached on drop.
 struct Loop {
     name: String,

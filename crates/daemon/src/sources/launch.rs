@@ -9,8 +9,18 @@
 //! app's shell (a terminal's `mousepad &`) — and belongs to the app's user ([`super::admit`]).
 //! Deeper descendants (the compilers of a `make` typed into the terminal) are not launches.
 //!
+//! A desktop launches most programs from elsewhere: the compositor (sway's `exec`, a key
+//! binding), the window manager's menu, a launcher, or the user's service manager, which KDE
+//! asks to start apps as `app-*.service` units (GNOME Shell forks them itself, then moves them
+//! into `app-*.scope` units). So the app in front's **launcher** — its parent, when that is the
+//! user's own process and not init — launches too: within two generations of it, and, when it
+//! is the user's `systemd --user`, only into an `app-*` unit (its other children are the
+//! user's services). A helper the compositor itself starts while an app is in front
+//! (a status bar's command) is taken for a launch too, for its budget.
+//!
 //! What it costs: one `/proc/<pid>/stat` read per exec while something is in front (two for a
-//! grandchild), on this thread; the loop hears only of the launches.
+//! grandchild, up to four when the app's launcher is checked too), on this thread; the launcher
+//! is read once per app in front; the loop hears only of the launches.
 
 use super::{admit, Owner};
 use crate::types::{AppId, Event};
@@ -73,6 +83,8 @@ fn subscribe() -> anyhow::Result<ProcConnector> {
 fn watch(conn: ProcConnector, front: Front, tx: Sender<Event>) {
     let mut buf = vec![0u8; 16 * 1024];
     let mut last_error: Option<Instant> = None;
+    // The launcher of the app last in front, read once per app.
+    let mut launcher: Option<(AppId, Option<Launcher>)> = None;
     loop {
         let tgid = match conn.recv(&mut buf) {
             Ok(ProcEvent::Exec { tgid, .. }) => tgid as i32,
@@ -86,7 +98,17 @@ fn watch(conn: ProcConnector, front: Front, tx: Sender<Event>) {
                 continue;
             }
         };
-        let Some(app) = launched_from(tgid, front.get()) else {
+        let now_front = front.get();
+        let via = match (now_front, launcher) {
+            (Some((app, _)), Some((seen, l))) if seen == app => l,
+            (Some((app, uid)), _) => {
+                let l = launcher_of(app.pid, uid);
+                launcher = Some((app, l));
+                l
+            }
+            (None, _) => None,
+        };
+        let Some(app) = launched_from(tgid, now_front, via) else {
             continue;
         };
         if tx.send(Event::Launch { app }).is_err() {
@@ -95,16 +117,60 @@ fn watch(conn: ProcConnector, front: Front, tx: Sender<Event>) {
     }
 }
 
-/// `pid`'s identity if it is a launch from `front` (within [`DEPTH`] generations, the front
-/// app's user's, not the front app itself).
-fn launched_from(pid: i32, front: Option<(AppId, u32)>) -> Option<AppId> {
-    let (app, uid) = front?;
-    if !below(pid, app.pid) {
+/// The process that started an app, when it may launch more (module doc).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Launcher {
+    pid: i32,
+    /// The user's service manager (`systemd --user`): only its `app-*` units are launches.
+    manager: bool,
+}
+
+/// `app`'s parent, if it is `uid`'s own process (all four uids), not init and not root's.
+fn launcher_of(app: i32, uid: u32) -> Option<Launcher> {
+    let parent = process_tree::parent(app).ok().filter(|&p| p > 1)?;
+    let (p, _pidfd) = uxsched_os::identity::observe(parent).ok()?;
+    if uid == 0 || !p.owned_by(uid) {
         return None;
     }
+    let comm = uxsched_os::procfs::read_to_string(format!("/proc/{parent}/comm")).ok()?;
+    Some(Launcher {
+        pid: parent,
+        manager: comm.trim() == "systemd",
+    })
+}
+
+/// Whether a cgroup path names a desktop app's unit: `app-*.scope` or `app-*.service`, the
+/// names the XDG/systemd desktop conventions give launched apps (`app-gnome-org.gnome.…-123.scope`,
+/// `app-org.kde.dolphin@….service`).
+fn in_app_unit(cgroup: &str) -> bool {
+    let unit = cgroup.rsplit('/').next().unwrap_or("");
+    unit.starts_with("app-") && (unit.ends_with(".scope") || unit.ends_with(".service"))
+}
+
+/// `pid`'s identity if it is a launch from `front` (within [`DEPTH`] generations of it, or of
+/// its launcher `via`; the front app's user's, not the front app itself).
+fn launched_from(pid: i32, front: Option<(AppId, u32)>, via: Option<Launcher>) -> Option<AppId> {
+    let (app, uid) = front?;
+    let from = if below(pid, app.pid) {
+        app.pid
+    } else {
+        let l = via.filter(|l| pid != app.pid && below(pid, l.pid))?;
+        if l.manager {
+            let (p, _pidfd) = uxsched_os::identity::observe(pid).ok()?;
+            if !p.cgroup.as_deref().is_some_and(in_app_unit) {
+                return None;
+            }
+        }
+        l.pid
+    };
     match admit(pid, Owner { uid, any: false }) {
         Ok(id) => {
-            info!(pid, from = app.pid, "launch from the app in front");
+            info!(
+                pid,
+                from,
+                front = app.pid,
+                "launch while the app is in front"
+            );
             Some(id)
         }
         Err(why) => {
@@ -122,6 +188,26 @@ fn below(pid: i32, app: i32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn desktop_app_units_are_app_scopes_and_services() {
+        let user = "/user.slice/user-1000.slice/user@1000.service/app.slice";
+        for unit in [
+            "app-gnome-org.gnome.TextEditor-4242.scope",
+            "app-org.kde.dolphin@3a1b.service",
+            "app-flatpak-org.mozilla.firefox-77.scope",
+        ] {
+            assert!(in_app_unit(&format!("{user}/{unit}")), "{unit}");
+        }
+        for other in [
+            format!("{user}/pipewire.service"),
+            format!("{user}/app-foo.slice"),
+            "/user.slice/user-1000.slice/session-2.scope".to_owned(),
+            "/".to_owned(),
+        ] {
+            assert!(!in_app_unit(&other), "{other}");
+        }
+    }
 
     /// A child and a grandchild of the front process are within reach, a great-grandchild,
     /// the front itself and an unrelated process are not. (The ownership half is `admit`'s,
@@ -147,7 +233,7 @@ mod tests {
             .filter(|&&p| process_tree::parent(p).ok() == Some(top))
             .count();
         let others = [below(me, me), below(1, me)];
-        let nothing_in_front = launched_from(top, None);
+        let nothing_in_front = launched_from(top, None, None);
         for p in chain.iter().rev() {
             // SAFETY: kill has no memory preconditions; these are our own children.
             unsafe { libc::kill(*p, libc::SIGKILL) };
