@@ -1,7 +1,8 @@
-//! The unprivileged user the browser scenario runs as. A desktop runs its apps as the person
-//! logged in, never as root, and Chromium behaves differently as root (it refuses to start
-//! without `--no-sandbox`, so its sandbox — part of what a keystroke passes through — would be
-//! off). The harness runs as root, so it starts the app as the system user [`USER`], created
+//! The unprivileged user the real programs, their desktop and every background load run as
+//! (`loads/`). A desktop runs its apps and its user's builds as the person logged in, never as
+//! root, and Chromium behaves differently as root (it refuses to start without `--no-sandbox`,
+//! so its sandbox — part of what a keystroke passes through — would be off). The harness runs
+//! as root, so it starts them as the system user [`USER`], created
 //! once with `useradd` if missing (no login shell, no home of its own: each run gets a fresh
 //! home in its run directory, owned by that user, so no state carries from run to run).
 
@@ -12,7 +13,7 @@ use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Command;
 
-/// The system user of the browser scenario (`userdel uxsched-bench` removes it).
+/// The system user of the real programs and the loads (`userdel uxsched-bench` removes it).
 pub const USER: &str = "uxsched-bench";
 
 /// A user's ids, as the password database has them.
