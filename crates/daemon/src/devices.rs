@@ -218,6 +218,9 @@ pub fn doctor_lines(cfg: &crate::config::storage::Storage) -> Vec<String> {
             }
         ));
     }
+    if cfg.group_prio_classes() != (None, None) {
+        lines.extend(crate::actuators::io_class::device_lines(&probe.devices));
+    }
     lines.push(if cfg.launch_budget_ms == 0 {
         "launches: not followed (`[storage] launch_budget_ms = 0`)".to_owned()
     } else {

@@ -125,11 +125,13 @@ pub struct Probe {
 
 impl Probe {
     /// Probe this machine.
+    /// A root filesystem with no disk behind it (an initramfs, tmpfs: an anonymous device) is
+    /// no error: the disks are listed, none marked as the root's.
     pub fn read() -> io::Result<Probe> {
-        let root = device_number(Path::new("/"))?;
+        let root = device_number(Path::new("/")).ok();
         let mountinfo = std::fs::read_to_string("/proc/self/mountinfo")?;
         let cg = cgroup2_mount(&mountinfo);
-        Probe::read_at(Path::new("/sys"), cg.as_deref(), Some(root))
+        Probe::read_at(Path::new("/sys"), cg.as_deref(), root)
     }
 
     /// Probe a sysfs tree at `sys` and a cgroup2 tree at `cgroup` (tests pass fixtures);
@@ -150,7 +152,7 @@ impl Probe {
         for entry in entries {
             let name = entry?.file_name().to_string_lossy().into_owned();
             let is_root = root_disk.as_deref() == Some(name.as_str());
-            if is_virtual(&name) && !is_root {
+            if is_virtual(&name) && !is_root && !writable_loop(sys, &name) {
                 continue;
             }
             devices.push(read_device(sys, &name, is_root)?);
@@ -182,9 +184,20 @@ impl Probe {
     }
 }
 
-/// RAM-backed and loop devices say nothing about the disk the user waits on.
+/// RAM-backed and loop devices say nothing about the disk the user waits on (but see
+/// [`writable_loop`]).
 fn is_virtual(name: &str) -> bool {
     ["loop", "ram", "zram"].iter().any(|p| name.starts_with(p))
+}
+
+/// A loop device attached to a file and writable (`loop/backing_file` exists, `ro` is 0): a
+/// disk image in use, whose elevator decides like a disk's (the QEMU guest's test disk). A
+/// read-only one (a snap's squashfs, mounted `ro`) stays skipped.
+fn writable_loop(sys: &Path, name: &str) -> bool {
+    let base = sys.join("block").join(name);
+    name.starts_with("loop")
+        && base.join("loop/backing_file").exists()
+        && read_trim(&base.join("ro")).as_deref() == Some("0")
 }
 
 fn read_device(sys: &Path, name: &str, root: bool) -> io::Result<Device> {

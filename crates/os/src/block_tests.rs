@@ -156,6 +156,32 @@ fn zram_is_kept_when_it_holds_the_root() {
 }
 
 #[test]
+fn an_attached_writable_loop_device_is_listed_a_read_only_one_is_not() {
+    let t = Tmp::new("loops");
+    let sys = fixture(&t);
+    disk(&sys, "loop1", "7:1", Some("[none] mq-deadline"), "0", &[]);
+    disk(&sys, "loop2", "7:2", Some("[none] mq-deadline"), "0", &[]);
+    let real = sys.join("devices/pci0000:00");
+    write(&real.join("loop1/loop/backing_file"), "/tmp/disk.img\n");
+    write(&real.join("loop1/ro"), "0\n");
+    write(&real.join("loop2/loop/backing_file"), "/snap/x.snap\n");
+    write(&real.join("loop2/ro"), "1\n");
+    let probe = Probe::read_at(&sys, None, None).unwrap();
+    let names: Vec<&str> = probe.devices.iter().map(|d| d.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["dm-0", "loop1", "nvme0n1", "sda", "vdb"],
+        "loop0 is not attached"
+    );
+    let l = probe.device("loop1").unwrap();
+    assert!(!l.honours_classes());
+    assert_eq!(
+        l.describe(),
+        "loop1: none (ignores I/O classes and io.bfq.weight), rotational=0"
+    );
+}
+
+#[test]
 fn cgroup_v2_io_files_are_listed() {
     let t = Tmp::new("cgroup");
     let sys = fixture(&t);

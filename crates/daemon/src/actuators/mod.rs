@@ -10,6 +10,7 @@
 
 pub mod autogroup;
 pub mod cgroup;
+pub mod io_class;
 pub mod ioprio;
 pub mod mover;
 pub mod placement;

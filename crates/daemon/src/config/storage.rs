@@ -27,6 +27,14 @@ pub struct Storage {
     /// The disks `switch_to_bfq` switches, by kernel name (`vda`, `nvme0n1`); empty: every
     /// whole disk with an elevator.
     pub bfq_devices: Vec<String>,
+    /// The `io.prio.class` of uxsched's own background group (cgroup v2 without systemd,
+    /// `actuators/io_class.rs`): reaches the group's page-cache writeback too, where the kernel
+    /// charges writeback to cgroups. Off by default: unmeasured, and the idle class can starve.
+    pub background_io_class: BackgroundClass,
+    /// The `io.prio.class` of uxsched's own foreground group: `rt` → `promote-to-rt` (RT 4, as
+    /// `front_class = "rt"`), `be` → `restrict-to-be` (BE 0). It covers every thread of the apps
+    /// in the group, not only the critical set; off by default for that reason.
+    pub front_group_class: FrontClass,
 }
 
 ranged!(launch_budget_ms, u64, "storage.launch_budget_ms", 0, 60_000);
@@ -46,6 +54,21 @@ pub enum FrontClass {
     Off,
 }
 
+/// The I/O class of the background group (`io.prio.class`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackgroundClass {
+    /// `idle`: every request of the group in the idle class — served by mq-deadline only when
+    /// no higher class is queued (or after `prio_aging_expire`, 10 s), by BFQ when the disk is
+    /// otherwise idle.
+    Idle,
+    /// `restrict-to-be`: the group's real-time requests demoted to best-effort 0. Requests of
+    /// no class become BE 0 as well, which BFQ weighs above the nice-derived default (BE 4).
+    Be,
+    /// Leave the group's `io.prio.class` alone.
+    Off,
+}
+
 impl Default for Storage {
     fn default() -> Self {
         Storage {
@@ -54,6 +77,8 @@ impl Default for Storage {
             launch_max: 4,
             switch_to_bfq: false,
             bfq_devices: Vec::new(),
+            background_io_class: BackgroundClass::Off,
+            front_group_class: FrontClass::Off,
         }
     }
 }
@@ -67,5 +92,72 @@ impl Storage {
             FrontClass::Be => Some(encode(CLASS_BE, 0)),
             FrontClass::Off => None,
         }
+    }
+
+    /// The `io.prio.class` policy (the kernel's word) of uxsched's foreground and background
+    /// groups, where one is asked for (Documentation/admin-guide/cgroup-v2.rst, "IO Priority").
+    pub fn group_prio_classes(&self) -> (Option<&'static str>, Option<&'static str>) {
+        let fg = match self.front_group_class {
+            FrontClass::Rt => Some("promote-to-rt"),
+            FrontClass::Be => Some("restrict-to-be"),
+            FrontClass::Off => None,
+        };
+        let bg = match self.background_io_class {
+            BackgroundClass::Idle => Some("idle"),
+            BackgroundClass::Be => Some("restrict-to-be"),
+            BackgroundClass::Off => None,
+        };
+        (fg, bg)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+    use std::path::Path;
+
+    fn parse(s: &str) -> Result<Config, String> {
+        Config::parse(s, Path::new("test.toml")).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn the_group_classes_are_off_unless_asked_and_map_to_the_kernels_words() {
+        let d = parse("").unwrap().storage;
+        assert_eq!(d.group_prio_classes(), (None, None));
+        let c = parse("[storage]\nbackground_io_class = \"idle\"\nfront_group_class = \"rt\"\n")
+            .unwrap()
+            .storage;
+        assert_eq!(
+            c.group_prio_classes(),
+            (Some("promote-to-rt"), Some("idle"))
+        );
+        let c = parse("[storage]\nbackground_io_class = \"be\"\nfront_group_class = \"be\"\n")
+            .unwrap()
+            .storage;
+        assert_eq!(
+            c.group_prio_classes(),
+            (Some("restrict-to-be"), Some("restrict-to-be"))
+        );
+        let c = parse("[storage]\nbackground_io_class = \"off\"\n").unwrap();
+        assert_eq!(c.storage.group_prio_classes(), (None, None));
+    }
+
+    #[test]
+    fn a_bad_group_class_is_named_with_its_file_line_and_the_choices() {
+        let e = parse("[storage]\nfront_class = \"rt\"\nbackground_io_class = \"lowest\"\n")
+            .unwrap_err();
+        assert!(e.contains("test.toml") && e.contains("line 3"), "{e}");
+        assert!(
+            e.contains("background_io_class") || e.contains("lowest"),
+            "{e}"
+        );
+        assert!(
+            e.contains("idle") && e.contains("be") && e.contains("off"),
+            "{e}"
+        );
+        let e = parse("[storage]\nfront_group_class = \"idle\"\n").unwrap_err();
+        assert!(e.contains("line 2") && e.contains("`rt`"), "{e}");
+        let e = parse("[storage]\nbackground_io_class = 3\n").unwrap_err();
+        assert!(e.contains("line 2"), "{e}");
     }
 }

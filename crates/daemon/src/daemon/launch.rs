@@ -62,13 +62,19 @@ impl super::Daemon {
         }
     }
 
-    /// `status`'s storage lines: the disks and what they honour, the BFQ switches this daemon
-    /// holds, the launches in front.
+    /// `status`'s storage lines: the disks and what they honour, the groups' I/O classes and
+    /// the BFQ switches this daemon holds, the launches in front.
     pub(super) fn storage_status(&self) -> Vec<String> {
-        let mut lines: Vec<String> = match uxsched_os::block::Probe::read() {
+        let probe = uxsched_os::block::Probe::read();
+        let mut lines: Vec<String> = match &probe {
             Ok(p) => p.describe().lines().map(str::to_owned).collect(),
             Err(e) => vec![format!("cannot probe the block devices: {e}")],
         };
+        let disks = probe.map(|p| p.devices).unwrap_or_default();
+        lines.extend(crate::actuators::io_class::status_lines(
+            &self.rec.journal,
+            &disks,
+        ));
         match crate::devices::switches(&self.rec.journal) {
             Ok(s) => lines.extend(s.iter().map(|s| {
                 format!(

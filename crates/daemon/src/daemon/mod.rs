@@ -182,6 +182,7 @@ impl Daemon {
         // Elevators a killed predecessor switched go back first; then this one's, if asked.
         let devices = crate::devices::Devices::default();
         devices.restore(&journal)?;
+        crate::actuators::io_class::restore(&journal)?;
         if cfg.storage.switch_to_bfq {
             let names = crate::devices::chosen(&cfg.storage.bfq_devices, &devices.sys);
             devices.switch_to_bfq(&journal, &names)?;
@@ -194,6 +195,9 @@ impl Daemon {
             );
         }
         rec.reconcile(&Desired::nothing(&cfg))?;
+        let (fg_io, bg_io) = cfg.storage.group_prio_classes();
+        let groups = rec.groups.as_deref();
+        crate::actuators::io_class::apply_to_groups(&rec.journal, groups, fg_io, bg_io)?;
         let backend = crate::backend::start(&cfg.backend).context("starting the backend")?;
         let sources = start_sources(&cfg, tx);
         audible::start(&cfg, tx);
@@ -510,6 +514,9 @@ impl Daemon {
     fn stop(&mut self) -> anyhow::Result<()> {
         if let Err(e) = crate::devices::Devices::default().restore(&self.rec.journal) {
             error!("cannot restore the devices' elevators from the journal: {e}");
+        }
+        if let Err(e) = crate::actuators::io_class::restore(&self.rec.journal) {
+            error!("cannot restore the groups' I/O classes from the journal: {e}");
         }
         let nothing = Desired::nothing(&self.cfg);
         for attempt in 0..5 {
