@@ -197,6 +197,62 @@ pub struct Status {
     /// each.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub audible: Vec<String>,
+    /// What the tracker's critical set held per keystroke (issue 30), once an episode was
+    /// resolved for the app in front; absent before (and from older daemons).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub critical_sets: Option<CriticalSets>,
+}
+
+/// The tracker's critical set per episode (one keystroke's interaction, docs/tracker.md "What
+/// the set holds per keystroke"): the threads it held while the episode ran, of how many
+/// processes, and whose — over the latest episodes (`episodes` of them).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CriticalSets {
+    /// Episodes summarised here (the latest 4096).
+    pub episodes: u64,
+    /// Episodes recorded since the daemon started.
+    pub episodes_total: u64,
+    pub threads_p50: u64,
+    pub threads_p95: u64,
+    pub threads_max: u64,
+    /// Processes (distinct tgids; kernel workers are threads of none).
+    pub procs_p50: u64,
+    pub procs_max: u64,
+    /// Each kind of process with threads in the sets, in the most episodes first.
+    #[serde(default)]
+    pub kinds: Vec<KindStat>,
+}
+
+/// One kind of process in the critical sets.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct KindStat {
+    /// What the process is: its executable's name with the `--type=` (Chromium's and Electron's
+    /// helpers) and `--utility-sub-type=` it was started with; `kernel` for kernel workers.
+    pub kind: String,
+    /// How the tracker names its threads: `app` (the focused process), `partner`,
+    /// `kernel-worker`.
+    pub whose: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub helper_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sub_type: Option<String>,
+    /// Episodes whose set held at least one of its threads.
+    pub episodes: u64,
+    /// Its threads in the sets, summed over the episodes.
+    pub members: u64,
+    /// Its threads' names, each with its share of `members`, most first.
+    #[serde(default)]
+    pub threads: Vec<(String, u64)>,
+    /// Its processes, each with its episodes and members.
+    #[serde(default)]
+    pub processes: Vec<ProcessStat>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProcessStat {
+    pub pid: i32,
+    pub episodes: u64,
+    pub members: u64,
 }
 
 /// Percentiles of a latency, µs.
@@ -330,5 +386,38 @@ mod tests {
             serde_json::to_string(&Response::ok()).unwrap(),
             r#"{"ok":true}"#
         );
+    }
+
+    /// A status from a daemon without the critical sets' summary still parses (the field is
+    /// optional), and one with it carries it through.
+    #[test]
+    fn critical_sets_are_optional_in_status() {
+        let old = r#"{"mode":"uxsched","focus":null,"focus_comm":null,"boosted":[],
+            "sources":[],"features":{},"daemon_pid":1,"tracker":"running"}"#;
+        let s: Status = serde_json::from_str(old).unwrap();
+        assert_eq!(s.critical_sets, None);
+        let mut with = s.clone();
+        with.critical_sets = Some(CriticalSets {
+            episodes: 2,
+            episodes_total: 2,
+            threads_p50: 3,
+            kinds: vec![KindStat {
+                kind: "chromium --type=renderer".into(),
+                whose: "partner".into(),
+                helper_type: Some("renderer".into()),
+                threads: vec![("Compositor".into(), 2)],
+                processes: vec![ProcessStat {
+                    pid: 7,
+                    episodes: 2,
+                    members: 2,
+                }],
+                ..KindStat::default()
+            }],
+            ..CriticalSets::default()
+        });
+        let text = serde_json::to_string(&with).unwrap();
+        assert!(text.contains(r#""critical_sets":{"episodes":2"#), "{text}");
+        assert_eq!(serde_json::from_str::<Status>(&text).unwrap(), with);
+        assert!(!serde_json::to_string(&s).unwrap().contains("critical_sets"));
     }
 }

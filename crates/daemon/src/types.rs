@@ -51,6 +51,13 @@ pub enum Event {
         app: Option<i32>,
         set: Vec<Critical>,
     },
+    /// The tracker resolved `resolved` episodes (keystrokes' interactions) of `app`; `held`:
+    /// every thread its critical set held since the episode before (`daemon/critical_sets.rs`).
+    Episode {
+        app: Option<i32>,
+        held: Vec<Critical>,
+        resolved: u64,
+    },
     /// A program started from the app in front (`sources/launch.rs`): in front itself until
     /// its window maps or `[storage] launch_budget_ms` runs out.
     Launch { app: AppId },
@@ -84,6 +91,9 @@ pub enum SourceName {
     Niri,
     /// KDE Plasma's KWin, through a KWin script.
     Kwin,
+    /// A compositor without an IPC of its own: wlr-foreign-toplevel-management's activated
+    /// window, its process found by app id (`sources/wayland/toplevel.rs`).
+    Toplevel,
     /// Feral GameMode's D-Bus API (`RegisterGame`).
     Gamemode,
     /// system76-scheduler's D-Bus API (`SetForegroundProcess`).

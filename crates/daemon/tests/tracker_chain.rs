@@ -155,6 +155,26 @@ fn the_partner_an_app_waits_on_is_raised_with_it_and_restored() {
     );
     assert!(l.max_us < 10_000_000, "{l:?}");
     eprintln!("critical → boosted: {l:?}");
+    // What the set held per keystroke (issue 30): the app's relaying thread and the partner's,
+    // two processes besides the input's, each kind read from the process.
+    let sets = st.critical_sets.clone().expect("episodes were recorded");
+    eprintln!("critical sets: {sets:?}");
+    assert!(
+        sets.episodes >= 1 && sets.episodes <= sets.episodes_total,
+        "{sets:?}"
+    );
+    assert!(sets.threads_max >= 2 && sets.procs_max >= 2, "{sets:?}");
+    assert!(sets.threads_p50 <= sets.threads_p95 && sets.procs_p50 <= sets.procs_max);
+    let holding = |thread: &str| {
+        (sets.kinds.iter())
+            .find(|k| k.threads.iter().any(|(n, _)| n == thread))
+            .unwrap_or_else(|| panic!("no kind holds {thread}: {sets:?}"))
+    };
+    let (a, p) = (holding("chainapp"), holding("chainpartner"));
+    assert_eq!((a.whose.as_str(), p.whose.as_str()), ("app", "partner"));
+    assert!(a.kind.starts_with("uxsched-daemon-fixture"), "{a:?}");
+    assert!(p.processes.iter().any(|x| x.pid == chain.pid(1)), "{p:?}");
+    assert!(a.episodes >= 1 && p.episodes >= 1 && p.episodes <= sets.episodes);
     // The loop wrote those boosts on the tracker's loan of real time, and paid it back: it is
     // in the fair class at nice −20 again (`sched::Loan`). Checked after the status above,
     // which must see the set as it was when the partner was raised. (The daemon child runs

@@ -336,6 +336,12 @@ impl Tracker {
         self.cls.focused_ns()
     }
 
+    /// Episodes resolved since the foreground was last set: a caller of [`Tracker::process`]
+    /// sees from its growth that a keystroke's interaction has ended.
+    pub fn episodes(&self) -> u64 {
+        self.cls.episodes()
+    }
+
     /// The delay-critical threads now.
     pub fn critical(&self) -> impl Iterator<Item = &crate::critical::Member> {
         self.cls.critical()

@@ -299,6 +299,9 @@ fn render_status(s: &Status) -> String {
             l.samples
         );
     }
+    if let Some(c) = &s.critical_sets {
+        push_line!(o, "{}", critical_sets_line(c));
+    }
     if let Some(b) = &s.backend {
         render_backend(&mut o, b);
     }
@@ -308,6 +311,26 @@ fn render_status(s: &Status) -> String {
     }
     render_kernel(&mut o, &s.features);
     o
+}
+
+/// The critical set per keystroke in one line: threads and processes per episode, and the
+/// process kinds in most episodes (`status --json` has the whole table).
+fn critical_sets_line(c: &control::CriticalSets) -> String {
+    let kinds: Vec<String> = (c.kinds.iter().take(4))
+        .map(|k| format!("{} {}", k.kind, k.episodes))
+        .collect();
+    let more = c.kinds.len().saturating_sub(4);
+    format!(
+        "tracker: per keystroke {}/{}/{} threads (p50/p95/max) of {}/{} processes (p50/max), {} episodes; kinds by episodes: {}{}",
+        c.threads_p50,
+        c.threads_p95,
+        c.threads_max,
+        c.procs_p50,
+        c.procs_max,
+        c.episodes,
+        kinds.join(", "),
+        if more > 0 { format!(", {more} more") } else { String::new() }
+    )
 }
 
 /// `sources: a, b (down)`, then each source's error on its own line.
@@ -480,5 +503,32 @@ mod tests {
         };
         render_backend(&mut o, &stock);
         assert_eq!(o, "backend: stock running\n");
+    }
+
+    #[test]
+    fn the_critical_sets_line_gives_the_counts_and_the_kinds_in_most_episodes() {
+        let kind = |kind: &str, episodes| control::KindStat {
+            kind: kind.into(),
+            episodes,
+            ..Default::default()
+        };
+        let c = control::CriticalSets {
+            episodes: 48,
+            episodes_total: 48,
+            threads_p50: 9,
+            threads_p95: 11,
+            threads_max: 12,
+            procs_p50: 3,
+            procs_max: 4,
+            kinds: ["chromium", "Xvfb", "a", "b", "c", "d"]
+                .iter()
+                .map(|k| kind(k, 48))
+                .collect(),
+        };
+        assert_eq!(
+            critical_sets_line(&c),
+            "tracker: per keystroke 9/11/12 threads (p50/p95/max) of 3/4 processes (p50/max), \
+             48 episodes; kinds by episodes: chromium 48, Xvfb 48, a 48, b 48, 2 more"
+        );
     }
 }

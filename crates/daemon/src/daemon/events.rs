@@ -78,6 +78,11 @@ impl Daemon {
                 self.last_apply = Instant::now() - turn.min_interval;
             }
             Event::Critical { app, set } => self.critical_seen(app, set, turn, rx, stash)?,
+            Event::Episode {
+                app,
+                held,
+                resolved,
+            } => self.episode_seen(app, &held, resolved),
             Event::Idle { source, since } => self.idle_seen(source, since, turn),
             Event::Launch { app } => self.launch_seen(app, turn.min_interval),
             Event::Audible { apps } => self.audible_seen(apps),

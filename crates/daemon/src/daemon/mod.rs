@@ -7,6 +7,7 @@
 
 mod audible;
 mod control;
+mod critical_sets;
 mod events;
 mod family;
 mod fast;
@@ -71,6 +72,8 @@ struct Daemon {
     loan: uxsched_os::own::Loan,
     /// The tracker's latest critical set for the app in front.
     critical: Vec<Critical>,
+    /// What the set held per keystroke: the latest episodes' sets (`critical_sets.rs`).
+    critical_sets: critical_sets::CriticalSets,
     /// How apps are placed on this machine (see [`reconciler`]).
     placement: String,
     /// What is wrong with each source that runs degraded.
@@ -182,7 +185,7 @@ impl Daemon {
         // Elevators a killed predecessor switched go back first; then this one's, if asked.
         let devices = crate::devices::Devices::default();
         devices.restore(&journal)?;
-        crate::actuators::io_class::restore(&journal)?;
+        crate::actuators::io_class::restore(journal.connection())?;
         if cfg.storage.switch_to_bfq {
             let names = crate::devices::chosen(&cfg.storage.bfq_devices, &devices.sys);
             devices.switch_to_bfq(&journal, &names)?;
@@ -197,7 +200,8 @@ impl Daemon {
         rec.reconcile(&Desired::nothing(&cfg))?;
         let (fg_io, bg_io) = cfg.storage.group_prio_classes();
         let groups = rec.groups.as_deref();
-        crate::actuators::io_class::apply_to_groups(&rec.journal, groups, fg_io, bg_io)?;
+        let db = rec.journal.connection();
+        crate::actuators::io_class::apply_to_groups(db, groups, fg_io, bg_io)?;
         let backend = crate::backend::start(&cfg.backend).context("starting the backend")?;
         let sources = start_sources(&cfg, tx);
         audible::start(&cfg, tx);
@@ -231,6 +235,7 @@ impl Daemon {
             tracker_state,
             loan,
             critical: Vec::new(),
+            critical_sets: Default::default(),
             placement,
             source_errors: BTreeMap::new(),
             grants: realtime.grants,
@@ -515,7 +520,7 @@ impl Daemon {
         if let Err(e) = crate::devices::Devices::default().restore(&self.rec.journal) {
             error!("cannot restore the devices' elevators from the journal: {e}");
         }
-        if let Err(e) = crate::actuators::io_class::restore(&self.rec.journal) {
+        if let Err(e) = crate::actuators::io_class::restore(self.rec.journal.connection()) {
             error!("cannot restore the groups' I/O classes from the journal: {e}");
         }
         let nothing = Desired::nothing(&self.cfg);

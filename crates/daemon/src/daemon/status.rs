@@ -53,6 +53,7 @@ impl Daemon {
             idle: self.idle.status(),
             storage: self.storage_status(),
             audible: self.audible_status(),
+            critical_sets: self.critical_sets.summary(),
         }
     }
 

@@ -148,6 +148,9 @@ fn run(
     let mut last: Vec<Critical> = Vec::new();
     // The foreground the tracker follows (None as well when it could not follow the last one).
     let mut app: Option<i32> = None;
+    // Every thread the set held since the last episode resolved, and the episodes resolved.
+    let mut held: Vec<Critical> = Vec::new();
+    let mut resolved = 0;
     loop {
         let mut refocused = false;
         loop {
@@ -161,6 +164,8 @@ fn run(
                         app = None;
                         let _ = tracker.set_foreground(None);
                     }
+                    held.clear();
+                    resolved = tracker.episodes();
                 }
                 Err(TryRecvError::Empty) => break,
                 Err(TryRecvError::Disconnected) => return,
@@ -203,12 +208,35 @@ fn run(
                 }
                 last = set;
             }
+            hold(&mut held, &last);
+            let now_resolved = tracker.episodes();
+            if now_resolved > resolved {
+                let ev = Event::Episode {
+                    app,
+                    held: std::mem::replace(&mut held, last.clone()),
+                    resolved: now_resolved - resolved,
+                };
+                if events.send(ev).is_err() {
+                    return;
+                }
+            }
+            resolved = now_resolved;
         }
         // Past the open episode's deadline by a little, so that `process` resolves it.
         let timeout = tracker
             .episode_deadline()
             .map_or(IDLE, |d| (d + Duration::from_millis(1)).min(IDLE));
         wait(tracker.fd(), wake, timeout);
+    }
+}
+
+/// Add the members of `set` that `held` lacks (a keystroke's provisional members, dropped
+/// when its episode resolves, are counted for it).
+fn hold(held: &mut Vec<Critical>, set: &[Critical]) {
+    for c in set {
+        if !held.iter().any(|h| h.task == c.task) {
+            held.push(c.clone());
+        }
     }
 }
 
