@@ -30,8 +30,14 @@ pub struct Report {
     pub device: DeviceLine,
     pub modes: Vec<ModeRow>,
     pub warnings: Vec<String>,
+    /// The browser scenario: each daemon run's critical-set false positives (issue 30,
+    /// `models/xapp/frame_path.rs`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub frame_path: Vec<FramePathVerdict>,
     pub records: Vec<RunRecord>,
 }
+
+pub use crate::models::xapp::frame_path::RunVerdict as FramePathVerdict;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ModeRow {
@@ -89,6 +95,11 @@ impl Report {
             device: DeviceLine::for_plan(plan),
             modes,
             warnings: Vec::new(),
+            frame_path: if plan.scenario == crate::models::ModelKind::Chromium {
+                crate::models::xapp::frame_path::verdicts(&records)
+            } else {
+                Vec::new()
+            },
             records,
         };
         report.warnings = warnings(&report);
@@ -147,6 +158,13 @@ impl Report {
                 fmt_ratio(r.p95_ratio), fmt_ratio(r.p99_ratio), fmt_background(r),
                 r.context_switches_per_s, extras.join(" ")
             );
+        }
+        if self.scenario == crate::models::ModelKind::Chromium.name() {
+            let modes: Vec<ModeName> = self.modes.iter().map(|r| r.mode).collect();
+            s.push_str(&crate::models::xapp::frame_path::block(
+                &self.records,
+                &modes,
+            ));
         }
         if let Some(h) = self.headline() {
             let _ = writeln!(s, "{h}");

@@ -67,6 +67,9 @@ pub struct RunRecord {
     pub context_switches: u64,
     pub wall_s: f64,
     pub background: Option<Throughput>,
+    /// The daemon's critical sets per keystroke (`status`), in modes that run the tracker.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub critical_sets: Option<uxsched_client::control::CriticalSets>,
 }
 
 /// The runs in execution order, the modes dropped after a run under them failed (with the
@@ -286,6 +289,7 @@ fn run_one(
         extras.entry("app_cpu_pct".into()).or_insert(fg_cpu_pct);
     }
     extras.extend(guard.mode.extras());
+    let critical_sets = guard.mode.critical_sets();
     // The first input after the mode came into force (a daemon's focus): a mode that is slow
     // to act shows here long before it moves p99.
     if let Some(&first) = output.samples_ms.first() {
@@ -304,6 +308,7 @@ fn run_one(
         context_switches: output.context_switches,
         wall_s,
         background,
+        critical_sets,
     })
 }
 

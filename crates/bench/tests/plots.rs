@@ -24,6 +24,7 @@ fn record(mode: ModeName, scale: f64, bg: Option<f64>) -> RunRecord {
             unit: "bogo-ops/s".into(),
             cpu_pct: None,
         }),
+        critical_sets: None,
     }
 }
 

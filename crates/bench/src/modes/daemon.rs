@@ -112,6 +112,8 @@ pub struct Daemon {
     started: Option<(Instant, u64)>,
     /// The tracker's thread (`uxsched-tracker`) and its CPU time when the daemon answered.
     tracker: Option<(i32, u64)>,
+    /// The critical sets per keystroke as the run's last `status` gave them.
+    critical_sets: Option<uxsched_client::control::CriticalSets>,
 }
 
 impl Daemon {
@@ -139,6 +141,7 @@ impl Daemon {
             config: daemon_config(mode, &env.daemon_config)?,
             started: None,
             tracker: None,
+            critical_sets: None,
         })
     }
 
@@ -260,8 +263,9 @@ impl Mode for Daemon {
 
     /// The daemon's own cost over the run (its share of one CPU, user + system, the BPF
     /// programs' in-kernel time not included, and its tracker thread's alone; its peak RSS),
-    /// its "critical → boosted" latency (the tracker's new members), µs, and the rt lever's set
-    /// at the run's end.
+    /// its "critical → boosted" latency (the tracker's new members), µs, the rt lever's set
+    /// at the run's end, and how many threads of how many processes the critical set held per
+    /// keystroke ([`set_extras`]).
     fn extras(&mut self) -> std::collections::BTreeMap<String, f64> {
         let mut x = std::collections::BTreeMap::new();
         let pid = self.child.as_ref().map_or(0, |c| c.id() as i32);
@@ -307,7 +311,15 @@ impl Mode for Daemon {
                 x.insert(key.to_owned(), v);
             }
         }
+        self.critical_sets = serde_json::from_value(status["critical_sets"].clone()).ok();
+        if let Some(c) = &self.critical_sets {
+            x.extend(set_extras(c));
+        }
         x
+    }
+
+    fn critical_sets(&mut self) -> Option<uxsched_client::control::CriticalSets> {
+        self.critical_sets.take()
     }
 
     fn restore(&mut self) -> Result<()> {
@@ -333,6 +345,22 @@ impl Mode for Daemon {
         }
         crate::leftovers::settle()
     }
+}
+
+/// The critical set per keystroke in the run's extras (issue 30): threads and processes per
+/// episode, and the episodes counted.
+fn set_extras(c: &uxsched_client::control::CriticalSets) -> Vec<(String, f64)> {
+    [
+        ("episodes", c.episodes),
+        ("set_threads_p50", c.threads_p50),
+        ("set_threads_p95", c.threads_p95),
+        ("set_threads_max", c.threads_max),
+        ("set_procs_p50", c.procs_p50),
+        ("set_procs_max", c.procs_max),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v as f64))
+    .collect()
 }
 
 impl Drop for Daemon {

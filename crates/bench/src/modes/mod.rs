@@ -266,6 +266,11 @@ pub trait Mode {
     fn extras(&mut self) -> std::collections::BTreeMap<String, f64> {
         Default::default()
     }
+    /// What the tracker's critical set held per keystroke (a daemon mode that runs the
+    /// tracker), read by [`Mode::extras`].
+    fn critical_sets(&mut self) -> Option<uxsched_client::control::CriticalSets> {
+        None
+    }
     /// The daemon socket the app asks for real time on (`--rt-socket`), in modes where the
     /// app asks itself (`rtapi`).
     fn app_rt_socket(&self) -> Option<PathBuf> {

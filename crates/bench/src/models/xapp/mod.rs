@@ -24,6 +24,7 @@ mod browser;
 mod client;
 mod damage;
 mod display;
+pub mod frame_path;
 mod input;
 mod launch;
 mod mapped;
