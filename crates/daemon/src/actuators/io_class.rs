@@ -11,15 +11,15 @@
 //! it and no other group uses it ([`io_in_use`]) — otherwise left on, and said.
 //!
 //! Safety is the journal's, as for the elevators (`devices.rs`): each write is a row of table
-//! `cgroup_files` (the file, its directory's inode — the cgroup's id —, the original and the
+//! `cgroup_files` in the journal's database (`Journal::connection`, passed in as `db`: an
+//! actuator does not import the journal's layer) (the file, its directory's inode — the cgroup's id —, the original and the
 //! applied text) committed before the write and removed once the original is back; the next
 //! start restores a killed daemon's rows first. A file someone changed since, or a group that is
 //! gone or is another group now, is left as it is and forgotten.
 
 use super::cgroup::{Groups, Hierarchy};
-use crate::journal::{Journal, JournalError};
 use crate::types::Group;
-use rusqlite::params;
+use rusqlite::{params, Connection};
 use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -46,11 +46,11 @@ pub struct Change {
 /// Give uxsched's groups the classes asked for (`fg`, `bg`: the kernel's words, e.g. `idle`),
 /// where it places processes in cgroup v2 groups of its own; elsewhere say why nothing is set.
 pub fn apply_to_groups(
-    journal: &Journal,
+    db: &Connection,
     groups: Option<&Groups>,
     fg: Option<&str>,
     bg: Option<&str>,
-) -> Result<Vec<Change>, JournalError> {
+) -> Result<Vec<Change>, rusqlite::Error> {
     if fg.is_none() && bg.is_none() {
         return Ok(Vec::new());
     }
@@ -71,17 +71,17 @@ pub fn apply_to_groups(
         .into_iter()
         .filter_map(|(g, c)| Some((dir(g), c?)))
         .collect();
-    apply(journal, mount, &wanted)
+    apply(db, mount, &wanted)
 }
 
 /// Write `class` into `io.prio.class` of each directory in `wanted` (children of `mount`),
 /// enabling the io controller in `mount`'s `cgroup.subtree_control` first if needed; every write
 /// journalled before it is made. Returns the writes made; one that fails is logged and skipped.
 pub fn apply(
-    journal: &Journal,
+    db: &Connection,
     mount: &Path,
     wanted: &[(PathBuf, &str)],
-) -> Result<Vec<Change>, JournalError> {
+) -> Result<Vec<Change>, rusqlite::Error> {
     let mut made = Vec::new();
     if wanted.is_empty() {
         return Ok(made);
@@ -98,7 +98,7 @@ pub fn apply(
         let Some(c) = change(mount.join(SUBTREE), "-io".into(), "+io") else {
             return Ok(made);
         };
-        if !write_journalled(journal, &c)? {
+        if !write_journalled(db, &c)? {
             return Ok(made);
         }
         info!(file = %c.path.display(), "io controller enabled for the root's children while the daemon runs");
@@ -119,7 +119,7 @@ pub fn apply(
         let Some(c) = change(file, now, class) else {
             continue;
         };
-        if write_journalled(journal, &c)? {
+        if write_journalled(db, &c)? {
             info!(file = %c.path.display(), class, was = %c.original, "group I/O class set while the daemon runs");
             made.push(c);
         }
@@ -145,13 +145,13 @@ fn change(path: PathBuf, original: String, applied: &str) -> Option<Change> {
 }
 
 /// Journal `c`, then write it; a failed write is forgotten again. `Ok(false)` when it failed.
-fn write_journalled(journal: &Journal, c: &Change) -> Result<bool, JournalError> {
-    record(journal, c)?;
+fn write_journalled(db: &Connection, c: &Change) -> Result<bool, rusqlite::Error> {
+    record(db, c)?;
     match std::fs::write(&c.path, &c.applied) {
         Ok(()) => Ok(true),
         Err(e) => {
             warn!(file = %c.path.display(), "cannot write {:?} ({e}): left as it is", c.applied);
-            forget(journal, &c.path)?;
+            forget(db, &c.path)?;
             Ok(false)
         }
     }
@@ -159,12 +159,12 @@ fn write_journalled(journal: &Journal, c: &Change) -> Result<bool, JournalError>
 
 /// Put every journalled file back (stop, and a start after a killed daemon), the groups' files
 /// before the root's controller switch, then forget the rows.
-pub fn restore(journal: &Journal) -> Result<(), JournalError> {
-    let mut rows = changes(journal)?;
+pub fn restore(db: &Connection) -> Result<(), rusqlite::Error> {
+    let mut rows = changes(db)?;
     rows.sort_by_key(|c| c.path.ends_with(SUBTREE));
     for c in rows {
         restore_one(&c);
-        forget(journal, &c.path)?;
+        forget(db, &c.path)?;
     }
     Ok(())
 }
@@ -257,8 +257,8 @@ pub fn io_in_use(mount: &Path) -> Option<String> {
 
 /// `status`/`doctor`: what the lever holds now, and per disk whether its elevator honours a
 /// group's class (mq-deadline and BFQ do; none and kyber do not: `uxsched_os::block`).
-pub fn status_lines(journal: &Journal, devices: &[Device]) -> Vec<String> {
-    let rows = match changes(journal) {
+pub fn status_lines(db: &Connection, devices: &[Device]) -> Vec<String> {
+    let rows = match changes(db) {
         Ok(r) => r,
         Err(e) => {
             return vec![format!(
@@ -315,11 +315,10 @@ pub fn device_lines(devices: &[Device]) -> Vec<String> {
 }
 
 /// The writes the journal holds.
-pub fn changes(journal: &Journal) -> Result<Vec<Change>, JournalError> {
-    let conn = journal.connection();
-    conn.execute_batch(SCHEMA)?;
+pub fn changes(db: &Connection) -> Result<Vec<Change>, rusqlite::Error> {
+    db.execute_batch(SCHEMA)?;
     let mut stmt =
-        conn.prepare("SELECT path, id, original, applied FROM cgroup_files ORDER BY path")?;
+        db.prepare("SELECT path, id, original, applied FROM cgroup_files ORDER BY path")?;
     let rows = stmt.query_map([], |r| {
         Ok(Change {
             path: PathBuf::from(r.get::<_, String>(0)?),
@@ -328,13 +327,12 @@ pub fn changes(journal: &Journal) -> Result<Vec<Change>, JournalError> {
             applied: r.get(3)?,
         })
     })?;
-    Ok(rows.collect::<Result<_, _>>()?)
+    rows.collect()
 }
 
-fn record(journal: &Journal, c: &Change) -> Result<(), JournalError> {
-    let conn = journal.connection();
-    conn.execute_batch(SCHEMA)?;
-    conn.execute(
+fn record(db: &Connection, c: &Change) -> Result<(), rusqlite::Error> {
+    db.execute_batch(SCHEMA)?;
+    db.execute(
         "INSERT OR REPLACE INTO cgroup_files VALUES (?1, ?2, ?3, ?4)",
         params![
             c.path.to_string_lossy().to_string(),
@@ -346,8 +344,8 @@ fn record(journal: &Journal, c: &Change) -> Result<(), JournalError> {
     Ok(())
 }
 
-fn forget(journal: &Journal, path: &Path) -> Result<(), JournalError> {
-    journal.connection().execute(
+fn forget(db: &Connection, path: &Path) -> Result<(), rusqlite::Error> {
+    db.execute(
         "DELETE FROM cgroup_files WHERE path = ?1",
         params![path.to_string_lossy().to_string()],
     )?;
@@ -368,5 +366,4 @@ fn has_io(file: &Path) -> bool {
 }
 
 #[cfg(test)]
-#[path = "io_class_tests.rs"]
 mod tests;

@@ -71,10 +71,8 @@ impl super::Daemon {
             Err(e) => vec![format!("cannot probe the block devices: {e}")],
         };
         let disks = probe.map(|p| p.devices).unwrap_or_default();
-        lines.extend(crate::actuators::io_class::status_lines(
-            &self.rec.journal,
-            &disks,
-        ));
+        let db = self.rec.journal.connection();
+        lines.extend(crate::actuators::io_class::status_lines(db, &disks));
         match crate::devices::switches(&self.rec.journal) {
             Ok(s) => lines.extend(s.iter().map(|s| {
                 format!(

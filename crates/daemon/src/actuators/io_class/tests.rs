@@ -3,6 +3,7 @@
 //! is played by the test. The real kernel: `crates/uxsched/tests/io_levers_guest.rs`.
 
 use super::*;
+use crate::journal::Journal;
 use uxsched_os::identity::TaskId;
 
 fn no_sessions(_: &TaskId) -> Option<u64> {
@@ -37,13 +38,17 @@ fn classes_are_journalled_written_and_restored_by_the_next_start() {
         (m.join("ux-fg"), "promote-to-rt"),
         (m.join("ux-bg"), "idle"),
     ];
-    let made = apply(&j, &m, &wanted).unwrap();
+    let made = apply(j.connection(), &m, &wanted).unwrap();
     assert_eq!(made.len(), 3, "{made:?}");
     assert_eq!(text(&m.join(SUBTREE)), "+io");
     assert_eq!(text(&m.join("ux-fg").join(PRIO)), "promote-to-rt");
     assert_eq!(text(&m.join("ux-bg").join(PRIO)), "idle");
-    assert_eq!(changes(&j).unwrap().len(), 3, "every write journalled");
-    let lines = status_lines(&j, &[]);
+    assert_eq!(
+        changes(j.connection()).unwrap().len(),
+        3,
+        "every write journalled"
+    );
+    let lines = status_lines(j.connection(), &[]);
     assert!(
         lines
             .iter()
@@ -55,7 +60,7 @@ fn classes_are_journalled_written_and_restored_by_the_next_start() {
     // A daemon killed here: the next one opens the journal and restores.
     drop(j);
     let j = Journal::open(&jpath, no_sessions).unwrap();
-    restore(&j).unwrap();
+    restore(j.connection()).unwrap();
     assert_eq!(text(&m.join("ux-fg").join(PRIO)), "no-change");
     assert_eq!(text(&m.join("ux-bg").join(PRIO)), "no-change");
     assert_eq!(
@@ -63,8 +68,8 @@ fn classes_are_journalled_written_and_restored_by_the_next_start() {
         "-io",
         "disabled again: nothing else uses it"
     );
-    assert!(changes(&j).unwrap().is_empty());
-    restore(&j).unwrap();
+    assert!(changes(j.connection()).unwrap().is_empty());
+    restore(j.connection()).unwrap();
 }
 
 #[test]
@@ -74,9 +79,9 @@ fn an_enabled_controller_and_a_class_already_right_are_not_touched() {
     std::fs::write(m.join(SUBTREE), "cpu io\n").unwrap();
     std::fs::write(m.join("ux-bg").join(PRIO), "idle\n").unwrap();
     let j = Journal::open(&tmp.path().join("j.sqlite"), no_sessions).unwrap();
-    let made = apply(&j, &m, &[(m.join("ux-bg"), "idle")]).unwrap();
+    let made = apply(j.connection(), &m, &[(m.join("ux-bg"), "idle")]).unwrap();
     assert!(made.is_empty(), "{made:?}");
-    assert!(changes(&j).unwrap().is_empty());
+    assert!(changes(j.connection()).unwrap().is_empty());
     assert_eq!(text(&m.join(SUBTREE)), "cpu io");
 }
 
@@ -86,7 +91,7 @@ fn someone_elses_change_and_a_recreated_group_are_left_alone() {
     let m = tree(tmp.path());
     let j = Journal::open(&tmp.path().join("j.sqlite"), no_sessions).unwrap();
     apply(
-        &j,
+        j.connection(),
         &m,
         &[
             (m.join("ux-fg"), "promote-to-rt"),
@@ -100,7 +105,7 @@ fn someone_elses_change_and_a_recreated_group_are_left_alone() {
     std::fs::rename(m.join("ux-bg"), tmp.path().join("old-bg")).unwrap();
     std::fs::create_dir(m.join("ux-bg")).unwrap();
     std::fs::write(m.join("ux-bg").join(PRIO), "idle\n").unwrap();
-    restore(&j).unwrap();
+    restore(j.connection()).unwrap();
     assert_eq!(
         text(&m.join("ux-fg").join(PRIO)),
         "restrict-to-be",
@@ -116,7 +121,10 @@ fn someone_elses_change_and_a_recreated_group_are_left_alone() {
         "cpu io",
         "left on: ux-fg's class is someone else's setting"
     );
-    assert!(changes(&j).unwrap().is_empty(), "every row forgotten");
+    assert!(
+        changes(j.connection()).unwrap().is_empty(),
+        "every row forgotten"
+    );
 }
 
 #[test]
@@ -134,9 +142,9 @@ fn the_controller_stays_on_while_another_group_uses_it() {
     std::fs::write(m.join("other").join(SUBTREE), "io\n").unwrap();
     assert!(io_in_use(&m).unwrap().contains("passes it on"));
     let j = Journal::open(&tmp.path().join("j.sqlite"), no_sessions).unwrap();
-    apply(&j, &m, &[(m.join("ux-bg"), "idle")]).unwrap();
+    apply(j.connection(), &m, &[(m.join("ux-bg"), "idle")]).unwrap();
     std::fs::write(m.join(SUBTREE), "cpu io\n").unwrap();
-    restore(&j).unwrap();
+    restore(j.connection()).unwrap();
     assert_eq!(text(&m.join("ux-bg").join(PRIO)), "no-change");
     assert_eq!(text(&m.join(SUBTREE)), "cpu io", "another group uses it");
 }
@@ -147,12 +155,12 @@ fn without_an_io_controller_nothing_is_written() {
     let m = tree(tmp.path());
     std::fs::write(m.join("cgroup.controllers"), "cpu memory\n").unwrap();
     let j = Journal::open(&tmp.path().join("j.sqlite"), no_sessions).unwrap();
-    assert!(apply(&j, &m, &[(m.join("ux-bg"), "idle")])
+    assert!(apply(j.connection(), &m, &[(m.join("ux-bg"), "idle")])
         .unwrap()
         .is_empty());
     assert_eq!(text(&m.join(SUBTREE)), "cpu");
     assert_eq!(text(&m.join("ux-bg").join(PRIO)), "no-change");
-    let lines = status_lines(&j, &[]);
+    let lines = status_lines(j.connection(), &[]);
     assert!(lines[0].contains("none set"), "{lines:?}");
 }
 
