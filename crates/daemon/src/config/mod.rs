@@ -461,7 +461,7 @@ pub enum ConfigError {
 /// explicit requests (`uxsched focus`, from root or `control_uids`) first, then the followers
 /// of the sessions it finds — each session's focus is relayed one at a time
 /// (`sources/auto/run.rs`), so their order among themselves does not matter.
-pub const AUTO_COVERS: [SourceName; 7] = [
+pub const AUTO_COVERS: [SourceName; 8] = [
     SourceName::Explicit,
     SourceName::X11,
     SourceName::Sway,
@@ -469,6 +469,7 @@ pub const AUTO_COVERS: [SourceName; 7] = [
     SourceName::Niri,
     SourceName::Kwin,
     SourceName::Mutter,
+    SourceName::Toplevel,
 ];
 
 impl Config {

@@ -204,6 +204,9 @@ pub(super) fn start_sources(cfg: &Config, tx: &mpsc::Sender<Event>) -> Sources {
                     crate::sources::wayland::kwin::spawn(rt.join("bus"), any, tx.clone())
                 })
                 .map(drop),
+            SourceName::Toplevel => crate::sources::wayland::toplevel::display_from_env()
+                .and_then(|d| crate::sources::wayland::toplevel::spawn(d, any, tx.clone()))
+                .map(drop),
             SourceName::Gamemode => crate::sources::dbus::gamemode::spawn("", tx.clone()),
             SourceName::System76 => crate::sources::dbus::system76::spawn("", tx.clone()),
         };

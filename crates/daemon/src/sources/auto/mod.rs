@@ -10,7 +10,8 @@
 //!   Wayland sockets (`runtime.rs`).
 //!
 //! Each session then gets a [`Follower`] — X11 for an X display, the sway, Hyprland or niri
-//! source for those compositors, Mutter's for GNOME — or the reason it gets none ([`Why`]):
+//! source for those compositors, Mutter's for GNOME, the `toplevel` fallback (the compositor's
+//! wlr-foreign-toplevel-management) for any other compositor — or the reason it gets none ([`Why`]):
 //! a remote session, root's, a compositor with no source, a display whose user cannot be told.
 //! The followers run under their own source names; the `auto` thread (`run.rs`) relays their
 //! focus to the daemon, one session at a time (the active one, and of several active ones the
@@ -68,6 +69,9 @@ pub enum Follower {
     Mutter,
     /// KDE Plasma's KWin, of user `uid`.
     Kwin { uid: u32 },
+    /// Any other compositor: its display socket, followed through wlr-foreign-toplevel-management
+    /// where it offers it (`sources/wayland/toplevel.rs`).
+    Toplevel(PathBuf),
 }
 
 impl Follower {
@@ -79,6 +83,7 @@ impl Follower {
             Follower::Niri(_) => SourceName::Niri,
             Follower::Mutter => SourceName::Mutter,
             Follower::Kwin { .. } => SourceName::Kwin,
+            Follower::Toplevel(_) => SourceName::Toplevel,
         }
     }
 
@@ -157,7 +162,7 @@ impl Options {
             configured: sources
                 .iter()
                 .copied()
-                .filter(|s| matches!(s, X11 | Mutter | Sway | Hyprland | Niri | Kwin))
+                .filter(|s| matches!(s, X11 | Mutter | Sway | Hyprland | Niri | Kwin | Toplevel))
                 .collect(),
         }
     }
@@ -488,6 +493,10 @@ fn wayland_sessions(
                 runtime::Ipc::None => match c.comm.as_str() {
                     "gnome-shell" => Ok(Follower::Mutter),
                     "kwin_wayland" => Ok(Follower::Kwin { uid: c.uid }),
+                    // The fallback: the compositor's window list, if it offers one.
+                    _ if !c.displays.is_empty() => Ok(Follower::Toplevel(
+                        runtime.join(c.uid.to_string()).join(&c.displays[0]),
+                    )),
                     other => Err(Why::new(
                         format!(
                             "no focus source for {other}: it has no IPC uxsched reads (sway, \

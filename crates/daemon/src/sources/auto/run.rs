@@ -270,6 +270,9 @@ impl Auto {
                     .join("bus");
                 crate::sources::wayland::kwin::spawn(bus, any, tx).map(|_| ())
             }
+            Follower::Toplevel(display) => {
+                crate::sources::wayland::toplevel::spawn(display.clone(), any, tx).map(|_| ())
+            }
         };
         match started {
             Ok(()) => {

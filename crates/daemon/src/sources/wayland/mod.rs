@@ -7,10 +7,14 @@
 //! answers may name (the compositor's uid, SO_PEERCRED), bounded reads of untrusted input, and
 //! rate-limited complaints about bad input. docs/compositors.md says what each source asks.
 
+pub mod app_id;
 pub mod hyprland;
 pub mod kwin;
 pub mod niri;
 pub mod sway;
+/// The fallback for compositors without an IPC: wlr-foreign-toplevel-management.
+pub mod toplevel;
+pub mod unix_diag;
 
 use super::{DaemonGone, Owner, Reporter};
 use crate::types::{Event, SourceName};
