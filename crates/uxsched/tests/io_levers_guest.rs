@@ -5,12 +5,13 @@
 //! `/uxsched-fg`, the app in front before it in `/uxsched-bg`. The script only observes and prints
 //! `fact key=value` lines; the assertions are here.
 //!
-//! Two rounds in one boot. A: the io controller is not enabled for the root's children (the
+//! Three rounds in one boot. A: the io controller is not enabled for the root's children (the
 //! guest's init enables `cpu` only), so the daemon enables it, and must disable it again after
 //! SIGTERM, and a start after SIGKILL must. B: someone enabled it before, and left a class of
-//! their own on `/uxsched-bg`: both must be as they were after the next start. Between the
-//! rounds a loop device (the `none` elevator by default; switched to `mq-deadline` in the guest)
-//! shows `uxsched status --json` saying which elevator honours the groups' class.
+//! their own on `/uxsched-bg`: both must be as they were after the next start. C: the daemon
+//! enables io, then another group sets an `io.weight`: the controller stays on at stop. In
+//! round A a loop device (the `none` elevator by default; switched to `mq-deadline` in the
+//! guest) shows `uxsched status --json` saying which elevator honours the groups' class.
 //!
 //! Not here: NVMe (the guest kernel has no NVMe driver: CONFIG_BLK_DEV_NVME is not set; a loop
 //! device is the `none` path), cgroup writeback (CONFIG_MEMCG is not set in the guest kernel, so
@@ -104,6 +105,13 @@ echo "fact b_next_fg_class=$(class uxsched-fg)"
 echo "fact b_next_subtree=$(cat $C/cgroup.subtree_control)"
 kill -TERM $D; wait $D; echo "fact b_next_rc=$?"
 echo "fact b_term_subtree=$(cat $C/cgroup.subtree_control)"
+echo -io > $C/cgroup.subtree_control
+start /etc/on.toml
+mkdir $C/other; echo 200 > $C/other/io.weight
+echo "fact c_other_weight=$(head -n1 $C/other/io.weight)"
+kill -TERM $D; wait $D; echo "fact c_term_rc=$?"
+echo "fact c_term_subtree=$(cat $C/cgroup.subtree_control)"
+rmdir $C/other
 kill $APP $BG
 losetup -d /dev/loop0
 echo "--- daemon log (tail)"; grep -i "class\|io controller\|error" /tmp/daemon.log | tail -n 30
@@ -224,6 +232,13 @@ fn group_io_classes_are_set_while_the_daemon_runs_and_restored_after_sigterm_and
     );
     assert_eq!(f.one("b_term_subtree"), before);
     assert_eq!(f.one("b_next_rc"), "0");
+    // Round C: io enabled by the daemon, then used by another group: left on at stop.
+    assert_eq!(f.one("c_other_weight"), "default 200");
+    assert_eq!(f.one("c_term_rc"), "0");
+    assert!(
+        f.one("c_term_subtree").split(' ').any(|c| c == "io"),
+        "another group's io.weight keeps the controller on"
+    );
 }
 
 #[test]
