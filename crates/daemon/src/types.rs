@@ -91,6 +91,9 @@ pub enum SourceName {
     Niri,
     /// KDE Plasma's KWin, through a KWin script.
     Kwin,
+    /// A compositor without an IPC of its own: wlr-foreign-toplevel-management's activated
+    /// window, its process found by app id (`sources/wayland/toplevel.rs`).
+    Toplevel,
     /// Feral GameMode's D-Bus API (`RegisterGame`).
     Gamemode,
     /// system76-scheduler's D-Bus API (`SetForegroundProcess`).
