@@ -11,10 +11,10 @@
 //! it and no other group uses it ([`io_in_use`]) — otherwise left on, and said.
 //!
 //! Safety is the journal's, as for the elevators (`devices.rs`): each write is a row of table
-//! `cgroup_files` in the journal's database (`Journal::connection`, passed in as `db`: an
-//! actuator does not import the journal's layer) (the file, its directory's inode — the cgroup's id —, the original and the
-//! applied text) committed before the write and removed once the original is back; the next
-//! start restores a killed daemon's rows first. A file someone changed since, or a group that is
+//! `cgroup_files` (the file, its directory's inode — the cgroup's id —, the original and the
+//! applied text) in the journal's database (`Journal::connection`, passed in as `db`: an
+//! actuator does not import the journal's layer), committed before the write and removed once
+//! the original is back; the next start restores a killed daemon's rows first. A file someone changed since, or a group that is
 //! gone or is another group now, is left as it is and forgotten.
 
 use super::cgroup::{Groups, Hierarchy};
