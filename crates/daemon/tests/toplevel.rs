@@ -2,14 +2,14 @@
 //! compositor without an IPC of its own, through wlr-foreign-toplevel-management, which names a
 //! window's app id and never its process.
 //!
-//! A real sway headless (it offers the protocol) run by uid 65534, real Wayland clients (foot
+//! A real sway headless (it offers the protocol) run by uid 65533, real Wayland clients (foot
 //! and mousepad, GTK 3 on Wayland), and the daemon:
 //! - with `sources = ["toplevel"]` (sway's own source not used), following the compositor its
 //!   environment names: the focus follows `swaymsg` between foot and mousepad; root's foot
 //!   on the user's compositor is refused; two foots are nothing in front, with the reason in
 //!   `status`;
 //! - with no configuration (`sources = ["auto"]`), when sway's IPC socket is not there: the
-//!   session (uid 65533's, in `/run/user/65533`) is followed by the `toplevel` fallback.
+//!   session (in `/run/user/65533`) is followed by the `toplevel` fallback.
 //!
 //! And KWin 5.27 (`kwin_wayland --virtual`), which does not offer the protocol: the source says
 //! so and does not start. Needs root and the Debian packages sway, foot, mousepad, kwin-wayland
@@ -34,11 +34,9 @@ use std::time::Duration;
 use uxsched_client::control::{self, Request, Status};
 use uxsched_daemon::sources::auto::{self, procs};
 
-/// The desktop user.
-const USER: u32 = 65534;
-/// The desktop user of the `auto` test, whose runtime directory `/run/user/65533` no other test
-/// uses (others use 65534's, and may remove it while this test runs).
-const AUTO_USER: u32 = 65533;
+/// The desktop user: not 65534, whose runtime directory `/run/user/65534` other tests make and
+/// remove while they run (the `auto` test's sway would lose its sockets).
+const USER: u32 = 65533;
 /// How long a status may take to show what a step waits for.
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -53,7 +51,9 @@ fn users_dir(user: u32, mode: u32) -> tempfile::TempDir {
 /// sway headless as `user` in `runtime`: (sway, its IPC socket, its display socket).
 fn sway(user: u32, runtime: &Path, home: &Path) -> (Kill, PathBuf, PathBuf) {
     let config = home.join("sway.conf");
-    std::fs::write(&config, "# sway's defaults\n").unwrap();
+    // No Xwayland: probes of the X sockets (the `auto` daemon's) would start it lazily, and it
+    // can outlive sway.
+    std::fs::write(&config, "xwayland disable\n").unwrap();
     let log = home.join("sway.log");
     LOGS.lock().unwrap().push(log.clone());
     let log = std::fs::File::create(log).unwrap();
@@ -282,16 +282,16 @@ fn the_window_list_names_the_focused_apps_process_and_nothing_when_it_cannot_tel
 #[test]
 #[ignore = "needs root, sway and foot: make test runs it as root"]
 fn auto_follows_a_compositor_without_its_own_ipc_through_the_window_list() {
-    assert!(root(), "runs sway as uid {AUTO_USER}: needs root");
+    assert!(root(), "runs sway as uid {USER}: needs root");
     let _serial = serial();
-    let runtime = RuntimeDir::of(AUTO_USER);
-    let home = users_dir(AUTO_USER, 0o755);
+    let runtime = RuntimeDir::of(USER);
+    let home = users_dir(USER, 0o755);
     let _logs = ShowLogsIfFailed;
-    let (_sway, ipc, display) = sway(AUTO_USER, &runtime.path, home.path());
+    let (_sway, ipc, display) = sway(USER, &runtime.path, home.path());
     // Without its IPC socket sway is, to discovery, a compositor like labwc or wayfire.
     std::fs::remove_file(&ipc).unwrap();
     let mut d = desktop::Daemon::start(&[]);
-    let t1 = foot(&display, &runtime.path, Some(AUTO_USER));
+    let t1 = foot(&display, &runtime.path, Some(USER));
     // This session's own focus: the daemon follows every session of the machine, and another
     // test's may have the last focus change.
     let mine = |s: &Status| {
@@ -307,15 +307,17 @@ fn auto_follows_a_compositor_without_its_own_ipc_through_the_window_list() {
     });
     let x = mine(&s).unwrap();
     assert!(x.desktop.starts_with("sway (Wayland"), "{x:#?}");
-    assert_eq!(x.uid, Some(AUTO_USER), "{x:#?}");
+    assert_eq!(x.uid, Some(USER), "{x:#?}");
 }
 
 #[test]
 #[ignore = "needs root, kwin_wayland and dbus-daemon: make test runs it as root"]
 fn a_compositor_without_the_protocol_is_said_to_offer_none() {
-    assert!(root(), "runs KWin as uid {USER}: needs root");
+    // dbus-daemon needs its user in the password database: nobody (65534).
+    const KWIN_USER: u32 = 65534;
+    assert!(root(), "runs KWin as uid {KWIN_USER}: needs root");
     let _serial = serial();
-    let (runtime, home) = (users_dir(USER, 0o700), users_dir(USER, 0o755));
+    let (runtime, home) = (users_dir(KWIN_USER, 0o700), users_dir(KWIN_USER, 0o755));
     let _logs = ShowLogsIfFailed;
     let as_user = |program: &Path| {
         let mut c = Command::new(program);
@@ -329,8 +331,8 @@ fn a_compositor_without_the_protocol_is_said_to_offer_none() {
                 format!("unix:path={}", runtime.path().join("bus").display()),
             )
             .stdin(Stdio::null())
-            .uid(USER)
-            .gid(USER);
+            .uid(KWIN_USER)
+            .gid(KWIN_USER);
         c
     };
     let mut bus = as_user(Path::new("dbus-daemon"));
