@@ -146,11 +146,23 @@ impl Daemon {
         stash: &mut Option<Event>,
     ) -> anyhow::Result<()> {
         self.loan.received();
-        let (app, set) = self.newest_critical(rx, app, set, stash);
+        let mut episodes = Vec::new();
+        let (app, set) = self.newest_critical(rx, (app, set), stash, &mut episodes);
         if app == self.focus.map(|a| a.pid) {
             self.critical_changed(set, turn.min_interval)?;
         } else {
             tracing::debug!(?app, "critical set for a former foreground ignored");
+        }
+        // Recorded after the boosts: a new member's process kind is read from /proc.
+        for e in episodes {
+            if let Event::Episode {
+                app,
+                held,
+                resolved,
+            } = e
+            {
+                self.episode_seen(app, &held, resolved);
+            }
         }
         Ok(())
     }

@@ -23,14 +23,15 @@ impl Daemon {
     /// The tracker sends a set per change, often several within 100 µs of one keystroke (one
     /// per ring-buffer batch); the sets it sent while the loop was busy are newer views of the
     /// same interaction, and one fast path for the newest beats one per set — the second waited
-    /// behind the first (p99 of "critical → boosted" 1.5 ms where each took 0.7). The first
-    /// other event read stays in `stash` for the next turn.
+    /// behind the first (p99 of "critical → boosted" 1.5 ms where each took 0.7). An episode's
+    /// record between them goes to `episodes`, kept for after the fast path; the first other
+    /// event read stays in `stash` for the next turn.
     pub(super) fn newest_critical(
         &self,
         rx: &mpsc::Receiver<Event>,
-        mut app: Option<i32>,
-        mut set: Vec<Critical>,
+        (mut app, mut set): (Option<i32>, Vec<Critical>),
         stash: &mut Option<Event>,
+        episodes: &mut Vec<Event>,
     ) -> (Option<i32>, Vec<Critical>) {
         while let Ok(event) = rx.try_recv() {
             match event {
@@ -38,6 +39,7 @@ impl Daemon {
                     self.loan.received();
                     (app, set) = (a, s);
                 }
+                e @ Event::Episode { .. } => episodes.push(e),
                 other => {
                     *stash = Some(other);
                     break;
