@@ -305,11 +305,12 @@ fn report(
     display: &Path,
     reporter: &mut Reporter,
     said: &mut Said,
+    names: &mut super::app_id::Names,
 ) -> Result<bool, Lost> {
     let found = match (app_id, &c.owner) {
         (None, _) => Ok(None),
         (Some(_), Err(e)) => Err(e.clone()),
-        (Some(a), Ok(o)) => super::app_id::resolve(a, o.uid, display)
+        (Some(a), Ok(o)) => super::app_id::resolve(a, o.uid, display, names)
             .map(Some)
             .inspect_err(|why| said.say(a, why)),
     };
@@ -356,6 +357,7 @@ fn serve(
         "toplevel source connected"
     );
     let mut said = Said::default();
+    let mut names = super::app_id::Names::default();
     // The last change that named nothing, and how many times it was looked at again.
     let mut retry: Option<(Instant, usize)> = None;
     loop {
@@ -375,7 +377,7 @@ fn serve(
             continue;
         }
         let now = c.state.focused().map(str::to_owned);
-        let named = report(now.as_deref(), &c, display, reporter, &mut said)?;
+        let named = report(now.as_deref(), &c, display, reporter, &mut said, &mut names)?;
         retry = match (named, changed, due) {
             (true, ..) => None,
             (false, true, _) => Some((Instant::now(), 0)),
