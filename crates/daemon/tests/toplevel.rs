@@ -376,3 +376,121 @@ fn a_compositor_without_the_protocol_is_said_to_offer_none() {
         "{e}"
     );
 }
+
+/// A Wayland server that offers no globals, as a compositor without the protocol looks to a
+/// client: it answers `wl_display.sync` (`wl_callback.done`, then `wl_display.delete_id`) and
+/// ignores every other request. It listens on `path` as `uid` (a thread of the test takes that
+/// effective uid for the bind and listen, so `SO_PEERCRED` names it as a compositor's names
+/// its user); it stops when dropped.
+struct BareCompositor {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl BareCompositor {
+    fn listen(path: &Path, uid: u32) -> BareCompositor {
+        use std::sync::atomic::Ordering;
+        let path = path.to_owned();
+        let listener = std::thread::spawn(move || {
+            let keep = -1 as libc::c_long;
+            // SAFETY: a raw syscall with integer arguments; it changes this thread's creds only.
+            let r = unsafe { libc::syscall(libc::SYS_setresuid, keep, uid as libc::c_long, keep) };
+            assert_eq!(r, 0, "setresuid: {}", std::io::Error::last_os_error());
+            std::os::unix::net::UnixListener::bind(&path).unwrap()
+        })
+        .join()
+        .unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopped = stop.clone();
+        let thread = std::thread::spawn(move || {
+            while !stopped.load(Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok((c, _)) => {
+                        std::thread::spawn(move || serve_bare(c));
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(10)),
+                }
+            }
+        });
+        BareCompositor {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for BareCompositor {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// One client of [`BareCompositor`]: each request is an object id, then its size and opcode.
+fn serve_bare(mut c: std::os::unix::net::UnixStream) {
+    use std::io::{Read, Write};
+    c.set_nonblocking(false).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut head = [0u8; 8];
+    while c.read_exact(&mut head).is_ok() {
+        let object = u32::from_ne_bytes(head[..4].try_into().unwrap());
+        let word = u32::from_ne_bytes(head[4..].try_into().unwrap());
+        let (size, opcode) = ((word >> 16) as usize, word & 0xffff);
+        let mut args = vec![0u8; size.saturating_sub(8)];
+        if c.read_exact(&mut args).is_err() {
+            return;
+        }
+        // wl_display (object 1) request 0: sync(new_id callback).
+        if object == 1 && opcode == 0 && args.len() >= 4 {
+            let callback = u32::from_ne_bytes(args[..4].try_into().unwrap());
+            let mut out = Vec::new();
+            for (obj, op, arg) in [(callback, 0u32, 0u32), (1, 1, callback)] {
+                out.extend_from_slice(&obj.to_ne_bytes());
+                out.extend_from_slice(&((12u32 << 16) | op).to_ne_bytes());
+                out.extend_from_slice(&arg.to_ne_bytes());
+            }
+            if c.write_all(&out).is_err() {
+                return;
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs root: listens in /run/user/65533 as that user"]
+fn auto_says_which_compositor_offers_no_window_list_and_what_to_do() {
+    assert!(root(), "listens as uid {USER}: needs root");
+    let _serial = serial();
+    let runtime = RuntimeDir::of(USER);
+    let _compositor = BareCompositor::listen(&runtime.path.join("wayland-1"), USER);
+    let mut d = desktop::Daemon::start(&[]);
+    let s = d.wait_for("the session's reason", WAIT, |s| {
+        s.sessions.iter().any(|x| {
+            x.found.starts_with(&*runtime.path.to_string_lossy())
+                && x.problem
+                    .as_deref()
+                    .is_some_and(|p| p.contains("no focus source"))
+        })
+    });
+    let x = s
+        .sessions
+        .iter()
+        .find(|x| x.found.starts_with(&*runtime.path.to_string_lossy()))
+        .unwrap();
+    let p = x.problem.clone().unwrap_or_default();
+    assert!(
+        p.contains("offers no wlr-foreign-toplevel-management")
+            && p.contains("use `uxsched focus PID` or the app API"),
+        "{x:#?}"
+    );
+    assert_eq!((x.source.as_deref(), x.followed), (Some("toplevel"), false));
+    // Said in plain words too, as `uxsched status` and `uxsched doctor` print it.
+    let text = auto::report::render(std::slice::from_ref(x), true);
+    assert!(
+        text.contains("NOT followed by the toplevel source: no focus source:"),
+        "{text}"
+    );
+}
