@@ -35,6 +35,9 @@ const MANAGER: &str = "zwlr_foreign_toplevel_manager_v1";
 const ACTIVATED: u32 = 2;
 /// The protocol version this source speaks (v3 adds `parent`, which it ignores).
 const VERSION: u32 = 3;
+/// The most windows followed: a compositor (the user's program) cannot make the daemon keep
+/// unbounded state; windows beyond it are let go and counted as not there.
+const MAX_WINDOWS: usize = 4096;
 /// At most one log line per app id per this period about why it names nothing.
 const SAY_EVERY: Duration = Duration::from_secs(60);
 
@@ -109,6 +112,10 @@ impl Dispatch<ZwlrForeignToplevelManagerV1, ()> for State {
         _: &QueueHandle<Self>,
     ) {
         match event {
+            manager::Event::Toplevel { toplevel } if state.windows.len() >= MAX_WINDOWS => {
+                tracing::debug!("toplevel: more than {MAX_WINDOWS} windows; one is not followed");
+                toplevel.destroy();
+            }
             manager::Event::Toplevel { toplevel } => {
                 state
                     .windows
