@@ -11,7 +11,7 @@
 #
 #   scripts/daemon-cpu.sh measure PID [SECONDS] [--also PID]...
 #       a running daemon (default 60 s)
-#   scripts/daemon-cpu.sh run [--x11] [--audio] [--play] [--seconds N] [--warmup N]
+#   scripts/daemon-cpu.sh run [--x11] [--audio] [--play] [--procs N] [--seconds N] [--warmup N]
 #                             [--binary PATH] [--extra 'TOML LINES']
 #       as root: a daemon of BINARY (default target/release/uxsched) with the built-in defaults
 #       and `sources = ["auto", "x11"]`, `[x11] display` this script's own — auto's discovery as
@@ -20,11 +20,14 @@
 #       cgroup names in a temporary directory, so it disturbs no other daemon — and, with --x11, an
 #       Xvfb as uid 65534 with openbox and a focused xterm (what tests/idle.rs runs), with
 #       --audio PipeWire + WirePlumber for that user in /run/user/65534 (as tests/audio.rs),
-#       with --play a tone playing through it; measured for SECONDS (60) after WARMUP (10) s,
+#       with --play a tone playing through it, with --procs N sleeping processes more on the
+#       machine (what grows with them); measured for SECONDS (60) after WARMUP (10) s,
 #       then everything it started is stopped (SIGTERM: the daemon restores what it changed).
 #
-# Output: one line per thread name — threads, CPU ms (utime+stime), run ms (schedstat), % of
-# one CPU over the window — then exited threads, children, the process total, and --also's.
+# Output: one line per thread name — threads, CPU ms (utime+stime, in whole ticks: a thread
+# under 10 ms shows 0), run ms (schedstat, exact) and % of one CPU from the run ms — then the
+# threads that exited (the process's total less its live threads' run ms: ±10 ms), children,
+# the process total, and --also's.
 # Needs nothing but bash and coreutils for `measure`; `run` needs Xvfb, openbox, xterm,
 # xdotool, xauth, pipewire, wireplumber, pw-play, dbus-daemon and python3 for what it asks.
 set -euo pipefail
@@ -106,15 +109,17 @@ measure() {
                 d = (v1[k] - v0[k]) * ms; r = (r1[k] - r0[k]) / 1e6
                 if (!seen0[k]) { d = v1[k] * ms; r = r1[k] / 1e6 }
                 if (!seen1[k]) continue
-                n = name[k]; cpu[n] += d; run[n] += r; cnt[n]++; live += d
+                n = name[k]; cpu[n] += d; run[n] += r; cnt[n]++; live += r
             }
             total = (p1 - p0) * ms
-            for (n in cpu) order[n] = cpu[n]
+            for (n in cpu) order[n] = run[n]
             while (length(order) > 0) {
                 best = ""; for (n in order) if (best == "" || order[n] > order[best]) best = n
-                printf "%-24s %7d %10.0f %10.1f %8.3f\n", best, cnt[best], cpu[best], run[best], 100 * cpu[best] / wall_ms
+                printf "%-24s %7d %10.0f %10.1f %8.3f\n", best, cnt[best], cpu[best], run[best], 100 * run[best] / wall_ms
                 delete order[best]
             }
+            # The process total (ticks) less its live threads'"'"' run time: to within the
+            # total'"'"'s 10 ms, what threads that ended in the window used.
             gone = total - live; if (gone < 0) gone = 0
             printf "%-24s %7s %10.0f %10s %8.3f\n", "(threads that exited)", "", gone, "", 100 * gone / wall_ms
             printf "%-24s %7s %10.0f %10s %8.3f\n", "daemon process", "", total, "", 100 * total / wall_ms
@@ -275,13 +280,14 @@ for o in json.load(sys.stdin):
 }
 
 run() {
-    local x11=0 audio=0 secs=60 warmup=10 bin=target/release/uxsched extra=""
+    local x11=0 audio=0 secs=60 warmup=10 bin=target/release/uxsched extra="" procs=0
     PLAY=0
     while (($#)); do
         case $1 in
             --x11) x11=1 ;;
             --audio) audio=1 ;;
             --play) PLAY=1 ;;
+            --procs) procs=$2; shift ;;
             --seconds) secs=$2; shift ;;
             --warmup) warmup=$2; shift ;;
             --binary) bin=$2; shift ;;
@@ -308,6 +314,11 @@ run() {
         start_x11 "$n"
     fi
     ((audio)) && start_audio
+    local i
+    for ((i = 0; i < procs; i++)); do
+        (exec sleep 100000) &
+        STARTED+=($!)
+    done
     local s=$$
     # `auto` runs its discovery as it would alone; the X displays are left to an `x11` source
     # on this script's display only (auto's follower for a display is that same code), so that
@@ -332,7 +343,7 @@ EOF
     local focus
     focus=$("$bin" status --json --socket "$TMP/s.sock" | python3 -c 'import json,sys; s=json.load(sys.stdin); s=s.get("status", s); print(s.get("focus"), s.get("focus_comm"), "audible:", s.get("audible"))' 2>/dev/null || echo "?")
     echo "daemon-cpu: $(git -C "$(dirname "$0")" rev-parse --short HEAD 2>/dev/null) $(date -u +%FT%TZ)," \
-        "x11=$x11 audio=$audio play=$PLAY, focus: $focus"
+        "x11=$x11 audio=$audio play=$PLAY procs=+$procs ($(ls -d /proc/[0-9]* | wc -l) now), focus: $focus"
     local also=()
     [[ -n $XPID ]] && also+=("$XPID")
     [[ -n $PWPID ]] && also+=("$PWPID")
