@@ -3,7 +3,7 @@
 # window, from /proc/PID/task/TID/stat (utime + stime, clock ticks; the kernel scales them to
 # the thread's exact run time, so they add up to it at 10 ms resolution) and
 # /proc/PID/task/TID/schedstat (run time, ns), summed by thread name; the threads that exited
-# in the window (the process's own utime + stime less its live threads'); and the children it
+# in the window (the process's own utime + stime less its live threads' run time); the children it
 # runs (`pw-dump --monitor`, …): those alive at either end by their own stat, those that ended
 # and were reaped by the daemon's cutime + cstime. Optionally other processes over the same
 # window (`--also PID`: the PipeWire or X server the daemon talks to, whose work for it is not
