@@ -79,7 +79,10 @@ fn desktop_and_programs_start_and_stop_without_leftovers() {
             assert_ne!(probe.window(), 0);
             let proc = format!("/proc/{}", p.0.id());
             let uid = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata(proc).unwrap());
-            assert_eq!(uid, user.uid, "the program runs as the bench's unprivileged user");
+            assert_eq!(
+                uid, user.uid,
+                "the program runs as the bench's unprivileged user"
+            );
         }
         let started: BTreeSet<i32> = our_descendants().difference(&before).copied().collect();
         // Xvfb, openbox, xterm, its shell/cat, xedit.
