@@ -42,9 +42,11 @@ if [ -z "$guest_kernel" ]; then
     vtcfs_keeps_the_woken_threads_wait_within_t_plus_a_tick
     mcfs_with_a_larger_cut_rate_gives_the_elevated_task_a_larger_share
     a_thread_with_a_short_custom_slice_waits_less
-    xterm_runs_in_the_guest_under_the_kernels_scheduler_and_uxsched_scx)
+    xterm_runs_in_the_guest_under_the_kernels_scheduler_and_uxsched_scx
+    group_io_classes_are_set_while_the_daemon_runs_and_restored_after_sigterm_and_sigkill
+    status_says_which_elevator_honours_the_groups_class)
   for name in "${guest_tests[@]}"; do extra+=(--skip "$name"); done
-  kernel_notes+=("make test: NOTE: ${#guest_tests[@]} guest tests (crates/guest/tests/boot.rs, crates/uxsched/tests/{cgroup2,daemon_scx,scx,xterm}_guest.rs) did not run: no test guest kernel (shared/kernels/bzImage-6.12-scx beside this checkout or a parent); set UXSCHED_GUEST_KERNEL to one (shared/kernels/README.md says how it was built)")
+  kernel_notes+=("make test: NOTE: ${#guest_tests[@]} guest tests (crates/guest/tests/boot.rs, crates/uxsched/tests/{cgroup2,daemon_scx,io_levers,scx,xterm}_guest.rs) did not run: no test guest kernel (shared/kernels/bzImage-6.12-scx beside this checkout or a parent); set UXSCHED_GUEST_KERNEL to one (shared/kernels/README.md says how it was built)")
 fi
 
 # As root: first undo what a bench run killed outright left changed (e.g. autogroup switched
