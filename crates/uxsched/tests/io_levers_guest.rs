@@ -161,6 +161,7 @@ fn storage(status: &serde_json::Value) -> Vec<String> {
 }
 
 #[test]
+#[ignore = "needs root + qemu + ../shared/kernels (scripts/test.sh runs it as root)"]
 fn group_io_classes_are_set_while_the_daemon_runs_and_restored_after_sigterm_and_sigkill() {
     let f = facts();
     // Round A: the io controller was off for the root's children.
@@ -242,6 +243,7 @@ fn group_io_classes_are_set_while_the_daemon_runs_and_restored_after_sigterm_and
 }
 
 #[test]
+#[ignore = "needs root + qemu + ../shared/kernels (scripts/test.sh runs it as root)"]
 fn status_says_which_elevator_honours_the_groups_class() {
     let f = facts();
     assert_eq!(f.one("losetup_rc"), "0");
