@@ -61,6 +61,10 @@ pub enum Event {
     /// A program started from the app in front (`sources/launch.rs`): in front itself until
     /// its window maps or `[storage] launch_budget_ms` runs out.
     Launch { app: AppId },
+    /// A program started in the session of the app in front, outside the app's own process
+    /// tree (a build typed into its terminal): whether raising the session's autogroup still
+    /// raises the app alone is checked again at once (`daemon/placement.rs`).
+    SessionExec,
     /// The session a source follows has had no input for longer than `[idle] after_s`, since
     /// `since` (`Some`), or input again (`None`) — `sources/idle/`; the loop withdraws that
     /// source's focus meanwhile (`daemon/idle.rs`).

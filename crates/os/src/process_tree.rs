@@ -99,6 +99,23 @@ pub fn parent(pid: i32) -> io::Result<i32> {
         })
 }
 
+/// The session of process `pid` (`/proc/<pid>/stat`'s sixth field): with autogroup on, the
+/// processes of one session share one task group.
+pub fn session(pid: i32) -> io::Result<i32> {
+    let stat = crate::procfs::read_to_string(format!("/proc/{pid}/stat"))?;
+    let after = stat.rfind(')').map(|i| &stat[i + 1..]).unwrap_or("");
+    after
+        .split_whitespace()
+        .nth(3)
+        .and_then(|p| p.parse().ok())
+        .ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("/proc/{pid}/stat: no session field"),
+            )
+        })
+}
+
 /// Whether `ancestor` is `pid`'s parent, or its parent's parent, … up to `depth` generations.
 pub fn descends_from(pid: i32, ancestor: i32, depth: usize) -> bool {
     let mut p = pid;
@@ -122,6 +139,38 @@ pub fn all_processes() -> io::Result<Vec<i32>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_process_is_in_its_parents_session_until_setsid() {
+        use std::os::unix::process::CommandExt;
+        let me = std::process::id() as i32;
+        let mut same = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        let mut own = std::process::Command::new("sleep");
+        own.arg("5");
+        // SAFETY: setsid is async-signal-safe.
+        unsafe {
+            own.pre_exec(|| {
+                libc::setsid();
+                Ok(())
+            });
+        }
+        let mut own = own.spawn().unwrap();
+        let (a, b) = (same.id() as i32, own.id() as i32);
+        let got = (
+            session(me).unwrap(),
+            session(a).unwrap(),
+            session(b).unwrap(),
+        );
+        for c in [&mut same, &mut own] {
+            c.kill().unwrap();
+            c.wait().unwrap();
+        }
+        assert_eq!(got.1, got.0, "a child stays in its parent's session");
+        assert_eq!(got.2, b, "setsid makes it the leader of its own");
+    }
 
     #[test]
     fn finds_grandchildren() {

@@ -85,6 +85,10 @@ impl Daemon {
             } => self.episode_seen(app, &held, resolved),
             Event::Idle { source, since } => self.idle_seen(source, since, turn),
             Event::Launch { app } => self.launch_seen(app, turn.min_interval),
+            Event::SessionExec => {
+                self.placement_seen = None;
+                self.dirty = true;
+            }
             Event::Audible { apps } => self.audible_seen(apps),
             Event::Health { source, error } => match error {
                 Some(e) => {

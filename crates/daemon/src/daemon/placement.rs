@@ -10,6 +10,9 @@ use std::time::{Duration, Instant};
 use tracing::warn;
 use uxsched_os::identity::TaskId;
 
+/// How long a placement decision stands without news from the launch watcher.
+const PLACEMENT_RECHECK: Duration = Duration::from_secs(1);
+
 /// The placement decisions for one app (`State::autogroup`, `State::rt_needs_fg`,
 /// `State::rt_keeps_home`; `rt_refused`: no cgroup open to the app takes real-time threads).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -29,11 +32,14 @@ impl Placement {
 }
 
 impl Daemon {
-    /// [`Daemon::placement`] of `app`, worked out at most once per `rescan_ms` for the same
-    /// app: the autogroup walk reads every process, and the tracker can ask for passes far
-    /// more often. Re-checked on every rescan: a shell can start a build at any time.
+    /// [`Daemon::placement`] of `app`, worked out at most once per [`PLACEMENT_RECHECK`] (or
+    /// `rescan_ms`, if longer) for the same app: the autogroup walk reads every process on the
+    /// machine — 64 % of a pass at every 200 ms rescan (docs/daemon.md, "What each thread
+    /// costs"). A shell can start a build at any time: the launch watcher sees its exec in the
+    /// app's session and drops this cache at once (`Event::SessionExec`); the recheck covers
+    /// what it cannot see (a fork without exec, a watcher that could not start).
     pub(super) fn placement_now(&mut self, app: AppId) -> Placement {
-        let fresh = Duration::from_millis(self.cfg.rescan_ms);
+        let fresh = PLACEMENT_RECHECK.max(Duration::from_millis(self.cfg.rescan_ms));
         match self.placement_seen {
             Some((a, at, p)) if a == app && at.elapsed() < fresh => p,
             _ => {

@@ -18,9 +18,14 @@
 //! user's services). A helper the compositor itself starts while an app is in front
 //! (a status bar's command) is taken for a launch too, for its budget.
 //!
+//! The same events tell the loop when a program starts in the app's session outside its tree
+//! (`Event::SessionExec`): raising the session's autogroup would then raise that program too,
+//! so the loop checks the app's placement again at once instead of at its next recheck.
+//!
 //! What it costs: one `/proc/<pid>/stat` read per exec while something is in front (two for a
-//! grandchild, up to four when the app's launcher is checked too), on this thread; the launcher
-//! is read once per app in front; the loop hears only of the launches.
+//! grandchild, up to four when the app's launcher is checked too, one more for the session),
+//! on this thread; the launcher and the session are read once per app in front; the loop hears
+//! only of the launches and of programs joining the app's session.
 
 use super::{admit, Owner};
 use crate::types::{AppId, Event};
@@ -83,8 +88,8 @@ fn subscribe() -> anyhow::Result<ProcConnector> {
 fn watch(conn: ProcConnector, front: Front, tx: Sender<Event>) {
     let mut buf = vec![0u8; 16 * 1024];
     let mut last_error: Option<Instant> = None;
-    // The launcher of the app last in front, read once per app.
-    let mut launcher: Option<(AppId, Option<Launcher>)> = None;
+    // The launcher and the session of the app last in front, read once per app.
+    let mut launcher: Option<(AppId, Option<Launcher>, Option<i32>)> = None;
     loop {
         let tgid = match conn.recv(&mut buf) {
             Ok(ProcEvent::Exec { tgid, .. }) => tgid as i32,
@@ -99,22 +104,38 @@ fn watch(conn: ProcConnector, front: Front, tx: Sender<Event>) {
             }
         };
         let now_front = front.get();
-        let via = match (now_front, launcher) {
-            (Some((app, _)), Some((seen, l))) if seen == app => l,
+        let (via, sid) = match (now_front, launcher) {
+            (Some((app, _)), Some((seen, l, sid))) if seen == app => (l, sid),
             (Some((app, uid)), _) => {
-                let l = launcher_of(app.pid, uid);
-                launcher = Some((app, l));
-                l
+                let (l, sid) = (
+                    launcher_of(app.pid, uid),
+                    process_tree::session(app.pid).ok(),
+                );
+                launcher = Some((app, l, sid));
+                (l, sid)
             }
-            (None, _) => None,
+            (None, _) => (None, None),
         };
-        let Some(app) = launched_from(tgid, now_front, via) else {
-            continue;
+        let event = match launched_from(tgid, now_front, via) {
+            Some(app) => Event::Launch { app },
+            None if joins_session(tgid, now_front, sid) => Event::SessionExec,
+            None => continue,
         };
-        if tx.send(Event::Launch { app }).is_err() {
+        if tx.send(event).is_err() {
             return; // the daemon stopped
         }
     }
+}
+
+/// Whether `pid` runs in `front`'s session `sid` but outside the app's own process tree: the
+/// session's autogroup then holds more than the app (`Event::SessionExec`).
+fn joins_session(pid: i32, front: Option<(AppId, u32)>, sid: Option<i32>) -> bool {
+    let (Some((app, _)), Some(sid)) = (front, sid) else {
+        return false;
+    };
+    pid != app.pid
+        && process_tree::session(pid).ok() == Some(sid)
+        && !process_tree::descends_from(pid, app.pid, 64)
 }
 
 /// The process that started an app, when it may launch more (module doc).
@@ -188,6 +209,62 @@ fn below(pid: i32, app: i32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A process of the app's session outside its tree (an orphan re-parented to init, as a
+    /// double fork leaves it) joins the session; the app's own children and another session's
+    /// processes do not.
+    #[test]
+    fn an_orphan_in_the_apps_session_joins_it_a_child_or_another_session_does_not() {
+        use std::os::unix::process::CommandExt;
+        let mut app = std::process::Command::new("sh");
+        app.args(["-c", "sleep 30 & (sleep 31 & exit) & wait"]);
+        // SAFETY: setsid is async-signal-safe.
+        unsafe {
+            app.pre_exec(|| {
+                libc::setsid();
+                Ok(())
+            });
+        }
+        let mut app = app.spawn().unwrap();
+        let pid = app.id() as i32;
+        let find = |arg: &str| {
+            process_tree::all_processes()
+                .unwrap()
+                .into_iter()
+                .find(|&p| {
+                    std::fs::read(format!("/proc/{p}/cmdline"))
+                        .is_ok_and(|c| c.split(|b| *b == 0).any(|w| w == arg.as_bytes()))
+                        && process_tree::session(p).ok() == Some(pid)
+                })
+        };
+        let end = Instant::now() + Duration::from_secs(3);
+        let (mut child, mut orphan) = (None, None);
+        // The orphan counts once its parent shell has exited (it is re-parented then).
+        let orphaned = |o: Option<i32>| o.is_some_and(|o| !process_tree::descends_from(o, pid, 64));
+        while (child.is_none() || !orphaned(orphan)) && Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(20));
+            (child, orphan) = (find("30"), find("31"));
+        }
+        let front = Some((AppId { pid, start: 0 }, 0));
+        let sid = process_tree::session(pid).ok();
+        let got = (
+            child.map(|c| joins_session(c, front, sid)),
+            orphan.map(|o| joins_session(o, front, sid)),
+            joins_session(std::process::id() as i32, front, sid),
+            joins_session(pid, front, sid),
+        );
+        for p in [child, orphan].into_iter().flatten() {
+            // SAFETY: kill has no memory preconditions; these are this test's processes.
+            unsafe { libc::kill(p, libc::SIGKILL) };
+        }
+        app.kill().unwrap();
+        app.wait().unwrap();
+        assert_eq!(
+            got,
+            (Some(false), Some(true), false, false),
+            "{child:?} {orphan:?}"
+        );
+    }
 
     #[test]
     fn desktop_app_units_are_app_scopes_and_services() {
