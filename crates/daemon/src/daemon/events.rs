@@ -85,9 +85,13 @@ impl Daemon {
             } => self.episode_seen(app, &held, resolved),
             Event::Idle { source, since } => self.idle_seen(source, since, turn),
             Event::Launch { app } => self.launch_seen(app, turn.min_interval),
+            // Only a session found to hold the app alone can change by it: a build's every
+            // compiler in a session already shared must not redo the every-process check.
             Event::SessionExec => {
-                self.placement_seen = None;
-                self.dirty = true;
+                if self.placement_seen.is_some_and(|(_, _, p)| p.autogroup) {
+                    self.placement_seen = None;
+                    self.dirty = true;
+                }
             }
             Event::Audible { apps } => self.audible_seen(apps),
             Event::Health { source, error } => match error {

@@ -39,6 +39,9 @@ use uxsched_os::process_tree;
 /// How many generations below the app in front an exec counts as a launch.
 const DEPTH: usize = 2;
 
+/// At most one `Event::SessionExec` this often.
+const SESSION_NEWS: Duration = Duration::from_millis(250);
+
 /// The app in front and its user, as the loop last set them; the watcher reads it per exec.
 #[derive(Clone, Default)]
 pub struct Front(Arc<Mutex<Option<(AppId, u32)>>>);
@@ -90,6 +93,9 @@ fn watch(conn: ProcConnector, front: Front, tx: Sender<Event>) {
     let mut last_error: Option<Instant> = None;
     // The launcher and the session of the app last in front, read once per app.
     let mut launcher: Option<(AppId, Option<Launcher>, Option<i32>)> = None;
+    // A build in the app's session execs hundreds of programs a second: the loop hears of
+    // them at most every SESSION_NEWS.
+    let mut session_told: Option<Instant> = None;
     loop {
         let tgid = match conn.recv(&mut buf) {
             Ok(ProcEvent::Exec { tgid, .. }) => tgid as i32,
@@ -118,7 +124,12 @@ fn watch(conn: ProcConnector, front: Front, tx: Sender<Event>) {
         };
         let event = match launched_from(tgid, now_front, via) {
             Some(app) => Event::Launch { app },
-            None if joins_session(tgid, now_front, sid) => Event::SessionExec,
+            None if session_told.is_none_or(|t| t.elapsed() >= SESSION_NEWS)
+                && joins_session(tgid, now_front, sid) =>
+            {
+                session_told = Some(Instant::now());
+                Event::SessionExec
+            }
             None => continue,
         };
         if tx.send(event).is_err() {
