@@ -20,7 +20,11 @@ const NOBODY: u32 = 65534;
 /// that one second after it starts runs `sleep` (a child: a launch) and `sh -c 'sh -c sleep'`
 /// (the two shells are launches, the `sleep` under them, three generations down, is not).
 fn launcher() -> std::process::Child {
-    let script = "sleep 1; sleep 30 & sh -c 'sh -c \"sleep 31; :\"; :' & wait";
+    user_shell("sleep 1; sleep 30 & sh -c 'sh -c \"sleep 31; :\"; :' & wait")
+}
+
+/// `sh -c SCRIPT` as `nobody`, in a session of its own.
+fn user_shell(script: &str) -> std::process::Child {
     let mut c = Command::new("sh");
     c.args(["-c", script])
         .current_dir("/")
@@ -107,21 +111,8 @@ fn a_launch_by_the_front_apps_launcher_is_raised() {
     require_root();
     let _s = serial();
     let d = Daemon::start("uxsched", "[storage]\nlaunch_budget_ms = 3000\n");
-    let script = "sleep 60 & sleep 1; sleep 33 & sh -c 'sh -c \"sleep 34; :\"; :' & wait";
-    let mut c = Command::new("sh");
-    c.args(["-c", script])
-        .current_dir("/")
-        .stdin(Stdio::null())
-        .uid(NOBODY)
-        .gid(NOBODY);
-    // SAFETY: setsid is async-signal-safe.
-    unsafe {
-        c.pre_exec(|| {
-            libc::setsid();
-            Ok(())
-        });
-    }
-    let mut launcher = c.spawn().unwrap();
+    let mut launcher =
+        user_shell("sleep 60 & sleep 1; sleep 33 & sh -c 'sh -c \"sleep 34; :\"; :' & wait");
     let root = launcher.id() as i32;
     let mut front = None;
     wait_until("the app", T, || {

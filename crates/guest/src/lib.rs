@@ -17,9 +17,11 @@
 //! ```
 
 mod desktop;
+mod facts;
 mod initramfs;
 mod qemu;
 
 pub use desktop::{add_x_desktop, which};
+pub use facts::Facts;
 pub use initramfs::{shared_libraries, Initramfs};
 pub use qemu::{Error, Guest, Outcome, KERNEL_ENV};

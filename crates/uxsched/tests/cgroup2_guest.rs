@@ -9,34 +9,12 @@
 //! scripts/setup.sh` installs the tools; CI has `../shared/kernels/` (or set
 //! `UXSCHED_GUEST_KERNEL`).
 
-use uxsched_guest::{Guest, Initramfs};
+use uxsched_guest::{Facts, Guest, Initramfs};
 
 /// The threads the fixture's `app` role starts besides its main thread (`scx_guest/fixture.rs`,
 /// where `watch` is too: it counts writes to `$UXSCHED_GUEST_WATCH` for 2 s after printing
 /// `watching`, then prints `writes=N`).
 const APP_THREADS: usize = 3;
-
-/// Everything observed in one guest boot, in order: `fact key=value` lines by key.
-struct Facts {
-    console: String,
-}
-
-impl Facts {
-    fn all(&self, key: &str) -> Vec<String> {
-        let prefix = format!("fact {key}=");
-        self.console
-            .lines()
-            .filter_map(|l| l.strip_prefix(&prefix).map(|v| v.trim().to_owned()))
-            .collect()
-    }
-
-    fn one(&self, key: &str) -> String {
-        self.all(key)
-            .into_iter()
-            .next()
-            .unwrap_or_else(|| panic!("the guest printed no `{key}`:\n{}", self.console))
-    }
-}
 
 /// The guest's script: the app in a home group of its own, the daemon, focus, observe, stop,
 /// observe. Every wait is bounded; a missed wait shows up as a wrong fact, not a hang.
@@ -89,9 +67,7 @@ fn boot() -> Facts {
     let out = guest.run(&fs, SCRIPT).unwrap_or_else(|e| panic!("{e}"));
     eprintln!("guest run: {:.2?}", out.wall);
     assert_eq!(out.status, 0, "the guest script failed:\n{}", out.console);
-    Facts {
-        console: out.console,
-    }
+    Facts::new(out.console)
 }
 
 #[test]

@@ -89,11 +89,7 @@ sed 's/^/[daemon] /' /tmp/daemon.log | grep -v DEBUG | tail -n 30
 "#;
 
 fn fact(console: &str, key: &str) -> String {
-    let prefix = format!("fact {key}=");
-    console
-        .lines()
-        .find_map(|l| l.trim().strip_prefix(&prefix).map(|v| v.trim().to_owned()))
-        .unwrap_or_else(|| panic!("the guest printed no `{key}`:\n{console}"))
+    uxsched_guest::Facts::new(console).one(key)
 }
 
 fn json(console: &str, key: &str) -> serde_json::Value {

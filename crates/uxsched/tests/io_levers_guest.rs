@@ -19,25 +19,11 @@
 //!
 //! This fails (it does not skip) when QEMU, busybox or the kernel is missing, as cgroup2_guest.rs.
 
-use uxsched_guest::{Guest, Initramfs};
+use uxsched_guest::{Facts, Guest, Initramfs};
 
-/// Everything observed in one guest boot: `fact key=value` lines by key.
-struct Facts {
-    console: String,
-}
-
-impl Facts {
-    fn one(&self, key: &str) -> String {
-        let prefix = format!("fact {key}=");
-        self.console
-            .lines()
-            .find_map(|l| l.strip_prefix(&prefix).map(|v| v.trim().to_owned()))
-            .unwrap_or_else(|| panic!("the guest printed no `{key}`:\n{}", self.console))
-    }
-
-    fn json(&self, key: &str) -> serde_json::Value {
-        serde_json::from_str(&self.one(key)).unwrap_or_else(|e| panic!("`{key}`: {e}"))
-    }
+/// A fact printed as JSON.
+fn json(f: &Facts, key: &str) -> serde_json::Value {
+    serde_json::from_str(&f.one(key)).unwrap_or_else(|e| panic!("`{key}`: {e}"))
 }
 
 /// Start a daemon with config `$1`, wait for its socket; `$D` is its pid.
@@ -145,9 +131,7 @@ fn boot() -> Facts {
         eprintln!("{}", l.chars().take(200).collect::<String>());
     }
     assert_eq!(out.status, 0, "the guest script failed:\n{}", out.console);
-    Facts {
-        console: out.console,
-    }
+    Facts::new(out.console)
 }
 
 /// The `storage` lines of a `status --json` answer.
@@ -252,8 +236,8 @@ fn status_says_which_elevator_honours_the_groups_class() {
         "a loop device starts at none: {}",
         f.one("loop_sched")
     );
-    let none = storage(&f.json("st_none"));
-    let mq = storage(&f.json("st_mq"));
+    let none = storage(&json(f, "st_none"));
+    let mq = storage(&json(f, "st_mq"));
     let has = |lines: &[String], want: &str| lines.iter().any(|l| l.as_str() == want);
     assert!(
         has(

@@ -18,6 +18,7 @@ mod rig;
 mod workloads;
 
 use std::sync::OnceLock;
+use uxsched_guest::Facts;
 
 const SCRIPT: &str = r#"
 mount -t bpf bpf /sys/fs/bpf || echo "fact bpffs=failed"
@@ -99,33 +100,18 @@ grep '^fact ' /tmp/roles.log
 grep -v '^fact ' /tmp/roles.log | sed 's/^/[roles] /' | tail -n 20
 "#;
 
-/// `fact key=value` lines of the one boot (shared by the tests of this file).
-struct Facts {
-    console: String,
+/// A probe's `n mean p50 p95 max` (µs).
+fn probe(f: &Facts, label: &str) -> [u64; 5] {
+    let v: Vec<u64> = f
+        .one(&format!("probe_{label}"))
+        .split(' ')
+        .map(|x| x.parse().unwrap())
+        .collect();
+    v.try_into().unwrap()
 }
 
-impl Facts {
-    fn one(&self, key: &str) -> String {
-        let prefix = format!("fact {key}=");
-        self.console
-            .lines()
-            .find_map(|l| l.trim().strip_prefix(&prefix).map(|v| v.trim().to_owned()))
-            .unwrap_or_else(|| panic!("the guest printed no `{key}`:\n{}", self.console))
-    }
-
-    /// A probe's `n mean p50 p95 max` (µs).
-    fn probe(&self, label: &str) -> [u64; 5] {
-        let v: Vec<u64> = self
-            .one(&format!("probe_{label}"))
-            .split(' ')
-            .map(|x| x.parse().unwrap())
-            .collect();
-        v.try_into().unwrap()
-    }
-
-    fn share(&self, label: &str) -> u64 {
-        self.one(&format!("share_{label}")).parse().unwrap()
-    }
+fn share(f: &Facts, label: &str) -> u64 {
+    f.one(&format!("share_{label}")).parse().unwrap()
 }
 
 /// The one boot, shared: a failure is reported by every test that needs it, without rebooting.
@@ -149,9 +135,7 @@ fn run_guest() -> Result<Facts, String> {
         if out.status != 0 {
             return Err(format!("the guest script failed:\n{}", out.console));
         }
-        Ok(Facts {
-            console: out.console,
-        })
+        Ok(Facts::new(out.console))
     }
 }
 
@@ -180,8 +164,8 @@ fn each_policy_loads_schedules_a_mixed_workload_and_unloads_cleanly() {
             !counters.contains("interactive_boosts=0 "),
             "{pol}: {counters}"
         );
-        assert!(f.share(pol) > 0, "{pol}: the share task ran");
-        assert!(f.probe(pol)[0] > 100, "{pol}: the probe ran");
+        assert!(share(f, pol) > 0, "{pol}: the share task ran");
+        assert!(probe(f, pol)[0] > 100, "{pol}: the probe ran");
     }
     assert_eq!(f.one("state_end"), "disabled");
 }
@@ -213,12 +197,12 @@ fn an_unknown_policy_is_bad_input_naming_the_policies() {
 #[ignore = "needs root + qemu + ../shared/kernels (scripts/test.sh runs it as root)"]
 fn a_boosted_interactive_thread_waits_less_than_under_the_kernels_scheduler() {
     let f = boot();
-    let kernel = f.probe("kernel");
+    let kernel = probe(f, "kernel");
     // The same mixed workload, the probe at nice 0 under EEVDF and boosted under ours. The
     // CFS-derived policies preempt on wake-up (eq. 6's weight makes the check pass); VT-CFS
     // has no wake-up preemption by design (its bound is the next test).
     for pol in ["mcfs", "facfs"] {
-        let p = f.probe(pol);
+        let p = probe(f, pol);
         assert!(
             p[1] < kernel[1] && p[3] < kernel[3],
             "{pol}: mean/p95 {}/{} µs vs the kernel's {}/{} µs",
@@ -237,7 +221,7 @@ fn vtcfs_keeps_the_woken_threads_wait_within_t_plus_a_tick() {
     // The default-slice probe of the custom-slice check: VT-CFS against two hogs. T = 3 ms,
     // the tick 1 ms; the guest's clock counts instructions, so TCG's slowness does not
     // stretch the wait.
-    let [n, mean, _, p95, max] = f.probe("default");
+    let [n, mean, _, p95, max] = probe(f, "default");
     let bound = workloads::VTCFS_T_US + workloads::KERNEL_TICK_US;
     assert!(
         p95 <= bound && mean <= bound,
@@ -254,7 +238,10 @@ fn mcfs_with_a_larger_cut_rate_gives_the_elevated_task_a_larger_share() {
     // worth c times more CPU) and the wake-up check. So the elevated task sleeps between
     // bursts, and at c = 16 runs each burst on the credit of its sleep.
     let [lo, hi] = workloads::MCFS_CUT_RATES;
-    let (c1, c16) = (f.share(&format!("mcfs{lo}")), f.share(&format!("mcfs{hi}")));
+    let (c1, c16) = (
+        share(f, &format!("mcfs{lo}")),
+        share(f, &format!("mcfs{hi}")),
+    );
     assert!(
         c16 > c1 + 30,
         "share of CPU 0 (‰): cut-rate 16 {c16}, cut-rate 1 {c1}"
@@ -266,7 +253,7 @@ fn mcfs_with_a_larger_cut_rate_gives_the_elevated_task_a_larger_share() {
 #[ignore = "needs root + qemu + ../shared/kernels (scripts/test.sh runs it as root)"]
 fn a_thread_with_a_short_custom_slice_waits_less() {
     let f = boot();
-    let (short, dflt) = (f.probe("short"), f.probe("default"));
+    let (short, dflt) = (probe(f, "short"), probe(f, "default"));
     assert!(
         short[1] < dflt[1] && short[3] < dflt[3],
         "mean/p95: 500 µs slice {}/{} µs, default {}/{} µs",
