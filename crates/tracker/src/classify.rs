@@ -57,6 +57,9 @@ pub struct Classifier {
     family: Family,
     /// Which processes on the path serve a FUSE mount.
     fuse: FuseServers,
+    /// This process (the daemon, or `uxsched tracker`): it acts on the app and is woken by what
+    /// it acts on (a cgroup move, a budget check), but is never on the app's path.
+    own_tgid: u32,
 }
 
 impl Classifier {
@@ -74,6 +77,7 @@ impl Classifier {
             focused_ns: 0,
             family: Family::new(|_| None),
             fuse: FuseServers::new(|_| false),
+            own_tgid: std::process::id(),
         }
     }
 
@@ -327,7 +331,7 @@ impl Classifier {
             return;
         };
         self.family.at(ts);
-        if !e.add_edge(waker, wakee) {
+        if wakee.tgid == self.own_tgid || !e.add_edge(waker, wakee) {
             return;
         }
         let status = if self.learned_critical(wakee) {

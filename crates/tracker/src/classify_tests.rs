@@ -104,6 +104,21 @@ fn worker_that_posts_back_is_kept_logger_is_dropped() {
     );
 }
 
+/// The daemon's own threads (its cgroup mover, its rt guard) are woken by what they act on; an
+/// episode reaching them does not make them critical (seen once in a Chromium run's sets).
+#[test]
+fn the_trackers_own_process_is_never_on_the_path() {
+    let mut r = Rec::new(Store::open(None, 1 << 20).unwrap());
+    let ui = app_task(APP, "app");
+    let me = std::process::id();
+    let mover = other(me + 1, me, "uxsched-mover", false);
+    r.ev(1, 0, 1, &xorg(), &ui);
+    r.ev(2, 0, 1, &ui, &mover);
+    r.ev(2, 0, 1, &mover, &ui);
+    assert_eq!(r.status(me + 1), None, "not even provisional");
+    assert_eq!(r.status(APP), Some(Status::Confirmed));
+}
+
 #[test]
 fn chain_through_kernel_workers_and_a_shell_is_critical() {
     let mut r = Rec::new(Store::open(None, 1 << 20).unwrap());
