@@ -82,36 +82,30 @@ fn children(pid: i32) -> Vec<i32> {
         .collect()
 }
 
-/// The parent of process `pid` (`/proc/<pid>/stat`'s fourth field, read after the command
-/// name's closing parenthesis: a name may hold spaces and parentheses).
+/// The parent of process `pid` (`/proc/<pid>/stat`'s fourth field).
 pub fn parent(pid: i32) -> io::Result<i32> {
-    let stat = crate::procfs::read_to_string(format!("/proc/{pid}/stat"))?;
-    let after = stat.rfind(')').map(|i| &stat[i + 1..]).unwrap_or("");
-    after
-        .split_whitespace()
-        .nth(1)
-        .and_then(|p| p.parse().ok())
-        .ok_or_else(|| {
-            io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("/proc/{pid}/stat: no parent field"),
-            )
-        })
+    stat_field(pid, 1, "parent")
 }
 
 /// The session of process `pid` (`/proc/<pid>/stat`'s sixth field): with autogroup on, the
 /// processes of one session share one task group.
 pub fn session(pid: i32) -> io::Result<i32> {
+    stat_field(pid, 3, "session")
+}
+
+/// Field `n` after the command name of `/proc/<pid>/stat` (0: the state), read after the name's
+/// closing parenthesis: a name may hold spaces and parentheses.
+fn stat_field(pid: i32, n: usize, what: &str) -> io::Result<i32> {
     let stat = crate::procfs::read_to_string(format!("/proc/{pid}/stat"))?;
     let after = stat.rfind(')').map(|i| &stat[i + 1..]).unwrap_or("");
     after
         .split_whitespace()
-        .nth(3)
+        .nth(n)
         .and_then(|p| p.parse().ok())
         .ok_or_else(|| {
             io::Error::new(
                 io::ErrorKind::InvalidData,
-                format!("/proc/{pid}/stat: no session field"),
+                format!("/proc/{pid}/stat: no {what} field"),
             )
         })
 }
