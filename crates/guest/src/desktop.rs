@@ -66,9 +66,15 @@ pub fn add_x_desktop(fs: &mut Initramfs) -> io::Result<()> {
         fs.file(Path::new(file), file)?;
     }
     fs.bytes("/etc/fonts/fonts.conf", FONTS_CONF, 0o644);
-    // xterm looks its user up; Xvfb writes compiled keymaps here.
-    fs.bytes("/etc/passwd", "root:x:0:0:root:/root:/bin/sh\n", 0o644);
-    fs.bytes("/etc/group", "root:x:0:\n", 0o644);
+    // xterm looks its user up, and the harness runs the desktop, the app and the load as its
+    // unprivileged user `uxsched-bench` (it runs `useradd`, which this guest has not, only when
+    // the user is missing); Xvfb writes compiled keymaps here.
+    fs.bytes(
+        "/etc/passwd",
+        "root:x:0:0:root:/root:/bin/sh\nuxsched-bench:x:999:999::/nonexistent:/bin/sh\n",
+        0o644,
+    );
+    fs.bytes("/etc/group", "root:x:0:\nuxsched-bench:x:999:\n", 0o644);
     fs.dir("/var/lib/xkb");
     fs.dir("/root");
     Ok(())

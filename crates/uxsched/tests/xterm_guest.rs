@@ -10,6 +10,7 @@ mod rig;
 const SCRIPT: &str = r#"
 mount -t bpf bpf /sys/fs/bpf
 mkdir -p /dev/pts /var/tmp /run/lock && mount -t devpts devpts /dev/pts
+mkdir -p /tmp/.X11-unix && chmod 1777 /tmp /tmp/.X11-unix /var/tmp /var/lib/xkb
 uxsched bench xterm --modes idle,stock,scx-mcfs --layout no-autogroup --reps 1 --duration 2s \
     --load-workers 2 >/tmp/out.txt 2>/tmp/err.txt
 echo "fact rc=$?"
