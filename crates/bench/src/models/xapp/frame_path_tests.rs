@@ -1,5 +1,6 @@
 //! The Chromium judgement on recorded member lists: the process kinds of Chromium 156 as the
-//! daemon names them (docs/results/2026-11-27/chromium-tracker/after/roles.txt).
+//! daemon names them (recorded with the tracker; docs/tracker.md, the Chromium section, names
+//! the recording).
 
 use super::*;
 use uxsched_client::control::ProcessStat;
