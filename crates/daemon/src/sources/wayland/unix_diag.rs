@@ -1,35 +1,42 @@
 //! Who is connected to a Unix socket: the kernel's `sock_diag` (NETLINK_SOCK_DIAG, `unix_diag`,
-//! what `ss -xp` reads). A connection accepted on a listening socket carries the listener's
-//! file (its VFS inode) and names its peer, the client's end; a process holding that end
-//! (`/proc/<pid>/fd/* → socket:[inode]`) is a client of the server. The `toplevel` source asks
-//! this to tell which processes are Wayland clients of a compositor: one dump of the network
-//! namespace's connected Unix sockets, at each focus change it resolves.
+//! what `ss -xp` reads), through the rust-netlink crates (`netlink-sys` for the socket,
+//! `netlink-packet-core` and `netlink-packet-sock-diag` for the messages). A connection accepted
+//! on a listening socket carries the listener's file (its VFS inode) and names its peer, the
+//! client's end; a process holding that end (`/proc/<pid>/fd/* → socket:[inode]`) is a client
+//! of the server. The `toplevel` source asks this to tell which processes are Wayland clients of
+//! a compositor: one dump of the network namespace's connected Unix sockets, at each focus
+//! change it resolves.
 
 use std::collections::HashSet;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
+use std::time::Duration;
 
-const NETLINK_SOCK_DIAG: libc::c_int = 4;
-const SOCK_DIAG_BY_FAMILY: u16 = 20;
-const NLM_F_REQUEST: u16 = 0x1;
-const NLM_F_DUMP: u16 = 0x300;
-const NLMSG_ERROR: u16 = 2;
-const NLMSG_DONE: u16 = 3;
-/// `TCP_ESTABLISHED`: a connected stream socket.
-const ESTABLISHED: u32 = 1;
-const UDIAG_SHOW_VFS: u32 = 0x2;
-const UDIAG_SHOW_PEER: u32 = 0x4;
-const UNIX_DIAG_VFS: u16 = 1;
-const UNIX_DIAG_PEER: u16 = 2;
+use netlink_packet_core::{
+    Emitable, NetlinkHeader, NetlinkMessage, NetlinkPayload, NLM_F_DUMP, NLM_F_REQUEST,
+};
+use netlink_packet_sock_diag::unix::nlas::{Nla, Vfs};
+use netlink_packet_sock_diag::unix::{ShowFlags, StateFlags, UnixRequest, UnixResponse};
+use netlink_packet_sock_diag::SockDiagMessage;
+use netlink_sys::{protocols::NETLINK_SOCK_DIAG, Socket, SocketAddr};
+
 /// The most bytes one dump may read (a desktop has a few thousand Unix sockets, ~100 bytes each).
 const MAX_DUMP: usize = 64 << 20;
+/// One datagram's buffer: the kernel fills a dump's datagrams to at most 32 KiB.
+const DATAGRAM: usize = 64 << 10;
+/// How long the kernel may take for the next datagram of the dump.
+const TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The socket inodes of the client ends of the connections accepted on the Unix socket file
 /// `path` (a compositor's `wayland-N`), in this network namespace.
 pub fn clients_of(path: &Path) -> io::Result<HashSet<u64>> {
-    let m = std::fs::metadata(path)?;
+    let m = std::fs::metadata(path).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!("sock_diag: the socket file {}: {e}", path.display()),
+        )
+    })?;
     let dev = kernel_dev(m.dev());
     let mut out = HashSet::new();
     for s in dump()? {
@@ -49,146 +56,142 @@ struct Diag {
     peer: Option<u64>,
 }
 
+impl Diag {
+    fn of(r: &UnixResponse) -> Diag {
+        let vfs = r.nlas.iter().find_map(|n| match n {
+            Nla::Vfs(v) => vfs_fields(v),
+            _ => None,
+        });
+        // A peer that has closed its end is still named, as inode 0 (an orphaned socket's).
+        let peer = r.peer().filter(|&p| p != 0).map(u64::from);
+        Diag { vfs, peer }
+    }
+}
+
+/// `UNIX_DIAG_VFS`'s inode and device. netlink-packet-sock-diag 0.5 parses the attribute but
+/// keeps both fields private, with no getter; its `Emitable` writes them back as the kernel's
+/// `struct unix_diag_vfs` (`udiag_vfs_ino`, `udiag_vfs_dev`: native-endian u32s), read here.
+fn vfs_fields(v: &Vfs) -> Option<(u64, u32)> {
+    let mut b = [0u8; 8];
+    if v.buffer_len() != b.len() {
+        return None;
+    }
+    v.emit(&mut b);
+    let ino = u32::from_ne_bytes(b[..4].try_into().ok()?);
+    let dev = u32::from_ne_bytes(b[4..].try_into().ok()?);
+    Some((u64::from(ino), dev))
+}
+
 /// A device number as the kernel keeps it (`MKDEV`: major << 20 | minor), which is how
 /// `unix_diag` reports a socket file's device (`s_dev`, not encoded for user space).
 fn kernel_dev(dev: u64) -> u32 {
     (libc::major(dev) << 20) | (libc::minor(dev) & 0xf_ffff)
 }
 
-/// Every connected stream Unix socket of this network namespace, with its file and peer.
+/// An error of the dump, saying what failed.
+fn failed(what: &str, e: io::Error) -> io::Error {
+    io::Error::new(e.kind(), format!("sock_diag: {what}: {e}"))
+}
+
+/// Every connected Unix socket of this network namespace, with its file and peer.
 fn dump() -> io::Result<Vec<Diag>> {
-    // SAFETY: plain socket(2).
-    let fd = unsafe {
-        libc::socket(
-            libc::AF_NETLINK,
-            libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
-            NETLINK_SOCK_DIAG,
-        )
-    };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: a fresh descriptor this function owns from here on.
-    let sock = unsafe { OwnedFd::from_raw_fd(fd) };
-    let timeout = libc::timeval {
-        tv_sec: 2,
-        tv_usec: 0,
-    };
-    // SAFETY: a valid timeval of the size given.
-    unsafe {
-        libc::setsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_RCVTIMEO,
-            &timeout as *const libc::timeval as *const libc::c_void,
-            std::mem::size_of::<libc::timeval>() as libc::socklen_t,
-        )
-    };
-    let req = request();
-    // SAFETY: `req` is a valid buffer of its length; the kernel is the default destination.
-    let sent = unsafe { libc::send(fd, req.as_ptr().cast(), req.len(), 0) };
-    if sent < 0 {
-        return Err(io::Error::last_os_error());
-    }
+    let sock = Socket::new(NETLINK_SOCK_DIAG)
+        .map_err(|e| failed("opening a NETLINK_SOCK_DIAG socket", e))?;
+    sock.connect(&SocketAddr::new(0, 0))
+        .map_err(|e| failed("connecting to the kernel", e))?;
+    rustix::net::sockopt::set_socket_timeout(
+        &sock,
+        rustix::net::sockopt::Timeout::Recv,
+        Some(TIMEOUT),
+    )
+    .map_err(|e| failed("setting the receive timeout", e.into()))?;
+    sock.send(&request(), 0)
+        .map_err(|e| failed("sending the dump request", e))?;
     let mut out = Vec::new();
-    let mut buf = vec![0u8; 64 << 10];
+    let mut buf = vec![0u8; DATAGRAM];
     let mut total = 0;
     loop {
-        // SAFETY: `buf` is writable for its length.
-        let n = unsafe { libc::recv(sock.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
-        if n < 0 {
-            return Err(io::Error::last_os_error());
+        // MSG_TRUNC: the datagram's whole length, so that a truncated one is seen.
+        let n = sock.recv(&mut &mut buf[..], libc::MSG_TRUNC).map_err(|e| {
+            let what = match e.kind() {
+                io::ErrorKind::WouldBlock => {
+                    format!("the kernel sent no more of the dump within {TIMEOUT:?}")
+                }
+                _ => "reading the dump".to_owned(),
+            };
+            failed(&what, e)
+        })?;
+        total += n;
+        if n == 0 || n > buf.len() || total > MAX_DUMP {
+            return Err(io::Error::other(format!(
+                "sock_diag: the dump ended early or ran too long (a datagram of {n} bytes, \
+                 {total} in all; at most {DATAGRAM} and {MAX_DUMP})"
+            )));
         }
-        total += n as usize;
-        if n == 0 || total > MAX_DUMP {
-            return Err(io::Error::other(
-                "sock_diag: the dump ended early or ran too long",
-            ));
-        }
-        if parse(&buf[..n as usize], &mut out)? {
+        if parse(&buf[..n], &mut out)? {
             return Ok(out);
         }
     }
 }
 
-/// The dump request: established stream sockets, with their file and peer.
+/// The dump request: established sockets, with their file and peer.
 fn request() -> Vec<u8> {
-    let mut r = Vec::with_capacity(40);
-    r.extend_from_slice(&40u32.to_ne_bytes());
-    r.extend_from_slice(&SOCK_DIAG_BY_FAMILY.to_ne_bytes());
-    r.extend_from_slice(&(NLM_F_REQUEST | NLM_F_DUMP).to_ne_bytes());
-    r.extend_from_slice(&1u32.to_ne_bytes()); // seq
-    r.extend_from_slice(&0u32.to_ne_bytes()); // pid: the kernel
-    r.push(libc::AF_UNIX as u8);
-    r.push(0); // protocol
-    r.extend_from_slice(&0u16.to_ne_bytes());
-    r.extend_from_slice(&(1u32 << ESTABLISHED).to_ne_bytes());
-    r.extend_from_slice(&0u32.to_ne_bytes()); // any inode
-    r.extend_from_slice(&(UDIAG_SHOW_VFS | UDIAG_SHOW_PEER).to_ne_bytes());
-    r.extend_from_slice(&[0xff; 8]); // no cookie
-    r
-}
-
-fn u16_at(b: &[u8], at: usize) -> Option<u16> {
-    Some(u16::from_ne_bytes(b.get(at..at + 2)?.try_into().ok()?))
-}
-
-fn u32_at(b: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_ne_bytes(b.get(at..at + 4)?.try_into().ok()?))
+    let mut header = NetlinkHeader::default();
+    header.flags = NLM_F_REQUEST | NLM_F_DUMP;
+    header.sequence_number = 1;
+    let req = UnixRequest {
+        state_flags: StateFlags::ESTABLISHED,
+        inode: 0,
+        show_flags: ShowFlags::VFS | ShowFlags::PEER,
+        cookie: [0xff; 8], // none
+    };
+    let mut msg = NetlinkMessage::new(header, SockDiagMessage::UnixRequest(req).into());
+    msg.finalize();
+    let mut buf = vec![0; msg.buffer_len()];
+    msg.serialize(&mut buf);
+    buf
 }
 
 /// Read one datagram's netlink messages into `out`; true once the dump is done.
 fn parse(mut b: &[u8], out: &mut Vec<Diag>) -> io::Result<bool> {
-    let bad = || io::Error::new(io::ErrorKind::InvalidData, "sock_diag: a malformed message");
-    while b.len() >= 16 {
-        let len = u32_at(b, 0).ok_or_else(bad)? as usize;
-        let kind = u16_at(b, 4).ok_or_else(bad)?;
-        if len < 16 || len > b.len() {
-            return Err(bad());
-        }
-        match kind {
-            NLMSG_DONE => return Ok(true),
-            NLMSG_ERROR => {
-                let errno = u32_at(b, 16).map_or(0, |e| -(e as i32));
-                return Err(io::Error::from_raw_os_error(errno));
+    while !b.is_empty() {
+        let msg = NetlinkMessage::<SockDiagMessage>::deserialize(b).map_err(|e| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("sock_diag: a malformed message: {e}"),
+            )
+        })?;
+        match msg.payload {
+            NetlinkPayload::Done(_) => return Ok(true),
+            NetlinkPayload::Error(e) if e.code.is_some() => {
+                let e = e.to_io();
+                let what = match e.raw_os_error() {
+                    Some(libc::ENOENT) => {
+                        "the kernel has no unix_diag (CONFIG_UNIX_DIAG): `modprobe unix_diag`"
+                    }
+                    _ => "the kernel refused the dump request",
+                };
+                return Err(failed(what, e));
             }
-            SOCK_DIAG_BY_FAMILY => out.push(diag(&b[16..len])),
+            NetlinkPayload::InnerMessage(SockDiagMessage::UnixResponse(r)) => {
+                out.push(Diag::of(&r))
+            }
             _ => {}
         }
-        b = b.get((len + 3) & !3..).unwrap_or(&[]);
+        let next = (msg.header.length as usize).next_multiple_of(4);
+        b = b.get(next..).unwrap_or(&[]);
     }
     Ok(false)
-}
-
-/// One `unix_diag_msg` (16 bytes) and its attributes.
-fn diag(msg: &[u8]) -> Diag {
-    let mut d = Diag::default();
-    let mut attrs = msg.get(16..).unwrap_or(&[]);
-    while let (Some(len), Some(kind)) = (u16_at(attrs, 0), u16_at(attrs, 2)) {
-        let len = len as usize;
-        let Some(data) = attrs.get(4..len.max(4)) else {
-            break;
-        };
-        match kind {
-            UNIX_DIAG_VFS => {
-                if let (Some(ino), Some(dev)) = (u32_at(data, 0), u32_at(data, 4)) {
-                    d.vfs = Some((ino as u64, dev));
-                }
-            }
-            UNIX_DIAG_PEER => d.peer = u32_at(data, 0).map(u64::from),
-            _ => {}
-        }
-        attrs = attrs.get((len + 3) & !3..).unwrap_or(&[]);
-        if len < 4 {
-            break;
-        }
-    }
-    d
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use netlink_packet_core::{DoneMessage, ErrorMessage, Parseable};
+    use netlink_packet_sock_diag::unix::UnixResponseHeader;
+    use proptest::prelude::*;
+    use std::num::NonZeroI32;
+    use std::os::fd::AsRawFd;
     use std::os::unix::net::{UnixListener, UnixStream};
 
     /// The socket inode of a descriptor (`/proc/self/fd/N → socket:[inode]`).
@@ -210,6 +213,9 @@ mod tests {
         let a = UnixStream::connect(&path).unwrap();
         let b = UnixStream::connect(&path).unwrap();
         let c = UnixStream::connect(dir.path().join("other")).unwrap();
+        // Connected but not yet accepted: not a client yet (its server end has no inode until
+        // accepted, and the dump leaves out sockets without one).
+        let pending = UnixStream::connect(&path).unwrap();
         let (_sa, _) = l.accept().unwrap();
         let (_sb, _) = l.accept().unwrap();
         let (_sc, _) = other.accept().unwrap();
@@ -219,21 +225,135 @@ mod tests {
             "{got:?}"
         );
         assert!(!got.contains(&inode(&c)), "{got:?}");
+        assert!(!got.contains(&inode(&pending)), "{got:?}");
         assert_eq!(got.len(), 2, "{got:?}");
-        assert!(clients_of(&dir.path().join("none")).is_err());
+        // A closed client is gone from the next dump, though its server end is still open.
+        drop(a);
+        let got = clients_of(&path).unwrap();
+        assert_eq!(got, HashSet::from([inode(&b)]));
+        let e = clients_of(&dir.path().join("none")).unwrap_err();
+        assert!(e.to_string().contains("none"), "{e}");
+    }
+
+    /// A datagram of netlink messages as the kernel frames them.
+    fn datagram(msgs: Vec<NetlinkPayload<SockDiagMessage>>) -> Vec<u8> {
+        let mut out = Vec::new();
+        for payload in msgs {
+            let mut m = NetlinkMessage::new(NetlinkHeader::default(), payload);
+            m.finalize();
+            let mut b = vec![0; m.buffer_len().next_multiple_of(4)];
+            m.serialize(&mut b[..m.buffer_len()]);
+            out.extend(b);
+        }
+        out
+    }
+
+    fn response(nlas: Vec<Nla>) -> NetlinkPayload<SockDiagMessage> {
+        let header = UnixResponseHeader {
+            kind: libc::SOCK_STREAM as u8,
+            state: 1,
+            inode: 7,
+            cookie: [0; 8],
+        };
+        let r = UnixResponse {
+            header,
+            nlas: nlas.into_iter().collect(),
+        };
+        SockDiagMessage::UnixResponse(Box::new(r)).into()
+    }
+
+    fn vfs(ino: u32, dev: u32) -> Nla {
+        let mut b = ino.to_ne_bytes().to_vec();
+        b.extend(dev.to_ne_bytes());
+        Nla::Vfs(Vfs::parse(&b).unwrap())
+    }
+
+    #[test]
+    fn a_dump_gives_each_sockets_file_and_peer_until_done() {
+        let d = datagram(vec![
+            response(vec![vfs(42, (8 << 20) | 3), Nla::Peer(99)]),
+            response(vec![Nla::Peer(5)]),
+        ]);
+        let mut out = Vec::new();
+        assert!(!parse(&d, &mut out).unwrap());
+        assert_eq!(
+            out,
+            [
+                Diag {
+                    vfs: Some((42, (8 << 20) | 3)),
+                    peer: Some(99)
+                },
+                Diag {
+                    vfs: None,
+                    peer: Some(5)
+                }
+            ]
+        );
+        let d = datagram(vec![NetlinkPayload::Done(DoneMessage::default())]);
+        assert!(parse(&d, &mut out).unwrap());
+    }
+
+    #[test]
+    fn the_kernels_refusal_is_an_error_saying_what_to_do() {
+        let mut e = ErrorMessage::default();
+        e.code = NonZeroI32::new(-libc::ENOENT);
+        let d = datagram(vec![NetlinkPayload::Error(e)]);
+        let e = parse(&d, &mut Vec::new()).unwrap_err();
+        assert_eq!(e.raw_os_error(), None, "{e}"); // wrapped, with its kind
+        assert_eq!(e.kind(), io::ErrorKind::NotFound, "{e}");
+        assert!(e.to_string().contains("modprobe unix_diag"), "{e}");
+    }
+
+    #[test]
+    fn the_request_asks_for_established_sockets_files_and_peers() {
+        let r = request();
+        let h = netlink_packet_core::NetlinkBuffer::new_checked(&r[..]).unwrap();
+        assert_eq!(h.length() as usize, r.len());
+        assert_eq!(
+            h.message_type(),
+            netlink_packet_sock_diag::SOCK_DIAG_BY_FAMILY
+        );
+        assert_eq!(h.flags(), NLM_F_REQUEST | NLM_F_DUMP);
+        assert_eq!(r[16], libc::AF_UNIX as u8); // `struct unix_diag_req`'s family
+        let req = UnixRequest::parse(h.payload()).unwrap();
+        assert_eq!(req.state_flags, StateFlags::ESTABLISHED);
+        assert_eq!(req.show_flags, ShowFlags::VFS | ShowFlags::PEER);
+        assert_eq!(req.inode, 0);
     }
 
     #[test]
     fn malformed_dumps_are_errors_not_panics() {
         let mut out = Vec::new();
         let mut m = 40u32.to_ne_bytes().to_vec();
-        m.extend_from_slice(&SOCK_DIAG_BY_FAMILY.to_ne_bytes());
+        m.extend_from_slice(&20u16.to_ne_bytes());
         m.extend_from_slice(&[0; 10]);
         assert!(parse(&m, &mut out).is_err()); // says 40 bytes, has 16
-        m.resize(40, 0);
-        // An attribute that claims more than there is.
-        m[32..34].copy_from_slice(&200u16.to_ne_bytes());
-        assert!(!parse(&m, &mut out).unwrap());
-        assert_eq!(out, [Diag::default()]);
+                                               // An attribute that claims more than there is.
+        let mut d = datagram(vec![response(vec![Nla::Peer(5)])]);
+        d[32..34].copy_from_slice(&200u16.to_ne_bytes());
+        assert!(parse(&d, &mut out).is_err());
+        assert!(out.is_empty(), "{out:?}");
+    }
+
+    proptest! {
+        /// Whatever the bytes (a valid dump with some changed, or cut short), parsing ends in
+        /// an answer or an error, never a panic or a loop.
+        #[test]
+        fn any_datagram_is_parsed_without_panic(
+            flips in proptest::collection::vec((0usize..200, any::<u8>()), 0..8),
+            cut in 0usize..200,
+        ) {
+            let mut d = datagram(vec![
+                response(vec![vfs(42, 3), Nla::Peer(99)]),
+                response(vec![Nla::Peer(5)]),
+                NetlinkPayload::Done(DoneMessage::default()),
+            ]);
+            for (at, v) in flips {
+                let n = d.len();
+                d[at % n] = v;
+            }
+            d.truncate(cut.max(1));
+            let _ = parse(&d, &mut Vec::new());
+        }
     }
 }
