@@ -17,6 +17,10 @@ pub struct Report {
     pub metric: String,
     pub load: String,
     pub load_workers: usize,
+    /// The second load's workers, with two loads (`load` is then `cpu+write`); its throughput
+    /// is each row's `<kind>_load` extra, relative to stock's as `<kind>_load/stock`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub second_load_workers: Option<usize>,
     /// Where the load sat relative to the app (`crate::layout`), and what was set up or
     /// emulated for it.
     pub layout: Layout,
@@ -64,7 +68,7 @@ impl Report {
     pub fn build(plan: &Plan, records: Vec<RunRecord>) -> Report {
         let idle = pooled(&records, ModeName::Idle);
         let stock_runs = background_runs(&records, ModeName::Stock);
-        let modes = plan
+        let mut modes: Vec<ModeRow> = plan
             .modes
             .iter()
             .enumerate()
@@ -73,6 +77,9 @@ impl Report {
                 ModeRow::build(m, &records, &idle, &stock_runs, seed)
             })
             .collect();
+        if let Some(second) = &plan.second_load {
+            second_load_vs_stock(&mut modes, second.kind.name());
+        }
         let sc = scenario(plan.scenario);
         let mut report = Report {
             scenario: plan.scenario.name().into(),
@@ -80,8 +87,12 @@ impl Report {
                 Some(ms) => format!("{} [CPU work overridden: {ms} ms]", sc.metric),
                 None => sc.metric.into(),
             },
-            load: plan.load.kind.name().into(),
+            load: match &plan.second_load {
+                Some(second) => format!("{}+{}", plan.load.kind.name(), second.kind.name()),
+                None => plan.load.kind.name().into(),
+            },
             load_workers: plan.load.workers,
+            second_load_workers: plan.second_load.as_ref().map(|l| l.workers),
             layout: plan.layout,
             layout_note: String::new(),
             reps: plan.reps,
@@ -111,11 +122,13 @@ impl Report {
         let mut s = String::new();
         let _ = writeln!(
             s,
-            "{}: {} — load {} ×{}, layout {}{}, {} reps × {:.0} s, kernel {}, {} CPUs, {}",
+            "{}: {} — load {} ×{}{}, layout {}{}, {} reps × {:.0} s, kernel {}, {} CPUs, {}",
             self.scenario,
             self.metric,
             self.load,
             self.load_workers,
+            self.second_load_workers
+                .map_or(String::new(), |w| format!("+{w}")),
             self.layout.name(),
             if self.layout_note.is_empty() {
                 String::new()
@@ -280,6 +293,23 @@ fn pooled(records: &[RunRecord], m: ModeName) -> Vec<f64> {
         .filter(|r| r.mode == m)
         .flat_map(|r| r.samples_ms.iter().copied())
         .collect()
+}
+
+/// With two loads: each row's second-load throughput (`<kind>_load`, the mean over its runs)
+/// relative to stock's, as the extra `<kind>_load/stock` (stock's row shows 1.0).
+fn second_load_vs_stock(rows: &mut [ModeRow], kind: &str) {
+    let key = format!("{kind}_load");
+    let stock = rows
+        .iter()
+        .find(|r| r.mode == ModeName::Stock)
+        .and_then(|r| r.extras.get(&key).copied())
+        .filter(|v| *v > 0.0);
+    let Some(stock) = stock else { return };
+    for row in rows {
+        if let Some(v) = row.extras.get(&key).copied() {
+            row.extras.insert(format!("{key}/stock"), v / stock);
+        }
+    }
 }
 
 /// The background throughput of each run under `m` that had a load.

@@ -33,6 +33,8 @@ pub struct Plan {
     pub reps: usize,
     pub duration: Duration,
     pub load: LoadSpec,
+    /// A second load run beside `load` (`--load cpu+write`: seed 003's Table 8), placed alike.
+    pub second_load: Option<LoadSpec>,
     /// Where the load sits relative to the app (`crate::layout`).
     pub layout: Layout,
     pub seed: u64,
@@ -125,6 +127,9 @@ pub fn run(plan: &Plan, env: &Env) -> Result<Runs> {
     models::prepare_files(plan.scenario, &env.modes.scratch, plan.seed)?;
     if plan.modes.iter().any(|m| *m != ModeName::Idle) {
         loads::prepare(&plan.load)?;
+        if let Some(second) = &plan.second_load {
+            loads::prepare(second)?;
+        }
     }
     let bar = progress_bar(plan, env.progress)?;
     let mut records = Vec::new();
@@ -182,6 +187,17 @@ fn check_plan(plan: &Plan) -> Result<()> {
     if plan.scenario.is_wayland() {
         models::wayland::require_programs(&std::env::var_os("PATH").unwrap_or_default())?;
     }
+    if let (Some(second), Some(&m)) = (
+        &plan.second_load,
+        plan.modes.iter().find(|m| acts_on_one_load(**m)),
+    ) {
+        bail!(
+            "mode {} is told which processes are the load and acts on one load only: with two loads ({}+{}) it would leave the second alone; drop it from --modes",
+            m.name(),
+            plan.load.kind.name(),
+            second.kind.name()
+        );
+    }
     if plan.modes.contains(&ModeName::Rtapi) && !plan.scenario.asks_realtime() {
         bail!(
             "mode rtapi needs a model whose thread asks for real time itself (alarm, player), not {}; drop rtapi from --modes",
@@ -189,6 +205,12 @@ fn check_plan(plan: &Plan) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The modes told the load's leader (`Targets::background`), which holds one load's: they
+/// cannot treat a second load as they treat the first.
+pub fn acts_on_one_load(m: ModeName) -> bool {
+    matches!(m, ModeName::Android | ModeName::S76 | ModeName::Schedqos) || m.needs_sched_ext()
 }
 
 /// A bar over all the plan's runs (hidden unless `shown`).
@@ -259,6 +281,8 @@ fn run_one(
         targets.background = Some(l.leader());
         Some(l)
     };
+    // Dropped before `load` on an error: both are killed on every exit path.
+    let second = start_second(plan, layout, &dir, name)?;
     if load.is_some() {
         warm_up(guard.mode.as_mut(), &targets)?;
     }
@@ -295,6 +319,7 @@ fn run_one(
     if let Some(&first) = output.samples_ms.first() {
         extras.insert("first_ms".into(), first);
     }
+    stop_second(second, &mut extras)?;
     let background = load.map(RunningLoad::stop).transpose()?;
     if let Some(cpu) = background.as_ref().and_then(|b| b.cpu_pct) {
         extras.insert("load_cpu_pct".into(), cpu);
@@ -310,6 +335,38 @@ fn run_one(
         background,
         critical_sets,
     })
+}
+
+/// The plan's second load (`--load cpu+write`), placed as the first, in `dir/load-<kind>`;
+/// none under `idle`.
+fn start_second(
+    plan: &Plan,
+    layout: &ActiveLayout,
+    dir: &Path,
+    mode: ModeName,
+) -> Result<Option<RunningLoad>> {
+    match &plan.second_load {
+        Some(spec) if mode != ModeName::Idle => {
+            let out = dir.join(format!("load-{}", spec.kind.name()));
+            Ok(Some(loads::start(spec, &out, &layout.load_placement()?)?))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// Stop the second load and put its figures into the run's extras (`<kind>_load` in its
+/// tool's unit, `<kind>_load_cpu_pct`): the record's `background` stays the first load's.
+fn stop_second(second: Option<RunningLoad>, extras: &mut BTreeMap<String, f64>) -> Result<()> {
+    let Some(load) = second else {
+        return Ok(());
+    };
+    let kind = load.kind().name();
+    let t = load.stop()?;
+    extras.insert(format!("{kind}_load"), t.value);
+    if let Some(cpu) = t.cpu_pct {
+        extras.insert(format!("{kind}_load_cpu_pct"), cpu);
+    }
+    Ok(())
 }
 
 /// The load's warm-up: the mode swept over `targets` every [`SWEEP`] for [`WARMUP`].

@@ -40,6 +40,7 @@ fn report() -> Report {
             workers: 6,
             scratch: "/nonexistent".into(),
         },
+        second_load: None,
         layout: uxsched_bench::layout::Layout::OtherSession,
         seed: 3,
         compute_ms: None,

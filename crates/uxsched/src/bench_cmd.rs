@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 use uxsched_bench::layout::Layout;
-use uxsched_bench::loads::{LoadKind, LoadSpec};
+use uxsched_bench::loads::{LoadChoice, LoadKind, LoadSpec};
 use uxsched_bench::models::{ModelArgs, ModelKind};
 use uxsched_bench::modes::{daemon_available, ModeEnv, ModeName};
 use uxsched_bench::report::Report;
@@ -76,13 +76,16 @@ pub struct BenchArgs {
     modes: Option<Vec<ModeName>>,
     #[command(flatten)]
     run: RunArgs,
-    /// Background load (default: the scenario's own, see `bench list`).
-    #[arg(long, value_enum)]
-    load: Option<LoadKind>,
+    /// Background load (default: the scenario's own, see `bench list`): one of cpu, hackbench,
+    /// io, memory, kbuild, write, or two at once joined by `+` (`cpu+write`: seed 003's
+    /// Table 8), each with its own workers.
+    #[arg(long, value_parser = parse_load, value_name = "LOAD[+LOAD]")]
+    load: Option<LoadChoice>,
     /// Where the load sits relative to the app (`uxsched bench list` describes them).
     #[arg(long, value_enum, default_value_t = Layout::OtherSession)]
     layout: Layout,
-    /// Number of load workers (default: 3× the CPU count for `cpu`).
+    /// Number of load workers (default: 3× the CPU count for `cpu`); with two loads, the
+    /// first's (the second keeps its default).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1024))]
     load_workers: Option<u64>,
     /// CPU work per request/frame in ms, overriding the model's default.
@@ -240,6 +243,10 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(secs))
 }
 
+fn parse_load(s: &str) -> Result<LoadChoice, String> {
+    LoadChoice::parse(s).map_err(|e| format!("{e:#}"))
+}
+
 fn parse_compute_ms(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(v) if (0.0..=1000.0).contains(&v) => Ok(v),
@@ -273,19 +280,32 @@ fn require_root() -> Result<()> {
     Ok(())
 }
 
-/// The modes to run: the user's list (deduplicated, `idle` first) or the default set.
-fn resolve_modes(requested: Option<Vec<ModeName>>, daemon: bool) -> Result<Vec<ModeName>> {
+/// The modes to run: the user's list (deduplicated, `idle` first) or the default set. With two
+/// loads the modes told one load's processes (`runner::acts_on_one_load`) are refused in the
+/// list and left out of the default set.
+fn resolve_modes(
+    requested: Option<Vec<ModeName>>,
+    daemon: bool,
+    two_loads: bool,
+) -> Result<Vec<ModeName>> {
     let mut modes = vec![ModeName::Idle];
     let wanted = requested.unwrap_or_else(|| {
         ModeName::ALL
             .into_iter()
             .filter(|m| m.in_default_set() && (daemon || !m.needs_daemon()))
+            .filter(|m| !(two_loads && uxsched_bench::runner::acts_on_one_load(*m)))
             .collect()
     });
     for m in wanted {
         if m.needs_daemon() && !daemon {
             return Err(bad_input(format!(
                 "mode '{}' needs the uxsched daemon, which this build does not have; modes available here: idle, stock, android, s76, schedqos, fifo",
+                m.name()
+            )));
+        }
+        if two_loads && uxsched_bench::runner::acts_on_one_load(m) {
+            return Err(bad_input(format!(
+                "mode '{}' is told which processes are the load and acts on one load only: with two loads (--load A+B) it would leave the second alone; drop it from --modes",
                 m.name()
             )));
         }
@@ -323,24 +343,29 @@ fn bench(args: BenchArgs) -> Result<ExitCode> {
             scenario.name()
         )));
     }
-    let modes = resolve_modes(args.modes, daemon_available(Some(&exe)))?;
+    let load = args.load.unwrap_or(LoadChoice {
+        first: uxsched_bench::scenario::scenario(scenario).default_load,
+        second: None,
+    });
+    let modes = resolve_modes(
+        args.modes,
+        daemon_available(Some(&exe)),
+        load.second.is_some(),
+    )?;
     require_root()?;
-    let kind = args
-        .load
-        .unwrap_or(uxsched_bench::scenario::scenario(scenario).default_load);
     let scratch = scratch_dir()?;
+    let spec = |kind: LoadKind, workers: Option<u64>| LoadSpec {
+        kind,
+        workers: workers.map_or(kind.default_workers(), |w| w as usize),
+        scratch: scratch.clone(),
+    };
     let plan = Plan {
         scenario,
         modes,
         reps: args.run.reps as usize,
         duration: args.run.duration,
-        load: LoadSpec {
-            kind,
-            workers: args
-                .load_workers
-                .map_or(kind.default_workers(), |w| w as usize),
-            scratch: scratch.clone(),
-        },
+        load: spec(load.first, args.load_workers),
+        second_load: load.second.map(|kind| spec(kind, None)),
         layout: args.layout,
         seed: args.run.seed,
         compute_ms: args.compute_ms,
@@ -387,6 +412,7 @@ fn demo(args: DemoArgs) -> Result<ExitCode> {
                 workers: LoadKind::Cpu.default_workers(),
                 scratch: scratch.clone(),
             },
+            second_load: None,
             layout,
             seed: args.run.seed,
             compute_ms: None,

@@ -78,6 +78,62 @@ impl LoadKind {
     }
 }
 
+/// `--load`: one load, or two run at once joined by `+` (`cpu+write`: seed 003's Table 8, CPU
+/// and I/O contention together).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoadChoice {
+    pub first: LoadKind,
+    pub second: Option<LoadKind>,
+}
+
+impl LoadChoice {
+    /// `cpu`, or `cpu+write`; an error naming the value for an unknown name, a load named
+    /// twice or more than two.
+    pub fn parse(value: &str) -> Result<LoadChoice> {
+        use clap::ValueEnum;
+        let names: Vec<&str> = value.split('+').map(str::trim).collect();
+        let known = || {
+            LoadKind::value_variants()
+                .iter()
+                .map(|k| k.name())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let mut kinds = Vec::new();
+        for name in &names {
+            let Ok(kind) = LoadKind::from_str(name, true) else {
+                bail!("--load '{value}': unknown load '{name}'; the loads are {}, or two of them joined by '+' (cpu+write)", known());
+            };
+            if kinds.contains(&kind) {
+                bail!("--load '{value}' names load '{name}' twice: two loads at once must be two different loads (e.g. cpu+write); for more of one, raise --load-workers");
+            }
+            kinds.push(kind);
+        }
+        match kinds[..] {
+            [first] => Ok(LoadChoice {
+                first,
+                second: None,
+            }),
+            [first, second] => Ok(LoadChoice {
+                first,
+                second: Some(second),
+            }),
+            _ => bail!(
+                "--load '{value}' names {} loads; at most two run at once (e.g. cpu+write)",
+                kinds.len()
+            ),
+        }
+    }
+
+    /// `cpu` or `cpu+write`, as given.
+    pub fn name(self) -> String {
+        match self.second {
+            Some(second) => format!("{}+{}", self.first.name(), second.name()),
+            None => self.first.name().to_owned(),
+        }
+    }
+}
+
 /// What to start: which tool, how many workers, and where it may write.
 #[derive(Debug, Clone)]
 pub struct LoadSpec {
@@ -205,6 +261,10 @@ pub fn start(spec: &LoadSpec, out: &Path, place: &Placement) -> Result<RunningLo
 }
 
 impl RunningLoad {
+    pub fn kind(&self) -> LoadKind {
+        self.spec.kind
+    }
+
     /// The leader's pid = its session or process group id, which modes use to find the
     /// background processes ([`sys::load_members`]).
     pub fn leader(&self) -> i32 {
@@ -304,6 +364,32 @@ pub(crate) fn stress_ng_rate(yaml: &Path) -> Result<f64> {
 
 #[cfg(test)]
 mod tests {
+    use super::{LoadChoice, LoadKind};
+
+    #[test]
+    fn a_load_choice_is_one_load_or_two_different_ones() {
+        let one = LoadChoice::parse("write").unwrap();
+        assert_eq!((one.first, one.second), (LoadKind::Write, None));
+        let two = LoadChoice::parse("cpu+write").unwrap();
+        assert_eq!(
+            (two.first, two.second),
+            (LoadKind::Cpu, Some(LoadKind::Write))
+        );
+        assert_eq!(two.name(), "cpu+write");
+        for (bad, says) in [
+            ("cpu+cpu", "names load 'cpu' twice"),
+            ("cpu+disk", "unknown load 'disk'"),
+            ("cpu+", "unknown load ''"),
+            ("cpu+io+write", "names 3 loads"),
+        ] {
+            let err = LoadChoice::parse(bad).unwrap_err().to_string();
+            assert!(
+                err.contains(&format!("--load '{bad}'")) && err.contains(says),
+                "{err}"
+            );
+        }
+    }
+
     #[test]
     fn parses_stress_ng_yaml() {
         let dir = std::env::temp_dir().join(format!("uxsched-bench-yaml-{}", std::process::id()));

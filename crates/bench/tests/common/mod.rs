@@ -63,6 +63,7 @@ pub fn plan(
             workers: load.default_workers(),
             scratch: scratch.0.clone(),
         },
+        second_load: None,
         layout: uxsched_bench::layout::Layout::OtherSession,
         seed: 1,
         compute_ms: None,
