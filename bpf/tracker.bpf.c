@@ -82,6 +82,17 @@ struct {
 	__type(value, __u32);
 } family SEC(".maps");
 
+/* tid → the last hand-off of work to it by a member of its own process (issue 30's hand-off
+ * rule): a member's worker that wakes a member back within the episode timeout is on the
+ * interaction's path even when the episode had resolved before the member handed it work
+ * (a renderer's compositor thread rasterising on its next frame through a pool thread). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, struct handoff);
+} handoffs SEC(".maps");
+
 /* tid → the episode it was reached in: the in-kernel filter. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -279,6 +290,45 @@ static __always_inline void record_edge(struct config *cfg, struct state *st,
 	}
 }
 
+/*
+ * The hand-off rule (docs/tracker.md, "Hand-offs"): seed 003's cycle — reached from a critical
+ * thread and leading back to one — followed between threads of one process of the app's family
+ * outside the episode too, for as long as an input's work may run (the episode timeout after
+ * the last input). A member waking a thread of its own process records the hand-off; that
+ * thread waking a member back reports it (EV_LOOP), once: userspace then makes it a member.
+ * A worker that never wakes a member (a logger, an unawaited writer) is never reported.
+ */
+static __always_inline void handoff(struct config *cfg, struct state *st,
+				    struct task_struct *cur, struct task_struct *p)
+{
+	struct handoff *h, v = {};
+	__u32 tid;
+	__u64 now;
+
+	if (cur->flags & PF_KTHREAD || !in_family(cfg, p->tgid))
+		return;
+	now = bpf_ktime_get_ns();
+	if (!st->epoch || now - st->start_ns > cfg->timeout_ns)
+		return;
+	if (is_member(cur)) {
+		if (is_member(p))
+			return;
+		tid = p->pid;
+		v.ts = now;
+		v.member = cur->pid;
+		bpf_map_update_elem(&handoffs, &tid, &v, BPF_ANY);
+		return;
+	}
+	if (!is_member(p))
+		return;
+	tid = cur->pid;
+	h = bpf_map_lookup_elem(&handoffs, &tid);
+	if (!h || now - h->ts > cfg->timeout_ns)
+		return;
+	bpf_map_delete_elem(&handoffs, &tid);
+	emit(EV_LOOP, 0, st->epoch, cur, p);
+}
+
 static __always_inline int on_wake(struct task_struct *p)
 {
 	struct task_struct *cur = bpf_get_current_task_btf();
@@ -287,12 +337,15 @@ static __always_inline int on_wake(struct task_struct *p)
 	struct state *st = bpf_map_lookup_elem(&state, &zero);
 	struct irq_ctx *ic;
 	struct hot *wh;
+	int mates;
 
 	if (!cfg || !st || !cfg->fg_tgid || cur->pid == p->pid)
 		return 0;
-	/* Nearly every wake-up system-wide: neither into the app nor during an episode. Every
-	 * branch below needs one of the two, so this returns what they would, sooner. */
-	if (p->tgid != cfg->fg_tgid && (!st->open || st->epoch == cfg->closed_epoch))
+	/* Nearly every wake-up system-wide: neither into the app, nor between threads of one
+	 * process, nor during an episode. Every branch below needs one of the three, so this
+	 * returns what they would, sooner. */
+	mates = cur->tgid == p->tgid;
+	if (!mates && p->tgid != cfg->fg_tgid && (!st->open || st->epoch == cfg->closed_epoch))
 		return 0;
 	ic = bpf_map_lookup_elem(&irq_ctx, &zero);
 	if (!ic)
@@ -304,6 +357,8 @@ static __always_inline int on_wake(struct task_struct *p)
 			start_episode(st, NULL, p, EVF_IRQ);
 		return 0;
 	}
+	if (mates)
+		handoff(cfg, st, cur, p);
 	if (p->tgid == cfg->fg_tgid && cur->tgid != cfg->fg_tgid &&
 	    role_of(cur->pid) & ROLE_INPUT) {
 		start_episode(st, cur, p, 0);

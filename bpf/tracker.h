@@ -14,6 +14,7 @@
 #define EV_EXEC 5   /* a exec'd */
 #define EV_EXIT 6   /* a exited */
 #define EV_RENAME 7 /* a renamed itself (a.comm is the new name) */
+#define EV_LOOP 8   /* a, handed work by member b's process-mate, woke member b back */
 
 /* Event flags. */
 #define EVF_IRQ 1 /* the wake-up came from hard IRQ (or softirq over a user task), not a timer */
@@ -69,6 +70,13 @@ struct hot {
 	__u32 _pad;
 	__u64 ran_ns;	/* on-CPU time in this episode (sched_switch) */
 	__u64 since_ns; /* when it last went on CPU, 0 when off */
+};
+
+/* A hand-off from a member to a thread of its own process (the `handoffs` map's values). */
+struct handoff {
+	__u64 ts;	/* when the member woke it */
+	__u32 member;	/* which member did */
+	__u32 _pad;
 };
 
 struct edge_key {

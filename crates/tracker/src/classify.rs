@@ -16,6 +16,8 @@
 //! - Pipelines (episode.rs, docs/tracker.md): the app's process family counts as the app; a
 //!   family thread that wakes a display unreached is a frame producer; a display wake-up ends
 //!   the episode only when no work handed to another family process is still under way.
+//! - Hand-offs: a thread that a confirmed member of its own process hands work to and that
+//!   wakes a member back is confirmed, episode or not (the kernel's `handoffs` map).
 //! - FUSE daemons (fuse.rs, seed 003 §5.2): a thread of a process that serves a FUSE mount is
 //!   critical for the episode it served, not for as long as the app is in front.
 
@@ -276,7 +278,30 @@ impl Classifier {
                 }
             }
             Event::Exec { task, .. } => self.family.forget_role(task.tgid),
+            Event::Loop {
+                ts, worker, member, ..
+            } => self.hand_off(ts, &worker, &member),
         }
+    }
+
+    /// The hand-off rule (docs/tracker.md, "Hand-offs"): `worker`, handed work by a thread of
+    /// its own process while an input's work could still run, woke `member` back. Seed 003's
+    /// circle holds for it — reached from the path and leading back to it — though no episode
+    /// was open to see it (a compositor thread rasterising its next frame through a pool
+    /// thread after the input's episode resolved). Only a confirmed member's worker counts: a
+    /// provisional one may yet be dropped.
+    fn hand_off(&mut self, ts: u64, worker: &Task, member: &Task) {
+        let confirmed = (self.critical.get(&member.tid))
+            .is_some_and(|m| m.status == Status::Confirmed && m.id == ThreadId::from(member));
+        if !confirmed
+            || worker.kthread
+            || worker.tgid != member.tgid
+            || worker.tgid == self.own_tgid
+            || !self.is_family_task(worker)
+        {
+            return;
+        }
+        self.mark(worker, Status::Confirmed, Source::Observed, ts);
     }
 
     /// A display wake-up: by a thread the episode reached, or by a frame producer (`family`).

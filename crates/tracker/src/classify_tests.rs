@@ -316,6 +316,39 @@ fn frame_producers_are_family_threads_that_wake_the_display() {
     );
 }
 
+/// The hand-off rule: after the keystroke's episode resolved, the renderer's compositor thread
+/// (a confirmed member) hands its next frame's tiles to a pool thread of its own process, which
+/// wakes it back (EV_LOOP): confirmed. A provisional member's worker, a worker of another
+/// process and a kernel thread are not.
+#[test]
+fn a_members_worker_that_wakes_it_back_is_critical_after_the_episode() {
+    let mut r = family_rec(Store::open(None, 1 << 20).unwrap());
+    let ui = app_task(APP, "chromium");
+    let comp = other(210, 200, "Compositor", false);
+    let (raster, gpu_io) = (
+        other(211, 200, "ThreadPoolForeg", false),
+        other(310, 300, "Chrome_ChildIOT", false),
+    );
+    r.ev(1, 0, 1, &xorg(), &ui);
+    r.ev(2, 0, 1, &ui, &comp);
+    r.ev(3, 0, 1, &comp, &xorg());
+    assert_eq!(r.c.snapshot(0).episode.unwrap().end, Some(EndReason::Display));
+    assert_eq!(r.status(210), Some(Status::Confirmed));
+    r.ev(8, 0, 1, &gpu_io, &comp); // another process: the kernel never says so; ignored
+    assert_eq!(r.status(310), None);
+    r.ev(8, 0, 1, &other(212, 212, "kworker/0:1", true), &comp);
+    assert_eq!(r.status(212), None, "a kernel thread is nobody's worker");
+    r.ev(8, 0, 1, &raster, &comp);
+    assert_eq!(r.status(211), Some(Status::Confirmed));
+    // A provisional member (the next episode reached it; it may yet be dropped): not yet.
+    r.ev(1, 0, 2, &xorg(), &ui);
+    let cache = app_task(120, "CacheThread");
+    r.ev(2, 0, 2, &ui, &cache);
+    assert_eq!(r.status(120), Some(Status::Provisional));
+    r.ev(8, 0, 2, &app_task(121, "ThreadPoolBackg"), &cache);
+    assert_eq!(r.status(121), None, "a provisional member's worker waits");
+}
+
 /// A relaunched browser's new renderer (another pid, same role) is recognised from the store:
 /// confirmed, not provisional, when the path first wakes it (not at creation: a learned context
 /// is a name and a role, which the other renderer and every pool thread share).

@@ -71,6 +71,15 @@ pub enum Event {
         ts: u64,
         task: Task,
     },
+    /// `worker`, handed work by a member of its own process within the episode timeout of an
+    /// input, woke `member` back (the hand-off rule, docs/tracker.md); `epoch` is the last
+    /// episode's.
+    Loop {
+        ts: u64,
+        epoch: u64,
+        worker: Task,
+        member: Task,
+    },
 }
 
 const TASK_LEN: usize = 40;
@@ -134,6 +143,12 @@ pub fn decode(b: &[u8]) -> Option<Event> {
         5 => Event::Exec { ts, task: a },
         6 => Event::Exit { ts, task: a },
         7 => Event::Rename { ts, task: a },
+        8 => Event::Loop {
+            ts,
+            epoch,
+            worker: a,
+            member: bb,
+        },
         _ => return None,
     })
 }
@@ -221,6 +236,8 @@ pub(crate) mod tests {
         assert!(matches!(e, Event::Start { input: None, .. }));
         let e = decode(&encode(3, EVF_FAMILY, 5, 9, &b, &a)).unwrap();
         assert!(matches!(e, Event::Display { family: true, .. }));
+        let e = decode(&encode(8, 0, 5, 9, &b, &a)).unwrap();
+        assert!(matches!(e, Event::Loop { ref worker, .. } if worker.tid == 101));
         assert_eq!(decode(&encode(99, 0, 0, 0, &a, &b)), None);
         assert_eq!(decode(&bytes[..50]), None);
         assert_eq!(b.start_ticks(), 123_456);

@@ -283,6 +283,16 @@ case!(
     []
 );
 
+// The hand-off rule (docs/tracker.md, "Hand-offs"): work a member hands a thread of its own
+// process after the episode resolved, which wakes the member back.
+case!(
+    raster_pool_thread_after_the_episode,
+    "raster-pool",
+    ["compositor", "raster"],
+    ["tile-gc"],
+    []
+);
+
 /// The helper draws 2 ms after the UI thread has woken the display. Before the pipeline rule
 /// that first display wake-up ended the episode, and the helper was found only in the rare
 /// episode whose display was still running (no wake-up, no end), which the sticky set then

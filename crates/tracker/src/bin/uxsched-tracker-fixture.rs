@@ -133,6 +133,7 @@ fn setup(case: &str, children: &mut Vec<libc::pid_t>, display: &UnixStream) -> S
         "timer-pipeline" => timer_pipeline(children, display),
         "family-ticker" => family_ticker(children),
         "zygote-helper" => zygote_helper(children, display),
+        "raster-pool" => raster_pool(display),
         "timer" => {
             thread("ticker", || loop {
                 std::thread::sleep(Duration::from_millis(5));
@@ -349,6 +350,45 @@ fn zygote_helper(children: &mut Vec<libc::pid_t>, display: &UnixStream) -> Step 
         }
     }));
     Box::new(move || req_in.write_all(&[1]).unwrap())
+}
+
+/// Issue 30's raster stage: the UI thread hands the input to `compositor` and returns; the
+/// compositor acknowledges at once (a display write: the episode resolves there), then on its
+/// own 4 ms timer hands the frame's tiles to `raster`, a pool thread of the same process that
+/// replies, and draws. Each frame it also hands `tile-gc` its old tiles, which never reply.
+/// No episode is open when `raster` runs: only the hand-off rule can find it.
+fn raster_pool(display: &UnixStream) -> Step {
+    let (tiles, done) = (channel::<()>(), channel::<()>());
+    let reply = done.0;
+    let raster_in = tiles.0;
+    thread("raster", move || {
+        for () in tiles.1 {
+            spin(1.0);
+            let _ = reply.send(());
+        }
+    });
+    let gc = server("tile-gc", 0.3, None);
+    let (frame, frames) = channel::<()>();
+    let mut d = display.try_clone().unwrap();
+    thread("compositor", move || {
+        for () in frames {
+            spin(0.3);
+            if d.write_all(&[5]).is_err() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(4));
+            let _ = raster_in.send(());
+            let _ = done.1.recv();
+            let _ = gc.send(());
+            if d.write_all(&[6]).is_err() {
+                return;
+            }
+        }
+    });
+    Box::new(move || {
+        frame.send(()).unwrap();
+        spin(0.5);
+    })
 }
 
 fn main() {
