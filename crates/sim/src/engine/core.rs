@@ -324,7 +324,13 @@ impl Sim {
         t.state = State::Runnable;
         t.wake_cost_pending = false;
         let prev_cpu = t.cpu;
-        let cpu = self.select_cpu(tid, initial);
+        // A delayed sleeper is still queued in the kernel: `ttwu_runnable` requeues it on its
+        // CPU without `select_task_rq` (kernel/sched/core.c, 6.12–6.18).
+        let cpu = if !initial && self.fair_still_queued(tid) {
+            prev_cpu
+        } else {
+            self.select_cpu(tid, initial)
+        };
         let now = self.now;
         if !initial && cpu != prev_cpu {
             self.emit(Record::Migrate {

@@ -220,6 +220,18 @@ impl Sim {
     }
 
     /// Move a task's virtual time from `from`'s run-queue to `to`'s (the policy decides how).
+    /// Is sleeping task `tid` one the kernel would still hold queued (DELAY_DEQUEUE) on its
+    /// previous CPU? See [`crate::policy::FairPolicy::wakes_where_queued`].
+    pub(super) fn fair_still_queued(&self, tid: u32) -> bool {
+        let t = &self.tasks[tid as usize];
+        if t.class != Class::Fair || !t.allows(t.cpu) {
+            return false;
+        }
+        let rq = self.ents[tid as usize].rq;
+        self.policy
+            .wakes_where_queued(&self.rqs[rq], &self.ents, tid as EntityId)
+    }
+
     pub(super) fn fair_rebase(&mut self, tid: u32, from: usize, to: usize) {
         let g = self.tasks[tid as usize].group;
         let (a, b) = (self.rq_index(g, from), self.rq_index(g, to));

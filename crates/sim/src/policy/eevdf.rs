@@ -29,9 +29,11 @@
 //!   keeps its place. We dequeue at once but remember the queue ([`Entity::delayed_on`]): woken
 //!   on that queue, it keeps its vruntime while V has not reached it, and is placed with zero
 //!   lag once V has (it would have been eligible, hence picked and dequeued, or re-placed by
-//!   `requeue_delayed_entity`). The sleeper's own weight in V meanwhile is not modelled, nor is
-//!   its wait for the earliest deadline; woken on another CPU it keeps its negative lag (the
-//!   kernel wakes a delayed task where it is queued) — see docs/mechanisms.md.
+//!   `requeue_delayed_entity`). Woken while still delayed it stays on its CPU (`ttwu_runnable`,
+//!   [`FairPolicy::wakes_where_queued`]). The sleeper's own weight in V meanwhile is not
+//!   modelled, nor is its wait for the earliest deadline — see docs/mechanisms.md.
+//! - `reweight_entity` (6.14–6.18): a queued entity's lag is clamped, rescaled and re-placed
+//!   with `place_entity`, against a V that still counts it when it is the current one.
 
 use super::{
     rq_members, update_min_vruntime_members, vruntime_delta, Enqueue, Entity, EntityId, FairPolicy,
@@ -371,6 +373,16 @@ impl FairPolicy for Eevdf {
         self.pick_eevdf(rq, ents)
     }
 
+    /// The kernel keeps a delayed sleeper queued until it is picked (eligible); [`Eevdf::place`]
+    /// takes V having reached its vruntime as that moment. Until then it is `on_rq`, and
+    /// `try_to_wake_up` wakes it with `ttwu_runnable` (`if (p->se.sched_delayed)
+    /// enqueue_task(rq, p, ENQUEUE_NOCLOCK | ENQUEUE_DELAYED)`, kernel/sched/core.c 6.12–6.18)
+    /// on its own CPU, never through `select_task_rq`.
+    fn wakes_where_queued(&self, rq: &FairRq, ents: &[Entity], id: EntityId) -> bool {
+        let e = &ents[id];
+        self.t.delay_dequeue && e.delayed_on == Some(e.rq) && avg_vruntime(rq, ents) < e.vruntime
+    }
+
     fn on_pick(&self, rq: &FairRq, ents: &mut [Entity], id: EntityId) {
         ents[id].prev_sum_exec = ents[id].sum_exec;
         self.protect(rq, ents, id);
@@ -421,15 +433,59 @@ impl FairPolicy for Eevdf {
         e.vprot = e.vruntime;
     }
 
+    /// `reweight_entity` of 6.14–6.18 (commit 6d71a9c61604, "sched/fair: Fix EEVDF entity
+    /// placement bug causing scheduling lag", and "sched/fair: Adhere to place_entity()
+    /// constraints"): a queued entity's lag is taken with `update_entity_lag` — *clamped* to
+    /// ±max(2 × slice, tick) — and its deadline made relative; both are scaled by old / new
+    /// weight; then `place_entity(cfs_rq, se, 0)` puts it back with the lag inflated by
+    /// (W + w) / W against the queue without it (`nr_queued--` first: no lag when it is alone).
+    /// For the *current* entity `avg_vruntime` and place_entity's load still count it, already
+    /// at its new weight (`curr->on_rq`): the kernel's own error, reported after 6.18 with a
+    /// revert posted ("[PATCH v2 6/7] sched/fair: Revert 6d71a9c61604", LKML 2026-02-19:
+    /// "avg_vruntime() always includes cfs_rq->curr ... place_entity() doesn't work right"); a
+    /// current entity with positive lag moves back at each reweight. 6.18 has it, so we do.
     fn reweight(&self, rq: &FairRq, ents: &mut [Entity], id: EntityId, weight: u64) {
-        // `reweight_entity`: keep the lag and the remaining virtual deadline in real terms.
         let (old, new) = (ents[id].weight.max(1), weight.max(1));
-        let v = avg_vruntime(rq, ents);
-        let e = &mut ents[id];
-        let lag = scale_lag(v - e.vruntime, old, new);
+        if !ents[id].on_rq {
+            // Asleep: only `se->vlag = div_s64(se->vlag * se->load.weight, weight)`.
+            ents[id].vlag = scale_lag(ents[id].vlag, old, new);
+            ents[id].weight = weight;
+            return;
+        }
+        let is_curr = rq.curr == Some(id);
+        // update_entity_lag, with the entity still counted in V at its old weight.
+        let (sum, load) = avg_parts(rq, ents);
+        let e = &ents[id];
+        let v = if load == 0 {
+            rq.min_vruntime
+        } else {
+            rq.min_vruntime + sum.div_euclid(load) as i64
+        };
+        let limit = vruntime_delta((2 * e.slice).max(self.t.tick), old) as i64;
+        let vlag = scale_lag((v - e.vruntime).clamp(-limit, limit), old, new);
         let rel_deadline = scale_lag(e.deadline - e.vruntime, old, new);
+        // The queue place_entity sees: the others, plus this entity at its new weight and old
+        // vruntime if it is the current one.
+        let d = (e.vruntime - rq.min_vruntime) as i128;
+        let (mut sum, mut load) = (sum - old as i128 * d, load - old as i128);
+        if is_curr {
+            sum += new as i128 * d;
+            load += new as i128;
+        }
+        let v_place = if load <= 0 {
+            rq.min_vruntime
+        } else {
+            rq.min_vruntime + sum.div_euclid(load) as i64
+        };
+        let others = rq.nr_running.saturating_sub(1);
+        let mut lag = 0;
+        if self.t.place_lag && others > 0 && vlag != 0 && load > 0 {
+            lag = scale_lag(vlag, load as u64 + new, load as u64);
+        }
+        let e = &mut ents[id];
         e.weight = weight;
-        e.vruntime = v - lag;
+        e.vlag = vlag;
+        e.vruntime = v_place - lag;
         e.deadline = e.vruntime + rel_deadline;
     }
 }

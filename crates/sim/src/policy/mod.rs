@@ -214,6 +214,13 @@ pub trait FairPolicy {
     /// `sched_yield` by the running entity.
     fn yield_curr(&self, _rq: &mut FairRq, _ents: &mut [Entity], _curr: EntityId) {}
 
+    /// Would the kernel still have `id` — asleep, dequeued here — on `rq` as a delayed entity
+    /// (DELAY_DEQUEUE), so that `try_to_wake_up` takes `ttwu_runnable` and requeues it where it
+    /// is instead of choosing a CPU? Only `eevdf` delays dequeues.
+    fn wakes_where_queued(&self, _rq: &FairRq, _ents: &[Entity], _id: EntityId) -> bool {
+        false
+    }
+
     /// The entity's weight changes while queued (`reweight_entity`).
     fn reweight(&self, _rq: &FairRq, ents: &mut [Entity], id: EntityId, weight: u64) {
         ents[id].weight = weight;
