@@ -2,7 +2,7 @@
 //! with a private socket and journal, waits until `uxsched status --json` answers, tells it the
 //! foreground with `uxsched focus <pid>`, and on restore stops it with SIGTERM (the daemon
 //! restores what it changed from its journal) and waits for it. Variants of a daemon mode
-//! (`uxsched-roles`, `uxsched-fair`) run the same daemon mode with a few configuration keys of their own
+//! (`uxsched-roles`, `uxsched-fair`, `uxsched-cpu` …) run the same daemon mode with a few configuration keys of their own
 //! ([`daemon_config`]), so one lever can be compared against the same daemon.
 
 use super::{Mode, ModeEnv, ModeName, Targets};
@@ -38,6 +38,7 @@ fn variant(mode: ModeName) -> (&'static str, &'static str) {
             "uxsched",
             "[storage]\nfront_class = \"off\"\nlaunch_budget_ms = 0\n",
         ),
+        ModeName::UxschedNoIoprio => ("uxsched", "[storage]\nfront_class = \"off\"\n"),
         ModeName::UxschedBfq => ("uxsched", "[storage]\nswitch_to_bfq = true\n"),
         ModeName::EimosNoPrefetch => ("eimos", "[eimos]\nprefetch = false\n"),
         // Never told the foreground (`rtapi.rs`), so the mode's policy changes nothing.

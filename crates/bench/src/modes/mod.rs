@@ -52,6 +52,10 @@ pub enum ModeName {
     /// share of a storage scenario's result.
     #[serde(rename = "uxsched-cpu")]
     UxschedCpu,
+    /// `uxsched` without the front's I/O class only: a launch is still in front, with the fair
+    /// boost — every CPU lever on a launch (seed 003 Table 8's "CPU" column), none at the disk.
+    #[serde(rename = "uxsched-no-ioprio")]
+    UxschedNoIoprio,
     /// `uxsched` with `[storage] switch_to_bfq`: the disks on BFQ while the daemon runs.
     #[serde(rename = "uxsched-bfq")]
     UxschedBfq,
@@ -74,7 +78,7 @@ pub enum ModeName {
 }
 
 impl ModeName {
-    pub const ALL: [ModeName; 22] = [
+    pub const ALL: [ModeName; 23] = [
         ModeName::Idle,
         ModeName::Stock,
         ModeName::Android,
@@ -91,6 +95,7 @@ impl ModeName {
         ModeName::UxschedRoles,
         ModeName::UxschedFair,
         ModeName::UxschedCpu,
+        ModeName::UxschedNoIoprio,
         ModeName::UxschedBfq,
         ModeName::Rtapi,
         ModeName::ScxSimple,
@@ -117,6 +122,7 @@ impl ModeName {
             ModeName::UxschedRoles => "uxsched-roles",
             ModeName::UxschedFair => "uxsched-fair",
             ModeName::UxschedCpu => "uxsched-cpu",
+            ModeName::UxschedNoIoprio => "uxsched-no-ioprio",
             ModeName::UxschedBfq => "uxsched-bfq",
             ModeName::Rtapi => "rtapi",
             ModeName::ScxSimple => "scx-simple",
@@ -162,6 +168,7 @@ impl ModeName {
                 | ModeName::EimosNoPrefetch
                 | ModeName::UxschedFair
                 | ModeName::UxschedCpu
+                | ModeName::UxschedNoIoprio
                 | ModeName::UxschedBfq
                 | ModeName::Rtapi
         ) && !self.needs_sched_ext()
@@ -185,6 +192,7 @@ impl ModeName {
             ModeName::UxschedRoles => "uxsched daemon --mode uxsched with [tracker] enabled = false: name-based roles only, no chain (not in the default set)",
             ModeName::UxschedFair => "uxsched daemon --mode uxsched with [tracker] lever = \"fair\": the critical set at nice -19 and a short slice instead of SCHED_FIFO 2 (not in the default set)",
             ModeName::UxschedCpu => "uxsched daemon --mode uxsched with its storage levers off ([storage] front_class = \"off\", launch_budget_ms = 0): the CPU levers alone (not in the default set)",
+            ModeName::UxschedNoIoprio => "uxsched daemon --mode uxsched with [storage] front_class = \"off\": no I/O class, launches still in front with the fair boost — every CPU lever, none at the disk (not in the default set)",
             ModeName::UxschedBfq => "uxsched daemon --mode uxsched with [storage] switch_to_bfq = true: the disks on BFQ while the daemon runs, their elevator restored after (not in the default set)",
             ModeName::ScxSimple => "the kernel's example sched_ext scheduler scx_simple (full mode; $UXSCHED_SCX_SIMPLE or PATH, scripts/build-scx-simple.sh; needs sched_ext, not in the default set)",
             ModeName::ScxVtcfs => "uxsched scx run --policy vtcfs (partial): app and background on SCHED_EXT, the app's threads interactive (needs sched_ext, not in the default set)",
