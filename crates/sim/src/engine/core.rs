@@ -230,7 +230,7 @@ impl Sim {
                 Some(p) => p.div_ceil(c.speed.max(1)),
                 None => ((w as u128 * SPEED_ONE as u128).div_ceil(c.speed.max(1) as u128)) as u64,
             },
-            Segment::Busy(d) => d,
+            Segment::Busy(end) => end.saturating_sub(self.now),
             Segment::None => return,
         };
         self.queue.set_run_done(cpu, self.now + dur.max(1));
@@ -259,7 +259,7 @@ impl Sim {
             Segment::Work(w) => Segment::Work(
                 w.saturating_sub((delta as u128 * speed as u128 / SPEED_ONE as u128) as u64),
             ),
-            Segment::Busy(d) => Segment::Busy(d.saturating_sub(delta)),
+            Segment::Busy(end) => Segment::Busy(end),
             Segment::None => Segment::None,
         };
         match t.class {

@@ -139,7 +139,9 @@ enum Segment {
     None,
     /// Remaining work in reference-CPU ns (scales with speed).
     Work(u64),
-    /// Remaining wall-clock busy time.
+    /// Busy until this instant, preempted or not: rt-app's `runtime` spins in `loadwait` until
+    /// `CLOCK_MONOTONIC` says the duration has passed (rt-app.c), so time spent waiting for
+    /// the CPU counts. A task switched in after that instant finishes at once.
     Busy(u64),
 }
 

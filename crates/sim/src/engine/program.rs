@@ -295,7 +295,7 @@ impl Sim {
                 return Some(Next::Cpu);
             }
             Op::Runtime(d) if d > 0 => {
-                self.tasks[t].seg = Segment::Busy(d);
+                self.tasks[t].seg = Segment::Busy(self.now + d);
                 return Some(Next::Cpu);
             }
             Op::Io(d) if d > 0 => {
