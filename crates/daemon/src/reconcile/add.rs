@@ -182,7 +182,7 @@ impl Reconciler {
             Ok(Some(key)) => key,
             _ => return Ok(None),
         };
-        if self.yielded.contains(&(Kind::Sched, key)) {
+        if self.yielded.holds(&(Kind::Sched, key), target) {
             return Ok(None);
         }
         let Some(entry) = self.journal.get(Kind::Sched, &key)? else {

@@ -36,6 +36,7 @@ mod tests_rt;
 #[cfg(test)]
 mod tests_uclamp;
 mod values;
+mod yields;
 
 use crate::actuators::autogroup::Autogroup;
 use crate::actuators::cgroup::Groups;
@@ -101,8 +102,9 @@ pub struct Reconciler {
     tasks: Box<dyn Tasks>,
     /// The kernel's default fair slice (restoring it writes "no custom slice").
     default_slice: u64,
-    /// Settings someone else changed after uxsched did: left alone until the focus changes.
-    yielded: HashSet<Setting>,
+    /// Settings someone else changed after uxsched did: left alone until the focus changes,
+    /// or until uxsched wants more of them than they overrode (`yields.rs`).
+    yielded: yields::Yields,
     warned: HashSet<Setting>,
     /// Settings uxsched could not change or restore, with the error (shown by `status`).
     pub failures: BTreeMap<Setting, String>,
@@ -148,7 +150,7 @@ impl Reconciler {
             actuators,
             tasks,
             default_slice,
-            yielded: HashSet::new(),
+            yielded: yields::Yields::default(),
             warned: HashSet::new(),
             failures: BTreeMap::new(),
             unit_weights: (0, 0),
@@ -199,7 +201,7 @@ impl Reconciler {
         }
         // 2. New changes.
         for (&(kind, key), (task, target)) in &wants {
-            if handled.contains(&(kind, key)) || self.yielded.contains(&(kind, key)) {
+            if handled.contains(&(kind, key)) || self.yielded.holds(&(kind, key), target) {
                 continue;
             }
             match self.start(kind, key, task, target) {
@@ -433,9 +435,7 @@ impl Reconciler {
             "changed by someone else since uxsched set it; leaving theirs"
         );
         self.journal.forget(id.0, &id.1)?;
-        if self.yielded.len() < MAX_REMEMBERED {
-            self.yielded.insert(id);
-        }
+        self.yielded.record(id, &want);
         Ok(Keep::Not)
     }
 

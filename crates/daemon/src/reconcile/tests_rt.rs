@@ -210,3 +210,38 @@ fn a_replanned_thread_gets_its_new_target() {
     rec.reconcile(&nothing()).unwrap();
     assert_eq!(w.borrow().task(100).sched, default_attr(0));
 }
+
+/// Chromium resets its pool threads' nice as they start, over the fair boost of the app in
+/// front: theirs stands while uxsched wants the same. The tracker then finds one on the
+/// interaction's path (a renderer's raster worker): a stronger wish, asked once more; the app
+/// changing it again yields it for good (until the focus changes).
+#[test]
+fn a_yielded_thread_found_critical_is_raised_once_more() {
+    let (w, dir, app) = app();
+    let mut rec = reconciler(&w, &dir.path().join("j"));
+    let others = Target {
+        nice: Some(-2),
+        ..Target::default()
+    };
+    rec.reconcile(&want(app, others.clone())).unwrap();
+    assert_eq!(w.borrow().task(100).sched.nice, -2);
+    w.borrow_mut().tasks.get_mut(&100).unwrap().sched = default_attr(0); // the app's own
+    rec.reconcile(&want(app, others.clone())).unwrap();
+    assert_eq!(w.borrow().task(100).sched, default_attr(0), "theirs stands");
+    rec.reconcile(&want(app, others)).unwrap();
+    assert_eq!(w.borrow().task(100).sched, default_attr(0), "and stays");
+    let critical = Target {
+        nice: Some(-8),
+        ..rt(RtPolicy::Fifo, 2)
+    };
+    rec.reconcile(&want(app, critical.clone())).unwrap();
+    let now = w.borrow().task(100).sched;
+    assert_eq!((now.policy, now.priority), (SCHED_FIFO, 2), "on the path now");
+    w.borrow_mut().tasks.get_mut(&100).unwrap().sched = default_attr(0); // theirs again
+    rec.reconcile(&want(app, critical.clone())).unwrap();
+    rec.reconcile(&want(app, critical)).unwrap();
+    assert_eq!(w.borrow().task(100).sched, default_attr(0), "no tug-of-war");
+    rec.reconcile(&nothing()).unwrap();
+    assert_eq!(w.borrow().task(100).sched, default_attr(0));
+    assert!(rec.journal.entries().unwrap().is_empty());
+}
