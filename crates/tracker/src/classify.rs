@@ -299,8 +299,22 @@ impl Classifier {
             || worker.tgid == self.own_tgid
             || !self.is_family_task(worker)
         {
+            tracing::debug!(
+                "tracker: hand-off {}/{} -> {}/{} left out (member confirmed: {confirmed})",
+                worker.comm,
+                worker.tid,
+                member.comm,
+                member.tid
+            );
             return;
         }
+        tracing::debug!(
+            "tracker: hand-off {}/{} -> {}/{}: critical",
+            worker.comm,
+            worker.tid,
+            member.comm,
+            member.tid
+        );
         self.mark(worker, Status::Confirmed, Source::Observed, ts);
     }
 

@@ -432,6 +432,8 @@ impl Reconciler {
         info!(
             object = entry.key.describe(),
             kind = id.0.name(),
+            ours = ?entry.applied,
+            theirs = ?now,
             "changed by someone else since uxsched set it; leaving theirs"
         );
         self.journal.forget(id.0, &id.1)?;
