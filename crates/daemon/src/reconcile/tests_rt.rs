@@ -236,7 +236,11 @@ fn a_yielded_thread_found_critical_is_raised_once_more() {
     };
     rec.reconcile(&want(app, critical.clone())).unwrap();
     let now = w.borrow().task(100).sched;
-    assert_eq!((now.policy, now.priority), (SCHED_FIFO, 2), "on the path now");
+    assert_eq!(
+        (now.policy, now.priority),
+        (SCHED_FIFO, 2),
+        "on the path now"
+    );
     w.borrow_mut().tasks.get_mut(&100).unwrap().sched = default_attr(0); // theirs again
     rec.reconcile(&want(app, critical.clone())).unwrap();
     rec.reconcile(&want(app, critical)).unwrap();

@@ -115,7 +115,10 @@ mod tests {
         assert!(y.holds(&id, &others), "the same wish again: theirs stands");
         assert!(!y.holds(&id, &critical), "on the path now: asked once more");
         y.record(id, &attr(1, -8, 2));
-        assert!(y.holds(&id, &critical), "theirs again: yielded at that level");
+        assert!(
+            y.holds(&id, &critical),
+            "theirs again: yielded at that level"
+        );
         y.clear();
         assert!(!y.holds(&id, &others));
     }

@@ -264,7 +264,7 @@ mod tests {
                 workers: 1,
                 scratch: "/tmp".into(),
             },
-        second_load: None,
+            second_load: None,
             layout: crate::layout::Layout::SameSession,
             seed: 1,
             compute_ms: None,
