@@ -288,11 +288,26 @@ impl Classifier {
     /// its own process while an input's work could still run, woke `member` back. Seed 003's
     /// circle holds for it — reached from the path and leading back to it — though no episode
     /// was open to see it (a compositor thread rasterising its next frame through a pool
-    /// thread after the input's episode resolved). Only a confirmed member's worker counts: a
-    /// provisional one may yet be dropped.
+    /// thread after the input's episode resolved). A confirmed member's worker is confirmed; a
+    /// provisional member's joins the open episode that reached the member, as the two edges
+    /// the hand-off was — provisional with it, kept if the circle closes, dropped with it if not.
     fn hand_off(&mut self, ts: u64, worker: &Task, member: &Task) {
-        let confirmed = (self.critical.get(&member.tid))
-            .is_some_and(|m| m.status == Status::Confirmed && m.id == ThreadId::from(member));
+        let status = (self.critical.get(&member.tid))
+            .filter(|m| m.id == ThreadId::from(member))
+            .map(|m| m.status);
+        let confirmed = status == Some(Status::Confirmed);
+        let open = (self.episode.as_ref())
+            .filter(|e| e.nodes.contains_key(&member.tid))
+            .map(|e| e.epoch);
+        if let (Some(Status::Provisional), Some(epoch), false) =
+            (status, open, worker.kthread || worker.tgid != member.tgid)
+        {
+            if self.is_family_task(worker) {
+                self.edge(ts, epoch, member, worker);
+                self.edge(ts, epoch, worker, member);
+                return;
+            }
+        }
         if !confirmed
             || worker.kthread
             || worker.tgid != member.tgid

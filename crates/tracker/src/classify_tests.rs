@@ -332,7 +332,10 @@ fn a_members_worker_that_wakes_it_back_is_critical_after_the_episode() {
     r.ev(1, 0, 1, &xorg(), &ui);
     r.ev(2, 0, 1, &ui, &comp);
     r.ev(3, 0, 1, &comp, &xorg());
-    assert_eq!(r.c.snapshot(0).episode.unwrap().end, Some(EndReason::Display));
+    assert_eq!(
+        r.c.snapshot(0).episode.unwrap().end,
+        Some(EndReason::Display)
+    );
     assert_eq!(r.status(210), Some(Status::Confirmed));
     r.ev(8, 0, 1, &gpu_io, &comp); // another process: the kernel never says so; ignored
     assert_eq!(r.status(310), None);
@@ -340,13 +343,36 @@ fn a_members_worker_that_wakes_it_back_is_critical_after_the_episode() {
     assert_eq!(r.status(212), None, "a kernel thread is nobody's worker");
     r.ev(8, 0, 1, &raster, &comp);
     assert_eq!(r.status(211), Some(Status::Confirmed));
-    // A provisional member (the next episode reached it; it may yet be dropped): not yet.
+    // A provisional member (the next episode reached it; it may yet be dropped): its worker
+    // joins that episode, provisional with it, and leaves with it when the circle never closes.
     r.ev(1, 0, 2, &xorg(), &ui);
     let cache = app_task(120, "CacheThread");
     r.ev(2, 0, 2, &ui, &cache);
     assert_eq!(r.status(120), Some(Status::Provisional));
     r.ev(8, 0, 2, &app_task(121, "ThreadPoolBackg"), &cache);
-    assert_eq!(r.status(121), None, "a provisional member's worker waits");
+    assert_eq!(
+        r.status(121),
+        Some(Status::Provisional),
+        "boosted with its member"
+    );
+    r.c.tick(r.ts + 200_000_000); // the episode times out: neither led back
+    assert_eq!((r.status(120), r.status(121)), (None, None));
+    assert_eq!(
+        r.status(211),
+        Some(Status::Confirmed),
+        "the raster worker stays"
+    );
+    // The same while the member's circle closes: both confirmed.
+    r.ev(1, 0, 3, &xorg(), &ui);
+    r.ev(2, 0, 3, &ui, &cache);
+    r.ev(8, 0, 3, &app_task(121, "ThreadPoolBackg"), &cache);
+    r.ev(2, 0, 3, &cache, &ui);
+    assert_eq!(r.status(120), Some(Status::Confirmed));
+    assert_eq!(
+        r.status(121),
+        Some(Status::Confirmed),
+        "its circle closed through the member"
+    );
 }
 
 /// A relaunched browser's new renderer (another pid, same role) is recognised from the store:
