@@ -7,7 +7,7 @@
 //!   scaled by old / new weight and re-applied by `place_entity` (inflated by (W + w) / W);
 //! - for the current entity `avg_vruntime` and place_entity's load still count it, at its new
 //!   weight: a current entity with positive lag is placed further back than its lag says (an
-//!   error of 6.14–6.18, a revert posted on LKML 2026-02-19). The model before kept V and the
+//!   error of 6.14–6.18, a revert posted on LKML after 6.18). The model before kept V and the
 //!   scaled lag exactly and never clamped.
 
 use uxsched_model::{Nanos, MS, US};

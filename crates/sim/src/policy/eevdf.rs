@@ -441,7 +441,7 @@ impl FairPolicy for Eevdf {
     /// (W + w) / W against the queue without it (`nr_queued--` first: no lag when it is alone).
     /// For the *current* entity `avg_vruntime` and place_entity's load still count it, already
     /// at its new weight (`curr->on_rq`): the kernel's own error, reported after 6.18 with a
-    /// revert posted ("[PATCH v2 6/7] sched/fair: Revert 6d71a9c61604", LKML 2026-02-19:
+    /// revert posted ("[PATCH v2 6/7] sched/fair: Revert 6d71a9c61604" on LKML:
     /// "avg_vruntime() always includes cfs_rq->curr ... place_entity() doesn't work right"); a
     /// current entity with positive lag moves back at each reweight. 6.18 has it, so we do.
     fn reweight(&self, rq: &FairRq, ents: &mut [Entity], id: EntityId, weight: u64) {
