@@ -82,7 +82,7 @@ struct {
 	__type(value, __u32);
 } family SEC(".maps");
 
-/* tid → the last hand-off of work to it by a member of its own process (issue 30's hand-off
+/* tid → when a member of its own process last handed it work (issue 30's hand-off
  * rule): a member's worker that wakes a member back within the episode timeout is on the
  * interaction's path even when the episode had resolved before the member handed it work
  * (a renderer's compositor thread rasterising on its next frame through a pool thread). */
@@ -90,7 +90,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 1024);
 	__type(key, __u32);
-	__type(value, struct handoff);
+	__type(value, __u64);
 } handoffs SEC(".maps");
 
 /* tid → the episode it was reached in: the in-kernel filter. */
@@ -301,9 +301,8 @@ static __always_inline void record_edge(struct config *cfg, struct state *st,
 static __always_inline void handoff(struct config *cfg, struct state *st,
 				    struct task_struct *cur, struct task_struct *p)
 {
-	struct handoff *h, v = {};
+	__u64 now, *since;
 	__u32 tid;
-	__u64 now;
 
 	if (cur->flags & PF_KTHREAD || !in_family(cfg, p->tgid))
 		return;
@@ -314,16 +313,14 @@ static __always_inline void handoff(struct config *cfg, struct state *st,
 		if (is_member(p))
 			return;
 		tid = p->pid;
-		v.ts = now;
-		v.member = cur->pid;
-		bpf_map_update_elem(&handoffs, &tid, &v, BPF_ANY);
+		bpf_map_update_elem(&handoffs, &tid, &now, BPF_ANY);
 		return;
 	}
 	if (!is_member(p))
 		return;
 	tid = cur->pid;
-	h = bpf_map_lookup_elem(&handoffs, &tid);
-	if (!h || now - h->ts > cfg->timeout_ns)
+	since = bpf_map_lookup_elem(&handoffs, &tid);
+	if (!since || now - *since > cfg->timeout_ns)
 		return;
 	bpf_map_delete_elem(&handoffs, &tid);
 	emit(EV_LOOP, 0, st->epoch, cur, p);

@@ -72,13 +72,6 @@ struct hot {
 	__u64 since_ns; /* when it last went on CPU, 0 when off */
 };
 
-/* A hand-off from a member to a thread of its own process (the `handoffs` map's values). */
-struct handoff {
-	__u64 ts;	/* when the member woke it */
-	__u32 member;	/* which member did */
-	__u32 _pad;
-};
-
 struct edge_key {
 	__u64 epoch;
 	__u32 waker;

@@ -292,45 +292,36 @@ impl Classifier {
     /// provisional member's joins the open episode that reached the member, as the two edges
     /// the hand-off was — provisional with it, kept if the circle closes, dropped with it if not.
     fn hand_off(&mut self, ts: u64, worker: &Task, member: &Task) {
+        let mate = !worker.kthread
+            && worker.tgid == member.tgid
+            && worker.tgid != self.own_tgid
+            && self.is_family_task(worker);
         let status = (self.critical.get(&member.tid))
             .filter(|m| m.id == ThreadId::from(member))
             .map(|m| m.status);
-        let confirmed = status == Some(Status::Confirmed);
         let open = (self.episode.as_ref())
             .filter(|e| e.nodes.contains_key(&member.tid))
             .map(|e| e.epoch);
-        if let (Some(Status::Provisional), Some(epoch), false) =
-            (status, open, worker.kthread || worker.tgid != member.tgid)
-        {
-            if self.is_family_task(worker) {
+        let (w, m) = (&worker.comm, &member.comm);
+        match (mate, status, open) {
+            (true, Some(Status::Confirmed), _) => {
+                tracing::debug!(
+                    "tracker: hand-off {w}/{} -> {m}/{}: critical",
+                    worker.tid,
+                    member.tid
+                );
+                self.mark(worker, Status::Confirmed, Source::Observed, ts);
+            }
+            (true, Some(Status::Provisional), Some(epoch)) => {
                 self.edge(ts, epoch, member, worker);
                 self.edge(ts, epoch, worker, member);
-                return;
             }
-        }
-        if !confirmed
-            || worker.kthread
-            || worker.tgid != member.tgid
-            || worker.tgid == self.own_tgid
-            || !self.is_family_task(worker)
-        {
-            tracing::debug!(
-                "tracker: hand-off {}/{} -> {}/{} left out (member confirmed: {confirmed})",
-                worker.comm,
+            _ => tracing::debug!(
+                "tracker: hand-off {w}/{} -> {m}/{} left out (member {status:?})",
                 worker.tid,
-                member.comm,
                 member.tid
-            );
-            return;
+            ),
         }
-        tracing::debug!(
-            "tracker: hand-off {}/{} -> {}/{}: critical",
-            worker.comm,
-            worker.tid,
-            member.comm,
-            member.tid
-        );
-        self.mark(worker, Status::Confirmed, Source::Observed, ts);
     }
 
     /// A display wake-up: by a thread the episode reached, or by a frame producer (`family`).
