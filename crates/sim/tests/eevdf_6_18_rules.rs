@@ -10,6 +10,8 @@
 //!   the model cancelled it;
 //! - `SimConfig::fair_wakeup_costs`: each fair timer wake-up is delayed by one measured sample.
 
+mod common;
+use common::rq_of;
 use std::path::Path;
 
 use uxsched_model::{Nanos, MS, SEC, US};
@@ -31,20 +33,6 @@ fn ent(v: i64, slice: Nanos) -> Entity {
         on_rq: true,
         ..Entity::default()
     }
-}
-
-/// A run-queue with entity 0 current and the others queued.
-fn rq_of(ents: &[Entity]) -> FairRq {
-    let mut rq = FairRq::for_group(0);
-    rq.min_vruntime = ents.iter().map(|e| e.vruntime).min().unwrap();
-    rq.curr = Some(0);
-    for i in 1..ents.len() {
-        rq.push_queued(i, ents);
-    }
-    rq.nr_running = ents.len();
-    rq.load = 1024 * ents.len() as u64;
-    rq.nr_custom_slice = ents.iter().filter(|e| e.custom_slice).count();
-    rq
 }
 
 #[test]

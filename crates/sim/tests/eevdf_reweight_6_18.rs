@@ -10,9 +10,11 @@
 //!   error of 6.14–6.18, a revert posted on LKML after 6.18). The model before kept V and the
 //!   scaled lag exactly and never clamped.
 
+mod common;
+use common::rq_of;
 use uxsched_model::{Nanos, MS, US};
 use uxsched_sim::policy::eevdf::{Eevdf, EevdfTunables};
-use uxsched_sim::policy::{Entity, FairPolicy, FairRq};
+use uxsched_sim::policy::{Entity, FairPolicy};
 
 const SLICE: Nanos = 1400 * US;
 
@@ -26,19 +28,6 @@ fn ent(v: i64) -> Entity {
         on_rq: true,
         ..Entity::default()
     }
-}
-
-/// Entity 0 current, the others queued, all of weight 1024.
-fn rq_of(ents: &[Entity]) -> FairRq {
-    let mut rq = FairRq::for_group(0);
-    rq.min_vruntime = ents.iter().map(|e| e.vruntime).min().unwrap();
-    rq.curr = Some(0);
-    for i in 1..ents.len() {
-        rq.push_queued(i, ents);
-    }
-    rq.nr_running = ents.len();
-    rq.load = ents.iter().map(|e| e.weight).sum();
-    rq
 }
 
 fn policy() -> Eevdf {

@@ -89,3 +89,18 @@ pub fn find_task<'a>(w: &'a Workload, name: &str) -> &'a TaskSpec {
         .find(|t| t.name == name)
         .unwrap_or_else(|| panic!("no task {name} in {}", w.name))
 }
+
+/// A fair run-queue of `ents` for policy-level tests: entity 0 current, the others queued, the
+/// load their weights' sum, the custom-slice count theirs.
+pub fn rq_of(ents: &[uxsched_sim::policy::Entity]) -> uxsched_sim::policy::FairRq {
+    let mut rq = uxsched_sim::policy::FairRq::for_group(0);
+    rq.min_vruntime = ents.iter().map(|e| e.vruntime).min().unwrap();
+    rq.curr = Some(0);
+    for i in 1..ents.len() {
+        rq.push_queued(i, ents);
+    }
+    rq.nr_running = ents.len();
+    rq.load = ents.iter().map(|e| e.weight).sum();
+    rq.nr_custom_slice = ents.iter().filter(|e| e.custom_slice).count();
+    rq
+}
