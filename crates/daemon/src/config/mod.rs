@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 pub mod audio;
 pub mod backend;
 pub mod idle;
+pub mod levers;
 pub mod rtapi;
 pub mod rtkit;
 pub mod storage;
@@ -149,6 +150,11 @@ pub struct Config {
     pub sources_any_owner: bool,
     #[serde(deserialize_with = "min_nice")]
     pub min_nice: i32,
+    /// Every CPU lever of the modes (nice, custom slice, real-time class, autogroup nice,
+    /// cgroup placement and weights); `false` keeps only the storage levers, for measuring
+    /// them alone (`config/levers.rs`, `Desired::cpu_switch`).
+    #[serde(deserialize_with = "levers::cpu_levers")]
+    pub cpu_levers: bool,
     #[serde(deserialize_with = "shares")]
     pub fg_shares: u64,
     #[serde(deserialize_with = "shares")]
@@ -357,6 +363,7 @@ impl Default for Config {
             sources: vec![SourceName::Auto, SourceName::Gamemode],
             sources_any_owner: false,
             min_nice: -19,
+            cpu_levers: true,
             fg_shares: 71755,
             bg_shares: 128,
             min_focus_interval_ms: 100,
@@ -500,10 +507,14 @@ impl Config {
 
     /// Parse TOML text; `origin` names the file in errors.
     pub fn parse(text: &str, origin: &Path) -> Result<Config, ConfigError> {
-        toml::from_str(text).map_err(|e| ConfigError::Invalid {
+        let invalid = |message: String| ConfigError::Invalid {
             path: origin.to_owned(),
-            message: e.to_string().trim_end().to_owned(),
-        })
+            message,
+        };
+        let cfg: Config =
+            toml::from_str(text).map_err(|e| invalid(e.to_string().trim_end().to_owned()))?;
+        levers::check(&cfg).map_err(invalid)?;
+        Ok(cfg)
     }
 
     /// Load a file; `None` loads [`DEFAULT_PATH`] if it exists, else the built-in defaults.

@@ -103,7 +103,10 @@ impl Daemon {
         let Some(app) = self.focus.filter(|_| self.policy().follows_chain()) else {
             return Ok(Vec::new());
         };
-        if new.is_empty() {
+        // Without the CPU levers (`cpu_levers = false`) there is no boost to write here: the
+        // new members' I/O class is the full pass's, which then follows at once (nothing was
+        // written: `critical_changed`).
+        if new.is_empty() || !self.cfg.cpu_levers {
             return Ok(Vec::new());
         }
         self.boost_new_at(app, new, Instant::now())

@@ -181,6 +181,7 @@ impl Daemon {
         journal: Journal,
         tx: &mpsc::Sender<Event>,
     ) -> anyhow::Result<Daemon> {
+        setup::check_cpu_levers(&cfg)?;
         let leftovers = journal.entries()?.len();
         // Elevators a killed predecessor switched go back first; then this one's, if asked.
         let devices = crate::devices::Devices::default();
@@ -376,8 +377,11 @@ impl Daemon {
         let cpus_used = focus.iter().flat_map(|a| a.threads.iter().map(|t| t.cpu));
         // Only a mode that follows the chain places the app by these (its policy reads them); the autogroup
         // check scans every process, so it is not paid on every rescan of the other modes.
+        // Without the CPU levers nothing is placed: the walk is not paid either.
         let placement = match &focus {
-            Some(a) if self.policy().follows_chain() => self.placement_now(a.id),
+            Some(a) if self.policy().follows_chain() && self.cfg.cpu_levers => {
+                self.placement_now(a.id)
+            }
             _ => placement::Placement::default(),
         };
         let budget = self.launch_budget();
@@ -456,19 +460,17 @@ impl Daemon {
         if let Some(g) = &self.rt {
             state.rt_demoted = g.cooling(now);
         }
-        let policy = self.policy();
-        let mut desired = policy.desired(&state, &self.cfg).bounded(&self.cfg);
-        self.backend.shape(&state, &mut desired);
+        let mut desired = self.wanted(&state);
         self.rec.ext_inherited = self.backend.ext_inherited();
         // The rt lever's bound is in force before a thread is made real-time: each is sampled
         // now and watched from then on; one whose run time cannot be read is not made RT.
         let before = self.rt.as_ref().map(|g| g.followed()).unwrap_or_default();
-        if let Some(g) = &self.rt {
-            let unreadable = g.follow(self.rt_lever_threads(&desired));
-            if !unreadable.is_empty() {
-                state.rt_demoted.extend(unreadable);
-                desired = policy.desired(&state, &self.cfg).bounded(&self.cfg);
-                self.backend.shape(&state, &mut desired);
+        let lever = self.rt_lever_threads(&desired);
+        let unreadable = self.rt.as_ref().map(|g| g.follow(lever));
+        if let Some(unreadable) = unreadable.filter(|u| !u.is_empty()) {
+            state.rt_demoted.extend(unreadable);
+            desired = self.wanted(&state);
+            if let Some(g) = &self.rt {
                 g.follow(self.rt_lever_threads(&desired));
             }
         }
@@ -512,6 +514,14 @@ impl Daemon {
         let pass_us = (end - start).as_micros() as u64;
         tracing::debug!(scan_us, pass_us, "pass");
         Ok(())
+    }
+
+    /// What the mode wants for `state`: bounded by the config, shaped by the backend, and cut
+    /// to the storage levers where `cpu_levers = false` (`Desired::cpu_switch`).
+    fn wanted(&mut self, state: &State) -> Desired {
+        let mut desired = self.policy().desired(state, &self.cfg).bounded(&self.cfg);
+        self.backend.shape(state, &mut desired);
+        desired.cpu_switch(&self.cfg)
     }
 
     /// Undo everything and remove the groups (retrying while inherited tasks move out): each

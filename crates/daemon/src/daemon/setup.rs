@@ -92,7 +92,7 @@ pub(super) fn start_realtime(
     rec: &mut Reconciler,
     tx: &mpsc::Sender<Event>,
 ) -> Realtime {
-    let rt_lever = cfg.tracker.lever == crate::config::Lever::Rt;
+    let rt_lever = cfg.cpu_levers && cfg.tracker.lever == crate::config::Lever::Rt;
     let canary = (cfg.rtapi.enabled || rt_lever)
         .then(|| {
             let ms = std::time::Duration::from_millis;
@@ -131,8 +131,9 @@ fn start_rt_guard(
     canary: bool,
     tx: &mpsc::Sender<Event>,
 ) -> Option<crate::rt_guard::RtGuard> {
-    // Whatever the mode at start: a client may switch to `uxsched` later.
-    if cfg.tracker.lever != crate::config::Lever::Rt {
+    // Whatever the mode at start: a client may switch to `uxsched` later. Without the CPU
+    // levers no mode makes a thread real-time.
+    if !cfg.cpu_levers || cfg.tracker.lever != crate::config::Lever::Rt {
         return None;
     }
     if !canary {
@@ -150,6 +151,21 @@ fn start_rt_guard(
             )
         })
         .ok()
+}
+
+/// Say at start what `cpu_levers = false` leaves (and refuse what cannot run with it: the
+/// `--backend scx` override is checked here, the file's key while parsing): the groups' I/O
+/// classes act only on processes the modes place into the groups, which is a CPU lever.
+pub(super) fn check_cpu_levers(cfg: &Config) -> anyhow::Result<()> {
+    crate::config::levers::check(cfg).map_err(anyhow::Error::msg)?;
+    if cfg.cpu_levers {
+        return Ok(());
+    }
+    info!("cpu_levers = false: no nice, slice, real-time, autogroup or cgroup change; the storage levers as configured");
+    if cfg.storage.group_prio_classes() != (None, None) {
+        warn!("cpu_levers = false: no process is placed into uxsched's groups, so [storage] front_group_class and background_io_class act on no process");
+    }
+    Ok(())
 }
 
 /// The sources started: which run, and the `auto` source's handle (what it found, for

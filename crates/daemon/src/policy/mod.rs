@@ -50,6 +50,30 @@ impl Desired {
         self
     }
 
+    /// `cpu_levers = false` (seed 003's I/O manager alone): every target cut to its storage
+    /// lever, the I/O class, and a thread left with none dropped, so the reconciler makes no
+    /// nice, slice, policy (real time, `SCHED_EXT`), uclamp, autogroup, cgroup or systemd unit
+    /// change and restores any it made; unchanged when the switch is on (the default). The
+    /// groups' weights stay as they are: with no thread placed, the groups hold nothing.
+    /// Applied after the backend's shaping and before the real-time API's grants, which are an
+    /// app's own request and keep their own switch (`[rtapi] enabled`).
+    pub fn cpu_switch(mut self, cfg: &Config) -> Desired {
+        if cfg.cpu_levers {
+            return self;
+        }
+        self.threads = std::mem::take(&mut self.threads)
+            .into_iter()
+            .filter_map(|(task, t)| {
+                let io = Target {
+                    ioprio: t.ioprio,
+                    ..Target::default()
+                };
+                t.ioprio.is_some().then_some((task, io))
+            })
+            .collect();
+        self
+    }
+
     /// Set `target` for every thread of `app` chosen by `pick`.
     fn each(
         &mut self,
@@ -166,6 +190,64 @@ mod tests {
         cfg.eimos.prefetch = false;
         assert!(!for_mode(Mode::Uxsched).rt_lever(&cfg));
         assert!(!for_mode(Mode::Eimos).prefetches(&cfg));
+        // Without the CPU levers the tracker still follows the chain (the I/O class needs its
+        // set), but nothing is real-time, whatever the lever says.
+        cfg.tracker.lever = crate::config::Lever::Rt;
+        cfg.cpu_levers = false;
+        assert!(for_mode(Mode::Uxsched).follows_chain());
+        assert!(!for_mode(Mode::Uxsched).rt_lever(&cfg));
+    }
+
+    #[test]
+    fn cpu_levers_off_leaves_every_mode_only_its_io_class() {
+        use crate::types::{Critical, CriticalKind};
+        use uxsched_os::ioprio::{encode, CLASS_RT};
+        let mut on = Config::default();
+        on.tracker.lever = crate::config::Lever::Fair;
+        let off = Config {
+            cpu_levers: false,
+            ..on.clone()
+        };
+        let mut state = test_state::fg_state();
+        state.chain = vec![Critical {
+            task: uxsched_os::identity::TaskId {
+                tid: 400,
+                pid: 400,
+                start: 1,
+            },
+            comm: "partner".into(),
+            kind: CriticalKind::Partner,
+            provisional: false,
+            since_ns: 0,
+        }];
+        for autogroup in [true, false] {
+            state.autogroup = autogroup;
+            for m in Mode::ALL {
+                let d = for_mode(m).desired(&state, &on).bounded(&on);
+                // On: as before, untouched.
+                assert_eq!(d.clone().cpu_switch(&on), d, "{m}");
+                let cut = d.clone().cpu_switch(&off);
+                for (task, t) in &cut.threads {
+                    let io = Target {
+                        ioprio: t.ioprio,
+                        ..Target::default()
+                    };
+                    assert_eq!(*t, io, "{m}: {task:?}");
+                    assert!(t.ioprio.is_some(), "{m}: {task:?} kept with nothing");
+                    assert_eq!(t.ioprio, d.threads[task].ioprio, "{m}");
+                }
+                let with_io = d.threads.values().filter(|t| t.ioprio.is_some());
+                assert_eq!(cut.threads.len(), with_io.count(), "{m}");
+            }
+        }
+        // The uxsched mode: its critical set and partner keep the front's I/O class.
+        let d = for_mode(Mode::Uxsched).desired(&state, &off).bounded(&off);
+        let d = d.cpu_switch(&off);
+        let rt4 = Some(encode(CLASS_RT, 4));
+        for t in [100, 101, 400] {
+            assert_eq!(test_state::tid(&d, t).unwrap().ioprio, rt4, "tid {t}");
+        }
+        assert!(test_state::tid(&d, 102).is_none());
     }
 
     #[test]

@@ -27,7 +27,7 @@ impl Policy for Uxsched {
     }
 
     fn rt_lever(&self, cfg: &Config) -> bool {
-        cfg.tracker.lever == crate::config::Lever::Rt
+        cfg.cpu_levers && cfg.tracker.lever == crate::config::Lever::Rt
     }
 
     fn desired(&self, state: &State, cfg: &Config) -> Desired {

@@ -32,6 +32,8 @@ mod tests;
 #[cfg(test)]
 mod tests_ext;
 #[cfg(test)]
+mod tests_levers;
+#[cfg(test)]
 mod tests_rt;
 #[cfg(test)]
 mod tests_uclamp;
