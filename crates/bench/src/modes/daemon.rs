@@ -39,6 +39,7 @@ fn variant(mode: ModeName) -> (&'static str, &'static str) {
             "[storage]\nfront_class = \"off\"\nlaunch_budget_ms = 0\n",
         ),
         ModeName::UxschedNoIoprio => ("uxsched", "[storage]\nfront_class = \"off\"\n"),
+        ModeName::UxschedIo => ("uxsched", "cpu_levers = false\n"),
         ModeName::UxschedBfq => ("uxsched", "[storage]\nswitch_to_bfq = true\n"),
         ModeName::EimosNoPrefetch => ("eimos", "[eimos]\nprefetch = false\n"),
         // Never told the foreground (`rtapi.rs`), so the mode's policy changes nothing.
@@ -431,5 +432,44 @@ mod tests {
         assert_eq!(api["rtapi"]["enabled"], toml::Value::Boolean(true));
         assert_eq!(variant(ModeName::Rtapi).0, "mcfs");
         assert!(daemon_config(ModeName::Rtapi, "[rtapi]\nenabled = false\n").is_err());
+    }
+
+    /// `uxsched-io` (seed 003 Table 8's I/O manager alone): the uxsched daemon with its CPU
+    /// levers off and every storage key as the user's file (or the default) says.
+    #[test]
+    fn uxsched_io_turns_the_cpu_levers_off_and_keeps_the_storage_levers() {
+        use uxsched_daemon::config::Config;
+        let m = ModeName::UxschedIo;
+        assert_eq!(m.name(), "uxsched-io");
+        assert_eq!(serde_json::to_string(&m).unwrap(), "\"uxsched-io\"");
+        let back: ModeName = serde_json::from_str("\"uxsched-io\"").unwrap();
+        assert_eq!(back, m);
+        let parsed = <ModeName as clap::ValueEnum>::from_str("uxsched-io", false).unwrap();
+        assert_eq!(parsed, m);
+        assert!(ModeName::ALL.contains(&m) && m.needs_daemon() && !m.in_default_set());
+        assert_eq!(variant(m).0, "uxsched");
+        let t = daemon_config(m, "[storage]\nswitch_to_bfq = true\n").unwrap();
+        let cfg = Config::parse(&toml::to_string(&t).unwrap(), Path::new("io")).unwrap();
+        assert!(!cfg.cpu_levers);
+        assert!(cfg.storage.switch_to_bfq);
+        let storage = Config::parse("", Path::new("d")).unwrap().storage;
+        let plain = daemon_config(m, "").unwrap();
+        let cfg = Config::parse(&toml::to_string(&plain).unwrap(), Path::new("io")).unwrap();
+        assert_eq!(cfg.storage, storage);
+        assert!(daemon_config(m, "cpu_levers = true\n").is_err());
+    }
+
+    /// Every mode's name is the one serde and the command line use, and names no other mode.
+    #[test]
+    fn mode_names_round_trip() {
+        for m in ModeName::ALL {
+            let json = serde_json::to_string(&m).unwrap();
+            assert_eq!(json, format!("\"{}\"", m.name()));
+            assert_eq!(serde_json::from_str::<ModeName>(&json).unwrap(), m);
+            let cli = <ModeName as clap::ValueEnum>::from_str(m.name(), false);
+            assert_eq!(cli, Ok(m), "{}", m.name());
+        }
+        let names: std::collections::BTreeSet<_> = ModeName::ALL.map(|m| m.name()).into();
+        assert_eq!(names.len(), ModeName::ALL.len());
     }
 }

@@ -56,6 +56,10 @@ pub enum ModeName {
     /// boost — every CPU lever on a launch (seed 003 Table 8's "CPU" column), none at the disk.
     #[serde(rename = "uxsched-no-ioprio")]
     UxschedNoIoprio,
+    /// `uxsched` with `cpu_levers = false`: the storage levers alone (seed 003 Table 8's "I/O
+    /// manager" column), the tracker still finding the critical set they act on.
+    #[serde(rename = "uxsched-io")]
+    UxschedIo,
     /// `uxsched` with `[storage] switch_to_bfq`: the disks on BFQ while the daemon runs.
     #[serde(rename = "uxsched-bfq")]
     UxschedBfq,
@@ -78,7 +82,7 @@ pub enum ModeName {
 }
 
 impl ModeName {
-    pub const ALL: [ModeName; 23] = [
+    pub const ALL: [ModeName; 24] = [
         ModeName::Idle,
         ModeName::Stock,
         ModeName::Android,
@@ -96,6 +100,7 @@ impl ModeName {
         ModeName::UxschedFair,
         ModeName::UxschedCpu,
         ModeName::UxschedNoIoprio,
+        ModeName::UxschedIo,
         ModeName::UxschedBfq,
         ModeName::Rtapi,
         ModeName::ScxSimple,
@@ -123,6 +128,7 @@ impl ModeName {
             ModeName::UxschedFair => "uxsched-fair",
             ModeName::UxschedCpu => "uxsched-cpu",
             ModeName::UxschedNoIoprio => "uxsched-no-ioprio",
+            ModeName::UxschedIo => "uxsched-io",
             ModeName::UxschedBfq => "uxsched-bfq",
             ModeName::Rtapi => "rtapi",
             ModeName::ScxSimple => "scx-simple",
@@ -169,6 +175,7 @@ impl ModeName {
                 | ModeName::UxschedFair
                 | ModeName::UxschedCpu
                 | ModeName::UxschedNoIoprio
+                | ModeName::UxschedIo
                 | ModeName::UxschedBfq
                 | ModeName::Rtapi
         ) && !self.needs_sched_ext()
@@ -193,6 +200,7 @@ impl ModeName {
             ModeName::UxschedFair => "uxsched daemon --mode uxsched with [tracker] lever = \"fair\": the critical set at nice -19 and a short slice instead of SCHED_FIFO 2 (not in the default set)",
             ModeName::UxschedCpu => "uxsched daemon --mode uxsched with its storage levers off ([storage] front_class = \"off\", launch_budget_ms = 0): the CPU levers alone (not in the default set)",
             ModeName::UxschedNoIoprio => "uxsched daemon --mode uxsched with [storage] front_class = \"off\": no I/O class, launches still in front with the fair boost — every CPU lever, none at the disk (not in the default set)",
+            ModeName::UxschedIo => "uxsched daemon --mode uxsched with cpu_levers = false: the storage levers alone (the critical set's and launches' I/O class as [storage] says), no nice, slice, real-time class, autogroup or cgroup change (not in the default set)",
             ModeName::UxschedBfq => "uxsched daemon --mode uxsched with [storage] switch_to_bfq = true: the disks on BFQ while the daemon runs, their elevator restored after (not in the default set)",
             ModeName::ScxSimple => "the kernel's example sched_ext scheduler scx_simple (full mode; $UXSCHED_SCX_SIMPLE or PATH, scripts/build-scx-simple.sh; needs sched_ext, not in the default set)",
             ModeName::ScxVtcfs => "uxsched scx run --policy vtcfs (partial): app and background on SCHED_EXT, the app's threads interactive (needs sched_ext, not in the default set)",
