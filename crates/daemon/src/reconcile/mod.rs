@@ -439,7 +439,10 @@ impl Reconciler {
             "changed by someone else since uxsched set it; leaving theirs"
         );
         self.journal.forget(id.0, &id.1)?;
-        self.yielded.record(id, &want);
+        // What they overrode is what the kernel held of ours, not this pass's wish: a wish that
+        // grew stronger in the same pass (a thread found critical just as the app reset its
+        // nice) is asked at the next pass, not yielded with the weaker one.
+        self.yielded.record(id, &entry.applied);
         Ok(Keep::Not)
     }
 

@@ -249,3 +249,39 @@ fn a_yielded_thread_found_critical_is_raised_once_more() {
     assert_eq!(w.borrow().task(100).sched, default_attr(0));
     assert!(rec.journal.entries().unwrap().is_empty());
 }
+
+/// The race behind issue 30's slow no-autogroup runs: the app resets the pool thread's nice
+/// in the same pass as the tracker finds it critical. What was overridden is the fair boost,
+/// so the real-time wish is asked at the next pass (it used to be yielded as the wish itself,
+/// and the raster worker stayed in the fair class for the whole run).
+#[test]
+fn a_thread_found_critical_in_the_pass_that_sees_it_reset_is_raised_next_pass() {
+    let (w, dir, app) = app();
+    let mut rec = reconciler(&w, &dir.path().join("j"));
+    let others = Target {
+        nice: Some(-5),
+        ..Target::default()
+    };
+    rec.reconcile(&want(app, others)).unwrap();
+    assert_eq!(w.borrow().task(100).sched.nice, -5);
+    w.borrow_mut().tasks.get_mut(&100).unwrap().sched = default_attr(0); // the app's own
+    let critical = Target {
+        nice: Some(-8),
+        ..rt(RtPolicy::Fifo, 2)
+    };
+    rec.reconcile(&want(app, critical.clone())).unwrap();
+    assert_eq!(
+        w.borrow().task(100).sched,
+        default_attr(0),
+        "the pass that sees their change yields it"
+    );
+    rec.reconcile(&want(app, critical)).unwrap();
+    let now = w.borrow().task(100).sched;
+    assert_eq!(
+        (now.policy, now.priority),
+        (SCHED_FIFO, 2),
+        "the stronger wish is asked once more"
+    );
+    rec.reconcile(&nothing()).unwrap();
+    assert_eq!(w.borrow().task(100).sched, default_attr(0));
+}
