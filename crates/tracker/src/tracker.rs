@@ -35,6 +35,10 @@ pub enum Unavailable {
     Store { path: String, err: String },
 }
 
+/// How many times the family is scanned at focus ([`Tracker::set_family`]): a fork can
+/// slip between a scan and its parent's entry in the kernel's map only once per generation.
+const FAMILY_SCANS: usize = 4;
+
 /// Events between polls, bounded ([`TrackerConfig::max_pending_events`]).
 #[derive(Default)]
 struct Pending {
@@ -204,24 +208,43 @@ impl Tracker {
 
     /// The app's family at focus: its descendants of the same user, less input and display
     /// processes (the harness's input and display are the app's children), in the kernel's
-    /// map and the classifier.
+    /// map and the classifier. A process forked after the scan by a parent not yet in the
+    /// kernel's map is seen by neither (a zygote starting a helper just as the app comes to
+    /// the front: found only episodes later, by its wake-ups), so the scan is repeated once its
+    /// finds are in the map — every fork of theirs after that the kernel follows — until it
+    /// finds nothing new.
     fn set_family(&mut self, pid: Option<u32>) {
         let map = self.map("family");
         let old: Vec<Vec<u8>> = map.keys().collect();
         for k in old {
             let _ = map.delete(&k);
         }
-        let procs: Vec<u32> = pid
-            .map(procfs::family)
+        let mut procs: Vec<u32> = Vec::new();
+        for _ in 0..FAMILY_SCANS {
+            let new: Vec<u32> = self
+                .family_scan(pid)
+                .into_iter()
+                .filter(|p| !procs.contains(p))
+                .take(crate::family::MAX_PROCESSES.saturating_sub(procs.len()))
+                .collect();
+            if new.is_empty() {
+                break;
+            }
+            for &p in &new {
+                self.set_family_in_kernel(p, true);
+            }
+            procs.extend(new);
+        }
+        self.cls.set_family(&procs);
+    }
+
+    /// `pid`'s descendants of the same user, less input and display processes.
+    fn family_scan(&self, pid: Option<u32>) -> Vec<u32> {
+        pid.map(procfs::family)
             .unwrap_or_default()
             .into_iter()
             .filter(|&p| procfs::task(p, p).is_some_and(|t| self.cfg.role_bits(&t.comm) == 0))
-            .take(crate::family::MAX_PROCESSES)
-            .collect();
-        for &p in &procs {
-            self.set_family_in_kernel(p, true);
-        }
-        self.cls.set_family(&procs);
+            .collect()
     }
 
     /// A renamed or exec'd process of the family: an input or display name, or an exec into
