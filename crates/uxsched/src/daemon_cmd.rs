@@ -5,7 +5,7 @@ use crate::exit::bad_input;
 use anyhow::Context;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use uxsched_client::control::{self, Boosted, Request, SourceStatus, Status};
+use uxsched_client::control::{self, Boosted, Request, Settings, SourceStatus, Status};
 use uxsched_daemon::config::backend;
 use uxsched_daemon::config::{self, Config, Mode};
 
@@ -358,7 +358,7 @@ fn render_boosted(o: &mut String, boosted: &[Boosted]) {
             "PID",
             "COMM",
             "ROLE",
-            "NICE",
+            "NICE|RT",
             "SLICE us",
             "CGROUP"
         );
@@ -374,14 +374,8 @@ fn render_boosted_thread(o: &mut String, b: &Boosted) {
         (Some(o), Some(c)) => format!("{o}→{c}"),
         _ => "-".into(),
     };
-    let nice = pair(
-        b.original.nice.map(|v| v.to_string()),
-        b.current.nice.map(|v| v.to_string()),
-    );
-    let slice = pair(
-        b.original.slice_ns.map(|v| (v / 1000).to_string()),
-        b.current.slice_ns.map(|v| (v / 1000).to_string()),
-    );
+    let nice = pair(sched_label(&b.original), sched_label(&b.current));
+    let slice = pair(slice_label(&b.original), slice_label(&b.current));
     let cg = pair(b.original.cgroup.clone(), b.current.cgroup.clone());
     push_line!(
         o,
@@ -409,6 +403,25 @@ fn render_boosted_thread(o: &mut String, b: &Boosted) {
         if orig != cur {
             push_line!(o, "  {:>8} uclamp.min {orig}→{cur}", "");
         }
+    }
+}
+
+/// A thread's scheduling class as the table shows it: its nice in the fair class, `FIFO 2` or
+/// `RR 5` in a real-time one (the kernel reports no nice for a real-time thread: a nice of 0
+/// there would read as "not raised").
+fn sched_label(s: &Settings) -> Option<String> {
+    match (s.policy, s.rt_priority) {
+        (Some(1), p) => Some(format!("FIFO {}", p.unwrap_or(0))),
+        (Some(2), p) => Some(format!("RR {}", p.unwrap_or(0))),
+        _ => s.nice.map(|v| v.to_string()),
+    }
+}
+
+/// The custom slice in µs; `rt` for a real-time thread, which has none.
+fn slice_label(s: &Settings) -> Option<String> {
+    match s.policy {
+        Some(1 | 2) => Some("rt".into()),
+        _ => s.slice_ns.map(|v| (v / 1000).to_string()),
     }
 }
 
@@ -503,6 +516,57 @@ mod tests {
         };
         render_backend(&mut o, &stock);
         assert_eq!(o, "backend: stock running\n");
+    }
+
+    #[test]
+    fn a_real_time_thread_shows_its_class_not_the_nice_the_kernel_leaves_out() {
+        let fair = Settings {
+            policy: Some(0),
+            nice: Some(0),
+            slice_ns: Some(1_400_000),
+            ..Default::default()
+        };
+        let fifo = Settings {
+            policy: Some(1),
+            nice: Some(0),
+            slice_ns: Some(0),
+            rt_priority: Some(2),
+            ..Default::default()
+        };
+        let mut o = String::new();
+        render_boosted_thread(
+            &mut o,
+            &Boosted {
+                tid: 223,
+                pid: 223,
+                comm: "sleep".into(),
+                role: "ui".into(),
+                objects: vec![],
+                original: fair.clone(),
+                current: fifo,
+            },
+        );
+        assert!(o.contains("0→FIFO 2"), "{o}");
+        assert!(o.contains("1400→rt"), "{o}");
+        let niced = Settings {
+            nice: Some(-19),
+            slice_ns: Some(100_000),
+            ..fair.clone()
+        };
+        let mut o = String::new();
+        render_boosted_thread(
+            &mut o,
+            &Boosted {
+                tid: 1,
+                pid: 1,
+                comm: "x".into(),
+                role: "ui".into(),
+                objects: vec![],
+                original: fair,
+                current: niced,
+            },
+        );
+        assert!(o.contains("0→-19") && o.contains("1400→100"), "{o}");
     }
 
     #[test]
