@@ -52,6 +52,10 @@ pub trait Actuator {
     fn inheritors(&self, _key: &Key, _applied: &Value) -> io::Result<Vec<TaskId>> {
         Ok(Vec::new())
     }
+
+    /// A reconciler pass begins: an actuator that shares what it read among the pass's
+    /// entries (the process tree, for [`Actuator::inheritors`]) drops it here.
+    fn new_pass(&self) {}
 }
 
 /// The live thread behind a thread or process key (its identity re-checked), else `None`.

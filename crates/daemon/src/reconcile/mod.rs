@@ -124,8 +124,11 @@ impl Reconciler {
     /// A reconciler acting on the running kernel through the real actuators.
     pub fn new(journal: Journal, groups: Option<Groups>, default_slice: u64) -> Reconciler {
         let groups = groups.map(Rc::new);
-        let mut actuators: Vec<Box<dyn Actuator>> =
-            vec![Box::new(Sched), Box::new(Ioprio), Box::new(Autogroup)];
+        let mut actuators: Vec<Box<dyn Actuator>> = vec![
+            Box::new(Sched),
+            Box::new(Ioprio::default()),
+            Box::new(Autogroup),
+        ];
         if let Some(g) = &groups {
             actuators.push(Box::new(Placement(g.clone())));
         }
@@ -166,7 +169,7 @@ impl Reconciler {
     pub fn with_units(journal: Journal, cgroup2: std::path::PathBuf, default_slice: u64) -> Self {
         let actuators: Vec<Box<dyn Actuator>> = vec![
             Box::new(Sched),
-            Box::new(Ioprio),
+            Box::new(Ioprio::default()),
             Box::new(Autogroup),
             Box::new(UnitWeight::new(cgroup2)),
         ];
@@ -188,6 +191,9 @@ impl Reconciler {
             shares_to_cgroup_weight(desired.bg_shares),
         );
         self.failed_moves()?;
+        for act in &self.actuators {
+            act.new_pass();
+        }
         let wants = self.wants(desired);
         let mut entries = self.journal.entries()?;
         // Scheduling first: a real-time thread goes back to the fair class before it moves
