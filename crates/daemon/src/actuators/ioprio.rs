@@ -30,6 +30,9 @@ struct PassCache {
     all: Option<Vec<i32>>,
     /// A process's threads and their I/O priority when read (`None`: unreadable, gone).
     threads: HashMap<i32, Vec<(i32, Option<u16>)>>,
+    /// The identity of a thread that holds a boosted class (every critical thread holds the
+    /// one each of the others applied, so each entry asked for all of them).
+    ids: HashMap<i32, Option<TaskId>>,
 }
 
 impl PassCache {
@@ -54,6 +57,13 @@ impl PassCache {
                 .map(|tid| (tid, get(tid).ok()))
                 .collect()
         })
+    }
+
+    fn id(&mut self, tid: i32) -> Option<TaskId> {
+        *self
+            .ids
+            .entry(tid)
+            .or_insert_with(|| identity::task_id(tid).ok())
     }
 
     /// A write of this pass: later entries see the thread's new priority, so a creation put
@@ -114,12 +124,15 @@ impl Actuator for Ioprio {
         };
         let mut found = Vec::new();
         for pid in processes {
-            for &(tid, prio) in pass.threads(pid) {
-                if tid == owner.tid || prio != Some(*v) {
-                    continue;
-                }
-                match identity::task_id(tid) {
-                    Ok(t) if t.start >= owner.start => found.push(t),
+            let holders: Vec<i32> = pass
+                .threads(pid)
+                .iter()
+                .filter(|&&(tid, prio)| tid != owner.tid && prio == Some(*v))
+                .map(|&(tid, _)| tid)
+                .collect();
+            for tid in holders {
+                match pass.id(tid) {
+                    Some(t) if t.start >= owner.start => found.push(t),
                     _ => {}
                 }
             }
