@@ -5,7 +5,11 @@
 //! itself, as the daemon does: `sched_setattr(SCHED_OTHER, nice, sched_runtime)` on every
 //! thread named like the task, re-applied whenever the thread's `se.slice` differs (rt-app sets
 //! its own parameters when a thread starts). The first loops of such a thread may run before the
-//! slice is set: [`Applied`] says how long after rt-app's start that was.
+//! slice is set: [`Applied`] says how long after rt-app's start that was. Once every task's
+//! threads hold their slice and group and nothing needed writing for [`SETTLE`], the watch slows
+//! from every millisecond to every [`SLOW`]: a poller waking every millisecond beside rt-app
+//! for the whole run was itself load on the workloads it measures (the `nice-slices` and
+//! `cgroups` rows, docs/fidelity.md).
 
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -13,6 +17,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+/// How often the watch looks while threads are starting or being set.
+const FAST: Duration = Duration::from_millis(1);
+/// How long nothing must need writing, once every task was set, before the watch slows down.
+const SETTLE: Duration = Duration::from_millis(100);
+/// How often the watch looks after that (rt-app resetting a thread is still undone).
+const SLOW: Duration = Duration::from_millis(100);
 
 /// A fair task of the workload that asks for a custom slice.
 #[derive(Debug, Clone, PartialEq)]
@@ -82,10 +93,17 @@ impl Enforcer {
                 })
                 .collect();
             let mut placed = std::collections::BTreeSet::new();
+            let mut groups_seen = std::collections::BTreeSet::new();
+            let mut quiet_since = Instant::now();
             while !flag.load(Ordering::Relaxed) {
-                sweep(pid, &wanted, &mut applied, start);
-                place(pid, &placements, &mut placed);
-                std::thread::sleep(Duration::from_millis(1));
+                let wrote = sweep(pid, &wanted, &mut applied, start);
+                let moved = place(pid, &placements, &mut placed, &mut groups_seen);
+                if wrote || moved {
+                    quiet_since = Instant::now();
+                }
+                let every_task_set = applied.iter().all(|a| a.first_ms.is_some())
+                    && placements.iter().all(|(c, _)| groups_seen.contains(c));
+                std::thread::sleep(poll_interval(every_task_set, quiet_since.elapsed()));
             }
             applied
         });
@@ -108,11 +126,22 @@ impl Drop for Enforcer {
     }
 }
 
-/// One pass over rt-app's threads.
-fn sweep(pid: u32, wanted: &[Wanted], applied: &mut [Applied], start: Instant) {
+/// The watch's next sleep: [`FAST`] until every task was set and nothing needed writing for
+/// [`SETTLE`], then [`SLOW`].
+fn poll_interval(every_task_set: bool, quiet: Duration) -> Duration {
+    if every_task_set && quiet >= SETTLE {
+        SLOW
+    } else {
+        FAST
+    }
+}
+
+/// One pass over rt-app's threads; true when it called `sched_setattr`.
+fn sweep(pid: u32, wanted: &[Wanted], applied: &mut [Applied], start: Instant) -> bool {
     let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return;
+        return false;
     };
+    let mut wrote = false;
     for entry in dir.flatten() {
         let path = entry.path();
         let Ok(tid) = entry.file_name().to_string_lossy().parse::<i32>() else {
@@ -128,6 +157,7 @@ fn sweep(pid: u32, wanted: &[Wanted], applied: &mut [Applied], start: Instant) {
         }
         let a = &mut applied[i];
         a.calls += 1;
+        wrote = true;
         match set_slice(tid, w.nice, w.slice_ns) {
             Ok(()) => {
                 if a.first_ms.is_none() {
@@ -138,6 +168,7 @@ fn sweep(pid: u32, wanted: &[Wanted], applied: &mut [Applied], start: Instant) {
             Err(_) => {}
         }
     }
+    wrote
 }
 
 /// One line for the report (the first kernel run's).
@@ -159,14 +190,21 @@ pub fn describe(a: &Applied) -> String {
     )
 }
 
-/// Move every new thread named like a placed task into its group.
-fn place(pid: u32, placements: &[(String, PathBuf)], placed: &mut std::collections::BTreeSet<i32>) {
+/// Move every new thread named like a placed task into its group (`groups_seen`: the tasks
+/// with a thread moved); true when it moved one.
+fn place(
+    pid: u32,
+    placements: &[(String, PathBuf)],
+    placed: &mut std::collections::BTreeSet<i32>,
+    groups_seen: &mut std::collections::BTreeSet<String>,
+) -> bool {
     if placements.is_empty() {
-        return;
+        return false;
     }
     let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return;
+        return false;
     };
+    let mut moved = false;
     for entry in dir.flatten() {
         let Ok(tid) = entry.file_name().to_string_lossy().parse::<i32>() else {
             continue;
@@ -175,7 +213,9 @@ fn place(pid: u32, placements: &[(String, PathBuf)], placed: &mut std::collectio
             continue;
         }
         let comm = std::fs::read_to_string(entry.path().join("comm")).unwrap_or_default();
-        if let Some((_, tasks)) = placements.iter().find(|(c, _)| c == comm.trim_end()) {
+        if let Some((name, tasks)) = placements.iter().find(|(c, _)| c == comm.trim_end()) {
+            moved = true;
+            groups_seen.insert(name.clone());
             match super::cgroups::place(tid, tasks) {
                 Ok(()) => {
                     placed.insert(tid);
@@ -190,6 +230,7 @@ fn place(pid: u32, placements: &[(String, PathBuf)], placed: &mut std::collectio
             }
         }
     }
+    moved
 }
 
 fn slice_of(sched: &Path) -> Option<u64> {
@@ -234,6 +275,21 @@ fn set_slice(tid: i32, nice: i32, slice_ns: u64) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_watch_slows_only_once_every_task_was_set_and_nothing_changed() {
+        assert_eq!(
+            poll_interval(false, Duration::from_secs(5)),
+            FAST,
+            "a task not yet set"
+        );
+        assert_eq!(
+            poll_interval(true, Duration::from_millis(20)),
+            FAST,
+            "just written"
+        );
+        assert_eq!(poll_interval(true, SETTLE), SLOW);
+    }
 
     #[test]
     fn fair_tasks_with_dl_runtime_want_a_slice() {
