@@ -13,7 +13,8 @@
 //! lowers or overrides what a pass decided. Left to the pass, an app thread on its mild bonus
 //! got its critical boost up to `min_focus_interval_ms` (100 ms) late.
 
-use super::{names, Keep, Reconciler};
+use super::keep::Keep;
+use super::{names, Reconciler};
 use crate::journal::{Entry, JournalError};
 use crate::types::Key;
 use crate::types::{Desired, Target};
