@@ -406,13 +406,18 @@ fn render_boosted_thread(o: &mut String, b: &Boosted) {
     }
 }
 
+/// The real-time policies as `Settings::policy` reports them (`sched_getattr`).
+const FIFO: u32 = libc::SCHED_FIFO as u32;
+const RR: u32 = libc::SCHED_RR as u32;
+
 /// A thread's scheduling class as the table shows it: its nice in the fair class, `FIFO 2` or
 /// `RR 5` in a real-time one (the kernel reports no nice for a real-time thread: a nice of 0
 /// there would read as "not raised").
 fn sched_label(s: &Settings) -> Option<String> {
-    match (s.policy, s.rt_priority) {
-        (Some(1), p) => Some(format!("FIFO {}", p.unwrap_or(0))),
-        (Some(2), p) => Some(format!("RR {}", p.unwrap_or(0))),
+    let prio = s.rt_priority.unwrap_or(0);
+    match s.policy {
+        Some(FIFO) => Some(format!("FIFO {prio}")),
+        Some(RR) => Some(format!("RR {prio}")),
         _ => s.nice.map(|v| v.to_string()),
     }
 }
@@ -420,7 +425,7 @@ fn sched_label(s: &Settings) -> Option<String> {
 /// The custom slice in µs; `rt` for a real-time thread, which has none.
 fn slice_label(s: &Settings) -> Option<String> {
     match s.policy {
-        Some(1 | 2) => Some("rt".into()),
+        Some(FIFO | RR) => Some("rt".into()),
         _ => s.slice_ns.map(|v| (v / 1000).to_string()),
     }
 }

@@ -33,6 +33,14 @@ pub fn check(cfg: &Config) -> Result<(), String> {
     Ok(())
 }
 
+impl Config {
+    /// Whether the tracker's critical set may be made real-time: `[tracker] lever = "rt"` and
+    /// the CPU levers on. The policy, the rt guard and its canary all ask this one question.
+    pub fn rt_lever_in_force(&self) -> bool {
+        self.cpu_levers && self.tracker.lever == super::Lever::Rt
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::Config;

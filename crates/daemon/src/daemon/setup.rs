@@ -92,7 +92,7 @@ pub(super) fn start_realtime(
     rec: &mut Reconciler,
     tx: &mpsc::Sender<Event>,
 ) -> Realtime {
-    let rt_lever = cfg.cpu_levers && cfg.tracker.lever == crate::config::Lever::Rt;
+    let rt_lever = cfg.rt_lever_in_force();
     let canary = (cfg.rtapi.enabled || rt_lever)
         .then(|| {
             let ms = std::time::Duration::from_millis;
@@ -133,7 +133,7 @@ fn start_rt_guard(
 ) -> Option<crate::rt_guard::RtGuard> {
     // Whatever the mode at start: a client may switch to `uxsched` later. Without the CPU
     // levers no mode makes a thread real-time.
-    if !cfg.cpu_levers || cfg.tracker.lever != crate::config::Lever::Rt {
+    if !cfg.rt_lever_in_force() {
         return None;
     }
     if !canary {

@@ -14,7 +14,7 @@
 use crate::types::{CriticalKind, Desired, Rt, RtPolicy, Target};
 
 use super::{Policy, RT_PRIORITY};
-use crate::config::{self, Config};
+use crate::config::Config;
 use crate::state::{Role, State};
 use crate::types::Group;
 use uxsched_os::identity::TaskId;
@@ -27,7 +27,7 @@ impl Policy for Uxsched {
     }
 
     fn rt_lever(&self, cfg: &Config) -> bool {
-        cfg.cpu_levers && cfg.tracker.lever == crate::config::Lever::Rt
+        cfg.rt_lever_in_force()
     }
 
     fn desired(&self, state: &State, cfg: &Config) -> Desired {
@@ -134,7 +134,7 @@ pub fn critical_target(cfg: &Config, rt: bool) -> Target {
     }
 }
 
-/// How the critical set is raised ([`config::Lever`]).
+/// How the critical set is raised ([`crate::config::Lever`]).
 struct Raise<'a> {
     rt: bool,
     cfg: &'a Config,
@@ -145,7 +145,7 @@ struct Raise<'a> {
 impl<'a> Raise<'a> {
     fn of(state: &'a State, cfg: &'a Config) -> Raise<'a> {
         Raise {
-            rt: cfg.tracker.lever == config::Lever::Rt && !state.rt_suspended,
+            rt: cfg.rt_lever_in_force() && !state.rt_suspended,
             cfg,
             demoted: &state.rt_demoted,
             refused: &state.rt_refused,
@@ -165,6 +165,7 @@ impl<'a> Raise<'a> {
 mod tests {
     use super::super::test_state::{fg_state, tid};
     use super::*;
+    use crate::config;
 
     /// The fair lever's settings (the rt lever, the default, has its own test below).
     fn fair() -> Config {
