@@ -82,10 +82,11 @@ struct {
 	__type(value, __u32);
 } family SEC(".maps");
 
-/* tid → when a member of its own process last handed it work (issue 30's hand-off
- * rule): a member's worker that wakes a member back within the episode timeout is on the
- * interaction's path even when the episode had resolved before the member handed it work
- * (a renderer's compositor thread rasterising on its next frame through a pool thread). */
+/* tid → when a member last handed it work (issue 30's hand-off rule): a thread of the app's
+ * family that then wakes a member of its own process within the episode timeout is on the
+ * interaction's path even when the episode had resolved before the member handed it work (a
+ * renderer's compositor thread rasterising on its next frame through a pool thread; the GPU
+ * process's IO thread passing the renderer's frame on to its display compositor). */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 1024);
@@ -290,16 +291,25 @@ static __always_inline void record_edge(struct config *cfg, struct state *st,
 	}
 }
 
+/* Within the episode timeout after the last input: while an input's work may still run. */
+static __always_inline int input_recent(struct config *cfg, struct state *st, __u64 now)
+{
+	return st->epoch && now - st->start_ns <= cfg->timeout_ns;
+}
+
 /*
  * The hand-off rule (docs/tracker.md, "Hand-offs"): seed 003's cycle — reached from a critical
- * thread and leading back to one — followed between threads of one process of the app's family
- * outside the episode too, for as long as an input's work may run (the episode timeout after
- * the last input). A member waking a thread of its own process records the hand-off; that
- * thread waking a member back reports it (EV_LOOP), once: userspace then makes it a member.
- * A worker that never wakes a member (a logger, an unawaited writer) is never reported.
+ * thread and leading back to one — followed outside the episode too, for as long as an input's
+ * work may run. A member waking a non-member thread of the family records the hand-off; that
+ * thread waking a member of its own process reports it (EV_LOOP), once: userspace then makes it
+ * a member. The member woken may be the one that handed the work (a pool thread replying to its
+ * compositor) or another (the GPU process's IO thread passing a renderer's frame to viz); a
+ * thread that answers only into another process (a network service replying to the browser) or
+ * never wakes a member (a logger, an unawaited writer) is never reported. `mates`: `cur` and
+ * `p` are threads of one process.
  */
 static __always_inline void handoff(struct config *cfg, struct state *st,
-				    struct task_struct *cur, struct task_struct *p)
+				    struct task_struct *cur, struct task_struct *p, int mates)
 {
 	__u64 now, *since;
 	__u32 tid;
@@ -307,7 +317,7 @@ static __always_inline void handoff(struct config *cfg, struct state *st,
 	if (cur->flags & PF_KTHREAD || !in_family(cfg, p->tgid))
 		return;
 	now = bpf_ktime_get_ns();
-	if (!st->epoch || now - st->start_ns > cfg->timeout_ns)
+	if (!input_recent(cfg, st, now))
 		return;
 	if (is_member(cur)) {
 		if (is_member(p))
@@ -316,7 +326,7 @@ static __always_inline void handoff(struct config *cfg, struct state *st,
 		bpf_map_update_elem(&handoffs, &tid, &now, BPF_ANY);
 		return;
 	}
-	if (!is_member(p))
+	if (!mates || !is_member(p))
 		return;
 	tid = cur->pid;
 	since = bpf_map_lookup_elem(&handoffs, &tid);
@@ -334,15 +344,19 @@ static __always_inline int on_wake(struct task_struct *p)
 	struct state *st = bpf_map_lookup_elem(&state, &zero);
 	struct irq_ctx *ic;
 	struct hot *wh;
-	int mates;
+	int mates, quiet;
 
 	if (!cfg || !st || !cfg->fg_tgid || cur->pid == p->pid)
 		return 0;
 	/* Nearly every wake-up system-wide: neither into the app, nor between threads of one
-	 * process, nor during an episode. Every branch below needs one of the three, so this
-	 * returns what they would, sooner. */
+	 * process, nor during an episode, nor a member's shortly after an input (a hand-off to
+	 * another process of the family). Every branch below needs one of these, so this returns
+	 * what they would, sooner: the last costs a clock read, and a member lookup only in the
+	 * episode timeout after an input. */
 	mates = cur->tgid == p->tgid;
-	if (!mates && p->tgid != cfg->fg_tgid && (!st->open || st->epoch == cfg->closed_epoch))
+	quiet = !mates && p->tgid != cfg->fg_tgid &&
+		(!st->open || st->epoch == cfg->closed_epoch);
+	if (quiet && !(input_recent(cfg, st, bpf_ktime_get_ns()) && is_member(cur)))
 		return 0;
 	ic = bpf_map_lookup_elem(&irq_ctx, &zero);
 	if (!ic)
@@ -354,8 +368,9 @@ static __always_inline int on_wake(struct task_struct *p)
 			start_episode(st, NULL, p, EVF_IRQ);
 		return 0;
 	}
-	if (mates)
-		handoff(cfg, st, cur, p);
+	handoff(cfg, st, cur, p, mates);
+	if (quiet)
+		return 0;
 	if (p->tgid == cfg->fg_tgid && cur->tgid != cfg->fg_tgid &&
 	    role_of(cur->pid) & ROLE_INPUT) {
 		start_episode(st, cur, p, 0);

@@ -284,11 +284,13 @@ impl Classifier {
         }
     }
 
-    /// The hand-off rule (docs/tracker.md, "Hand-offs"): `worker`, handed work by a thread of
-    /// its own process while an input's work could still run, woke `member` back. Seed 003's
-    /// circle holds for it — reached from the path and leading back to it — though no episode
-    /// was open to see it (a compositor thread rasterising its next frame through a pool
-    /// thread after the input's episode resolved). A confirmed member's worker is confirmed; a
+    /// The hand-off rule (docs/tracker.md, "Hand-offs"): `worker`, handed work by a member
+    /// while an input's work could still run, woke `member`, a thread of its own process.
+    /// Seed 003's circle holds for it — reached from the path and leading back to it — though
+    /// no episode was open to see it (a compositor thread rasterising its next frame through a
+    /// pool thread, or the GPU process's IO thread passing a renderer's frame to viz, after the
+    /// input's episode resolved). The kernel reports only wake-ups between threads of one
+    /// process: a thread that answers into another process is never a hand-off. A confirmed member's worker is confirmed; a
     /// provisional member's joins the open episode that reached the member, as the two edges
     /// the hand-off was — provisional with it, kept if the circle closes, dropped with it if not.
     fn hand_off(&mut self, ts: u64, worker: &Task, member: &Task) {

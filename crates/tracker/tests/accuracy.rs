@@ -292,6 +292,15 @@ case!(
     ["tile-gc"],
     []
 );
+// Across processes: a member hands the frame to another process of the family after the
+// episode resolved, whose thread passes it on to a member of its own process.
+case!(
+    gpu_process_thread_after_the_episode,
+    "gpu-process",
+    ["compositor", "gpu-io", "gpu-viz"],
+    ["metrics-io", "metrics-log"],
+    []
+);
 
 /// The helper draws 2 ms after the UI thread has woken the display. Before the pipeline rule
 /// that first display wake-up ended the episode, and the helper was found only in the rare

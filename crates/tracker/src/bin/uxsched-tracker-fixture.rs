@@ -134,6 +134,7 @@ fn setup(case: &str, children: &mut Vec<libc::pid_t>, display: &UnixStream) -> S
         "family-ticker" => family_ticker(children),
         "zygote-helper" => zygote_helper(children, display),
         "raster-pool" => raster_pool(display),
+        "gpu-process" => gpu_process(children, display),
         "timer" => {
             thread("ticker", || loop {
                 std::thread::sleep(Duration::from_millis(5));
@@ -387,6 +388,79 @@ fn raster_pool(display: &UnixStream) -> Step {
     });
     Box::new(move || {
         frame.send(()).unwrap();
+        spin(0.5);
+    })
+}
+
+/// Issue 30's GPU-process stage: the UI thread hands the input to `compositor`, which
+/// acknowledges at once (a display write: the episode resolves there), then on its own 4 ms
+/// timer sends the frame to `gpu-io`, the main thread of a child process, which passes it to
+/// `gpu-viz` (same child) to draw. Every fifth input the UI thread posts to `gpu-viz` itself
+/// instead (a browser talking to viz), so the episode's circle finds viz; `gpu-io` runs only
+/// after an episode resolved, so only a hand-off across processes finds it. Each frame the
+/// compositor also posts its stats to `metrics-io` (another child), which passes them to
+/// `metrics-log`: handed work by a member, but never leading back to one. Viz draws before the
+/// UI thread's own display write, so the display is asleep for each (a write to a display
+/// already awake wakes nothing and would leave the episode open).
+fn gpu_process(children: &mut Vec<libc::pid_t>, display: &UnixStream) -> Step {
+    let (mut frames, mut frames_in) = pipe();
+    let (mut viz, mut viz_in) = pipe();
+    let (mut stats, mut stats_in) = pipe();
+    let mut viz_from_io = viz_in.try_clone().unwrap();
+    let mut d = display.try_clone().unwrap();
+    children.push(fork_child("gpu-io", move || {
+        thread("gpu-viz", move || {
+            let mut b = [0u8; 1];
+            while viz.read_exact(&mut b).is_ok() {
+                spin(0.1);
+                if d.write_all(&[7]).is_err() {
+                    return;
+                }
+            }
+        });
+        let mut b = [0u8; 1];
+        while frames.read_exact(&mut b).is_ok() {
+            spin(0.2);
+            if viz_from_io.write_all(&[1]).is_err() {
+                return;
+            }
+        }
+    }));
+    children.push(fork_child("metrics-io", move || {
+        let (tx, rx) = channel::<()>();
+        thread("metrics-log", move || {
+            for () in rx {
+                spin(0.2);
+            }
+        });
+        let mut b = [0u8; 1];
+        while stats.read_exact(&mut b).is_ok() {
+            spin(0.1);
+            let _ = tx.send(());
+        }
+    }));
+    let (frame, frames_rx) = channel::<()>();
+    let mut ack = display.try_clone().unwrap();
+    thread("compositor", move || {
+        for () in frames_rx {
+            spin(0.3);
+            if ack.write_all(&[5]).is_err() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(4));
+            if frames_in.write_all(&[1]).is_err() || stats_in.write_all(&[1]).is_err() {
+                return;
+            }
+        }
+    });
+    let mut n = 0u32;
+    Box::new(move || {
+        if n % 5 == 0 {
+            viz_in.write_all(&[2]).unwrap();
+        } else {
+            frame.send(()).unwrap();
+        }
+        n += 1;
         spin(0.5);
     })
 }
