@@ -102,9 +102,35 @@ impl Classifier {
     /// processes' are, not when created: a learned context is a thread name and a process role,
     /// and a browser has two renderers and a dozen `ThreadPoolForeg` threads per process, so
     /// classifying at creation raised 30 threads on a relaunch where episodes find 9 (the
-    /// app's own threads still are, as before: seed 003 §6's relaunch case).
+    /// app's own threads still are, as before: seed 003 §6's relaunch case). Those present at
+    /// focus whose context is their own are recognised then ([`Classifier::recognise_family`]).
     pub fn set_family(&mut self, procs: &[u32]) {
         self.family.reset(procs);
+    }
+
+    /// The family's threads at focus (issue 30's first keystrokes): a thread whose learned
+    /// context is critical and that no other thread of the family shares — the GPU process's
+    /// viz and IO threads, a lone renderer's compositor — is confirmed at once, so the first
+    /// keystrokes find it raised (found on the path instead, a fresh browser's first two or
+    /// three keystrokes ran before its boost landed). A context several threads share (a pool's
+    /// `ThreadPoolForeg`, the main thread of two renderers) waits for the path, as before.
+    pub fn recognise_family(&mut self, threads: &[Task], now: u64) {
+        let mut by_context: BTreeMap<Context, Vec<&Task>> = BTreeMap::new();
+        for t in threads {
+            if t.kthread || !self.family.is_other(t.tgid) {
+                continue;
+            }
+            if let Some(c) = self.context(t) {
+                by_context.entry(c).or_default().push(t);
+            }
+        }
+        for (c, shared) in by_context {
+            if let [t] = shared[..] {
+                if self.store.lookup(&c).is_some_and(|d| d.critical) {
+                    self.mark(t, Status::Confirmed, Source::Learned, now);
+                }
+            }
+        }
     }
 
     /// Whether `tgid` is a process of the foreground app's family besides the app's own.

@@ -419,6 +419,57 @@ fn a_new_renderer_is_recognised_by_role_on_relaunch() {
     );
 }
 
+/// At focus, a family thread whose learned context no other family thread shares is confirmed
+/// at once (the GPU process's viz; a lone renderer's compositor); a context two renderers share
+/// waits for the path, and so does a pool thread's name.
+#[test]
+fn unique_learned_family_threads_are_raised_at_focus() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.sqlite");
+    let ui = app_task(APP, "chromium");
+    let (comp, viz) = (
+        other(210, 200, "Compositor", false),
+        other(310, 300, "VizCompositorTh", false),
+    );
+    {
+        let mut r = family_rec(Store::open(Some(&path), 1 << 20).unwrap());
+        r.ev(1, 0, 1, &xorg(), &ui);
+        r.ev(2, 0, 1, &ui, &comp);
+        r.ev(2, 0, 1, &comp, &viz);
+        r.ev(3, 0, 1, &viz, &xorg());
+        assert_eq!(r.status(310), Some(Status::Confirmed));
+    }
+    let threads = [
+        other(211, 200, "Compositor", false),
+        other(212, 201, "Compositor", false),
+        other(311, 300, "VizCompositorTh", false),
+        other(312, 300, "ThreadPoolForeg", false),
+        other(313, 300, "ThreadPoolForeg", false),
+    ];
+    let mut r = family_rec(Store::open(Some(&path), 1 << 20).unwrap());
+    r.c.set_family(&[200, 201, 300]);
+    r.c.recognise_family(&threads, 5);
+    let s = r.c.snapshot(0);
+    let viz = s.critical.iter().find(|m| m.id.tid == 311).expect("viz");
+    assert_eq!(
+        (viz.status, viz.source),
+        (Status::Confirmed, Source::Learned)
+    );
+    assert_eq!(
+        (r.status(211), r.status(212), r.status(312)),
+        (None, None, None),
+        "two renderers' compositors and a pool wait for the path"
+    );
+    // With one renderer, its compositor is the one the store knows.
+    let mut r = family_rec(Store::open(Some(&path), 1 << 20).unwrap());
+    r.c.recognise_family(&threads[..1], 5);
+    assert_eq!(r.status(211), Some(Status::Confirmed));
+    // A process that is not of the family is not recognised, whatever its threads' names.
+    let mut r = family_rec(Store::open(Some(&path), 1 << 20).unwrap());
+    r.c.recognise_family(&[other(411, 400, "VizCompositorTh", false)], 5);
+    assert_eq!(r.status(411), None);
+}
+
 fn serves_fuse(tgid: u32) -> bool {
     tgid == 50
 }

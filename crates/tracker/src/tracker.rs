@@ -212,7 +212,8 @@ impl Tracker {
     /// kernel's map is seen by neither (a zygote starting a helper just as the app comes to
     /// the front: found only episodes later, by its wake-ups), so the scan is repeated once its
     /// finds are in the map — every fork of theirs after that the kernel follows — until it
-    /// finds nothing new.
+    /// finds nothing new. The threads found are then recognised from the store where their
+    /// learned context is their own (`Classifier::recognise_family`).
     fn set_family(&mut self, pid: Option<u32>) {
         let map = self.map("family");
         let old: Vec<Vec<u8>> = map.keys().collect();
@@ -236,6 +237,8 @@ impl Tracker {
             procs.extend(new);
         }
         self.cls.set_family(&procs);
+        let threads: Vec<_> = procs.iter().flat_map(|&p| procfs::threads(p)).collect();
+        self.cls.recognise_family(&threads, procfs::monotonic_ns());
     }
 
     /// `pid`'s descendants of the same user, less input and display processes.
