@@ -339,6 +339,13 @@ impl Classifier {
                     member.tid
                 );
                 self.mark(worker, Status::Confirmed, Source::Observed, ts);
+                // Learned like an episode's find, so the next focus recognises it
+                // (`recognise_family`) rather than waiting for its next hand-off.
+                if let Some(c) = self.context(worker) {
+                    let kind = self.kind_of(worker);
+                    let written = self.store.record_all([(c, true, kind)], ts);
+                    self.store_written(written);
+                }
             }
             (true, Some(Status::Provisional), Some(epoch)) => {
                 self.edge(ts, epoch, member, worker);

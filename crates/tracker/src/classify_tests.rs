@@ -343,6 +343,13 @@ fn a_members_worker_that_wakes_it_back_is_critical_after_the_episode() {
     assert_eq!(r.status(212), None, "a kernel thread is nobody's worker");
     r.ev(8, 0, 1, &raster, &comp);
     assert_eq!(r.status(211), Some(Status::Confirmed));
+    let learned = r.c.store.pairs("/usr/lib/chromium/chromium 0000");
+    assert!(
+        learned
+            .iter()
+            .any(|p| p.context.thread == "ThreadPoolForeg" && p.decision.critical),
+        "a hand-off's find is learned: {learned:?}"
+    );
     // A provisional member (the next episode reached it; it may yet be dropped): its worker
     // joins that episode, provisional with it, and leaves with it when the circle never closes.
     r.ev(1, 0, 2, &xorg(), &ui);
