@@ -18,7 +18,7 @@ use anyhow::{Context, Result};
 use std::os::fd::RawFd;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -68,18 +68,25 @@ pub struct Browser {
     pub sandbox: bool,
 }
 
-/// Start Chromium on `display` as [`USER`], its files in `dir` (`page.html`, `profile/`,
-/// `home/`), its log in `dir/app.log`; `cgroup` (the layout's app unit) is joined as root
-/// before the uid is dropped. Returns once a sandboxed renderer runs, or after the fallback.
+/// Start Chromium on `display` as [`USER`], its home in `dir/home`, its page and profile in
+/// [`install_dir`], its log in `dir/app.log`; `cgroup` (the layout's app unit) is joined as
+/// root before the uid is dropped. Returns once a sandboxed renderer runs, or after the
+/// fallback.
 pub fn start(display: &str, dir: &Path, cgroup: Option<RawFd>) -> Result<Browser> {
     let user = AppUser::ensure()?;
     user.check_reachable(dir)?;
-    let page = dir.join("page.html");
+    let install = install_dir(dir);
+    if install.exists() {
+        std::fs::remove_dir_all(&install)
+            .with_context(|| format!("emptying {}", install.display()))?;
+    }
+    user.own_dir(&install)?;
+    let page = install.join("page.html");
     std::fs::write(&page, PAGE).with_context(|| format!("writing {}", page.display()))?;
     std::fs::set_permissions(&page, std::fs::Permissions::from_mode(0o644))?;
     let home = dir.join("home");
     prepare_home(&user, &home)?;
-    user.own_dir(&dir.join("profile"))?;
+    user.own_dir(&install.join("profile"))?;
     let log = dir.join("app.log");
     let first = spawn(&user, display, dir, cgroup, true)?;
     let why = match await_sandbox(first, &log)? {
@@ -119,13 +126,29 @@ fn prepare_home(user: &AppUser, home: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Where the page and the profile live: one place for every start in a bench run
+/// (`runs/browser`, emptied before each, so each start is cold), so every start has the same
+/// command line, as a user's browser has. The daemon knows an app by its executable and
+/// arguments (the learning store's key): with the run's own directory in them, every
+/// repetition was a new app to it, and nothing it learned reached the next start.
+fn install_dir(dir: &Path) -> PathBuf {
+    dir.parent().unwrap_or(dir).join("browser")
+}
+
 /// The browser's command line (`chromium` on `PATH`: Debian's launcher, which execs the
 /// browser, so the child's pid is the browser's).
 fn command(dir: &Path, sandbox: bool) -> Command {
+    let install = install_dir(dir);
     let mut cmd = Command::new("chromium");
     cmd.args(FLAGS)
-        .arg(format!("--user-data-dir={}", dir.join("profile").display()))
-        .arg(format!("--app=file://{}", dir.join("page.html").display()));
+        .arg(format!(
+            "--user-data-dir={}",
+            install.join("profile").display()
+        ))
+        .arg(format!(
+            "--app=file://{}",
+            install.join("page.html").display()
+        ));
     if !sandbox {
         cmd.arg("--no-sandbox");
     }
