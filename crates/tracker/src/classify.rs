@@ -159,7 +159,12 @@ impl Classifier {
     }
 
     /// A new foreground app (or none) with its current threads: forget the old app's set,
-    /// load the new one's learned pairs, classify its threads from them and their names.
+    /// load the new one's learned pairs, classify its threads from them and their names. A
+    /// learned context that several of its threads share (a browser's pool of
+    /// `ThreadPoolForeg`, created before the focus so their creators are unknown) confirms none
+    /// of them here: they join when the path reaches them, as at [`Classifier::recognise_family`]
+    /// (all 14 of a browser's pool were raised at each focus once the store reached the next
+    /// start). A thread created later is classified at creation, as seed 003 §6 does.
     pub fn set_foreground(&mut self, app: Option<App>, threads: &[Task], now: u64) {
         self.resolve(now, EndReason::Unfocused);
         self.critical.clear();
@@ -175,8 +180,14 @@ impl Classifier {
                 tracing::warn!("tracker: cannot load learned decisions of {}: {e}", a.key);
             }
         }
+        let mut shared: BTreeMap<String, usize> = BTreeMap::new();
         for t in threads {
-            self.classify_new(t, now);
+            *shared.entry(t.comm.clone()).or_default() += 1;
+        }
+        for t in threads {
+            if shared[&t.comm] == 1 || self.cfg.is_render(&t.comm) {
+                self.classify_new(t, now);
+            }
         }
     }
 

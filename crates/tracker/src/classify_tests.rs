@@ -221,6 +221,57 @@ fn relaunch_classifies_from_the_store_at_creation() {
     assert!(s.episode.is_none(), "before any episode");
 }
 
+/// At focus the app's threads exist already, their creators unknown: a learned name that one
+/// thread has is confirmed; a name a pool shares confirms none of the pool until the path
+/// reaches one.
+#[test]
+fn a_pool_sharing_a_learned_name_waits_for_the_path_at_focus() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.sqlite");
+    let ui = app_task(APP, "app");
+    {
+        let mut r = Rec::new(Store::open(Some(&path), 1 << 20).unwrap());
+        r.ev(1, 0, 1, &xorg(), &ui);
+        for w in [app_task(101, "ThreadPoolForeg"), app_task(102, "IOThread")] {
+            r.ev(2, 0, 1, &ui, &w);
+            r.ev(2, 0, 1, &w, &ui);
+        }
+        r.ev(3, 0, 1, &ui, &xorg());
+    }
+    let mut c = Classifier::new(
+        TrackerConfig::default(),
+        Store::open(Some(&path), 1 << 20).unwrap(),
+    );
+    let app = App {
+        tgid: APP,
+        key: "/usr/bin/app 0000".into(),
+    };
+    let pool: Vec<Task> = (211..215).map(|t| app_task(t, "ThreadPoolForeg")).collect();
+    let threads: Vec<Task> = [ui.clone(), app_task(202, "IOThread")]
+        .into_iter()
+        .chain(pool)
+        .collect();
+    let threads = &threads[..];
+    c.set_foreground(Some(app), threads, 0);
+    let mut r = Rec { c, ts: 0 };
+    assert_eq!(
+        r.status(202),
+        Some(Status::Confirmed),
+        "one thread: its own"
+    );
+    assert!(
+        (211..215).all(|t| r.status(t).is_none()),
+        "a shared name confirms none at focus"
+    );
+    r.ev(1, 0, 1, &xorg(), &ui);
+    r.ev(2, 0, 1, &ui, &app_task(213, "ThreadPoolForeg"));
+    assert_eq!(
+        r.status(213),
+        Some(Status::Confirmed),
+        "learned, on the path"
+    );
+}
+
 #[test]
 fn the_apps_exit_empties_the_set() {
     let mut r = Rec::new(Store::open(None, 1 << 20).unwrap());
