@@ -306,17 +306,17 @@ static __always_inline int input_recent(struct config *cfg, struct state *st, __
  * compositor) or another (the GPU process's IO thread passing a renderer's frame to viz); a
  * thread that answers only into another process (a network service replying to the browser) or
  * never wakes a member (a logger, an unawaited writer) is never reported. `mates`: `cur` and
- * `p` are threads of one process.
+ * `p` are threads of one process; `now`: the wake-up's time.
  */
 static __always_inline void handoff(struct config *cfg, struct state *st,
-				    struct task_struct *cur, struct task_struct *p, int mates)
+				    struct task_struct *cur, struct task_struct *p, int mates,
+				    __u64 now)
 {
-	__u64 now, *since;
+	__u64 *since;
 	__u32 tid;
 
 	if (cur->flags & PF_KTHREAD || !in_family(cfg, p->tgid))
 		return;
-	now = bpf_ktime_get_ns();
 	if (!input_recent(cfg, st, now))
 		return;
 	if (is_member(cur)) {
@@ -345,18 +345,20 @@ static __always_inline int on_wake(struct task_struct *p)
 	struct irq_ctx *ic;
 	struct hot *wh;
 	int mates, quiet;
+	__u64 now;
 
 	if (!cfg || !st || !cfg->fg_tgid || cur->pid == p->pid)
 		return 0;
+	now = bpf_ktime_get_ns();
 	/* Nearly every wake-up system-wide: neither into the app, nor between threads of one
 	 * process, nor during an episode, nor a member's shortly after an input (a hand-off to
 	 * another process of the family). Every branch below needs one of these, so this returns
-	 * what they would, sooner: the last costs a clock read, and a member lookup only in the
-	 * episode timeout after an input. */
+	 * what they would, sooner: the last costs a member lookup, only in the episode timeout
+	 * after an input. */
 	mates = cur->tgid == p->tgid;
 	quiet = !mates && p->tgid != cfg->fg_tgid &&
 		(!st->open || st->epoch == cfg->closed_epoch);
-	if (quiet && !(input_recent(cfg, st, bpf_ktime_get_ns()) && is_member(cur)))
+	if (quiet && !(input_recent(cfg, st, now) && is_member(cur)))
 		return 0;
 	ic = bpf_map_lookup_elem(&irq_ctx, &zero);
 	if (!ic)
@@ -368,7 +370,7 @@ static __always_inline int on_wake(struct task_struct *p)
 			start_episode(st, NULL, p, EVF_IRQ);
 		return 0;
 	}
-	handoff(cfg, st, cur, p, mates);
+	handoff(cfg, st, cur, p, mates, now);
 	if (quiet)
 		return 0;
 	if (p->tgid == cfg->fg_tgid && cur->tgid != cfg->fg_tgid &&
@@ -376,8 +378,7 @@ static __always_inline int on_wake(struct task_struct *p)
 		start_episode(st, cur, p, 0);
 		return 0;
 	}
-	if (!st->open || st->epoch == cfg->closed_epoch ||
-	    bpf_ktime_get_ns() - st->start_ns > cfg->timeout_ns)
+	if (!st->open || st->epoch == cfg->closed_epoch || !input_recent(cfg, st, now))
 		return 0;
 	wh = hot_in(cur->pid, st->epoch);
 	if (wh)
