@@ -103,25 +103,31 @@ impl Classifier {
     /// and a browser has two renderers and a dozen `ThreadPoolForeg` threads per process, so
     /// classifying at creation raised 30 threads on a relaunch where episodes find 9 (the
     /// app's own threads still are, as before: seed 003 §6's relaunch case). Those present at
-    /// focus whose context is their own are recognised then ([`Classifier::recognise_family`]).
+    /// focus whose context is their own are recognised then ([`Classifier::recognise_at_focus`]).
     pub fn set_family(&mut self, procs: &[u32]) {
         self.family.reset(procs);
     }
 
-    /// The family's threads at focus (issue 30's first keystrokes): a thread whose learned
-    /// context is critical and that no other thread of the family shares — the GPU process's
-    /// viz and IO threads, a lone renderer's compositor — is confirmed at once, so the first
-    /// keystrokes find it raised (found on the path instead, a fresh browser's first two or
-    /// three keystrokes ran before its boost landed). A context several threads share (a pool's
-    /// `ThreadPoolForeg`, the main thread of two renderers) waits for the path, as before.
-    pub fn recognise_family(&mut self, threads: &[Task], now: u64) {
+    /// Threads of the app or its family that exist at focus (issue 30's first keystrokes): a
+    /// render thread by its name, and a thread whose learned context is critical and that no
+    /// other of these threads shares — the GPU process's viz and IO threads, a lone renderer's
+    /// compositor, the app's own uniquely named threads — are confirmed at once, so the first
+    /// keystrokes find them raised (found on the path instead, a fresh browser's first two or
+    /// three keystrokes ran before their boosts landed). A context several threads share waits
+    /// for the path: a pool's `ThreadPoolForeg` (the app's were created before the focus, their
+    /// creators unknown, so one learned pair matched the whole pool, which was then raised at
+    /// each focus) or the main thread of two renderers. A thread created later is classified at
+    /// creation, as seed 003 §6 does.
+    pub fn recognise_at_focus(&mut self, threads: &[Task], now: u64) {
         let mut by_context: BTreeMap<Context, Vec<&Task>> = BTreeMap::new();
         for t in threads {
-            if t.kthread || !self.family.is_other(t.tgid) {
-                continue;
-            }
-            if let Some(c) = self.context(t) {
-                by_context.entry(c).or_default().push(t);
+            let kind = self.kind_of(t);
+            if kind == Kind::App && self.cfg.is_render(&t.comm) {
+                self.mark(t, Status::Confirmed, Source::Name, now);
+            } else if kind == Kind::App || (!t.kthread && self.family.is_other(t.tgid)) {
+                if let Some(c) = self.context(t) {
+                    by_context.entry(c).or_default().push(t);
+                }
             }
         }
         for (c, shared) in by_context {
@@ -159,12 +165,8 @@ impl Classifier {
     }
 
     /// A new foreground app (or none) with its current threads: forget the old app's set,
-    /// load the new one's learned pairs, classify its threads from them and their names. A
-    /// learned context that several of its threads share (a browser's pool of
-    /// `ThreadPoolForeg`, created before the focus so their creators are unknown) confirms none
-    /// of them here: they join when the path reaches them, as at [`Classifier::recognise_family`]
-    /// (all 14 of a browser's pool were raised at each focus once the store reached the next
-    /// start). A thread created later is classified at creation, as seed 003 §6 does.
+    /// load the new one's learned pairs, recognise its threads from them and their names
+    /// ([`Classifier::recognise_at_focus`]).
     pub fn set_foreground(&mut self, app: Option<App>, threads: &[Task], now: u64) {
         self.resolve(now, EndReason::Unfocused);
         self.critical.clear();
@@ -180,15 +182,7 @@ impl Classifier {
                 tracing::warn!("tracker: cannot load learned decisions of {}: {e}", a.key);
             }
         }
-        let mut shared: BTreeMap<String, usize> = BTreeMap::new();
-        for t in threads {
-            *shared.entry(t.comm.clone()).or_default() += 1;
-        }
-        for t in threads {
-            if shared[&t.comm] == 1 || self.cfg.is_render(&t.comm) {
-                self.classify_new(t, now);
-            }
-        }
+        self.recognise_at_focus(threads, now);
     }
 
     fn kind_of(&self, t: &Task) -> Kind {
@@ -351,7 +345,7 @@ impl Classifier {
                 );
                 self.mark(worker, Status::Confirmed, Source::Observed, ts);
                 // Learned like an episode's find, so the next focus recognises it
-                // (`recognise_family`) rather than waiting for its next hand-off.
+                // (`recognise_at_focus`) rather than waiting for its next hand-off.
                 if let Some(c) = self.context(worker) {
                     let kind = self.kind_of(worker);
                     let written = self.store.record_all([(c, true, kind)], ts);

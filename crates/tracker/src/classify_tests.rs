@@ -506,7 +506,7 @@ fn unique_learned_family_threads_are_raised_at_focus() {
     ];
     let mut r = family_rec(Store::open(Some(&path), 1 << 20).unwrap());
     r.c.set_family(&[200, 201, 300]);
-    r.c.recognise_family(&threads, 5);
+    r.c.recognise_at_focus(&threads, 5);
     let s = r.c.snapshot(0);
     let viz = s.critical.iter().find(|m| m.id.tid == 311).expect("viz");
     assert_eq!(
@@ -520,11 +520,11 @@ fn unique_learned_family_threads_are_raised_at_focus() {
     );
     // With one renderer, its compositor is the one the store knows.
     let mut r = family_rec(Store::open(Some(&path), 1 << 20).unwrap());
-    r.c.recognise_family(&threads[..1], 5);
+    r.c.recognise_at_focus(&threads[..1], 5);
     assert_eq!(r.status(211), Some(Status::Confirmed));
     // A process that is not of the family is not recognised, whatever its threads' names.
     let mut r = family_rec(Store::open(Some(&path), 1 << 20).unwrap());
-    r.c.recognise_family(&[other(411, 400, "VizCompositorTh", false)], 5);
+    r.c.recognise_at_focus(&[other(411, 400, "VizCompositorTh", false)], 5);
     assert_eq!(r.status(411), None);
 }
 

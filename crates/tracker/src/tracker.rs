@@ -213,7 +213,7 @@ impl Tracker {
     /// the front: found only episodes later, by its wake-ups), so the scan is repeated once its
     /// finds are in the map — every fork of theirs after that the kernel follows — until it
     /// finds nothing new. The threads found are then recognised from the store where their
-    /// learned context is their own (`Classifier::recognise_family`).
+    /// learned context is their own (`Classifier::recognise_at_focus`).
     fn set_family(&mut self, pid: Option<u32>) {
         let map = self.map("family");
         let old: Vec<Vec<u8>> = map.keys().collect();
@@ -238,7 +238,8 @@ impl Tracker {
         }
         self.cls.set_family(&procs);
         let threads: Vec<_> = procs.iter().flat_map(|&p| procfs::threads(p)).collect();
-        self.cls.recognise_family(&threads, procfs::monotonic_ns());
+        self.cls
+            .recognise_at_focus(&threads, procfs::monotonic_ns());
     }
 
     /// `pid`'s descendants of the same user, less input and display processes.
