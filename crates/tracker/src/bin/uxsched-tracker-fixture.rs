@@ -267,6 +267,41 @@ fn shared_memory() -> Step {
     })
 }
 
+/// Serve `requests` a byte at a time: `work_ms` of work each, then `mark` written to `out` (the
+/// display, or the next stage's pipe); ends when either side is closed.
+fn relay(requests: &mut impl Read, work_ms: f64, out: &mut impl Write, mark: u8) {
+    let mut b = [0u8; 1];
+    while requests.read_exact(&mut b).is_ok() {
+        spin(work_ms);
+        if out.write_all(&[mark]).is_err() {
+            return;
+        }
+    }
+}
+
+/// A `compositor` thread: for each frame the UI thread hands it, 0.3 ms of work and an
+/// acknowledgement to the display at once (the episode resolves there), then, on its own 4 ms
+/// timer, `next_frame`, which says whether to go on.
+fn compositor(
+    frames: Receiver<()>,
+    display: &UnixStream,
+    mut next_frame: impl FnMut() -> bool + Send + 'static,
+) {
+    let mut ack = display.try_clone().unwrap();
+    thread("compositor", move || {
+        for () in frames {
+            spin(0.3);
+            if ack.write_all(&[5]).is_err() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(4));
+            if !next_frame() {
+                return;
+            }
+        }
+    });
+}
+
 /// The cases whose UI thread does not draw: their frames reach the display from another
 /// process only.
 const UI_DOES_NOT_DRAW: [&str; 1] = ["timer-pipeline"];
@@ -336,15 +371,7 @@ fn zygote_helper(children: &mut Vec<libc::pid_t>, display: &UnixStream) -> Step 
     let (mut req, mut req_in) = pipe();
     let mut d = display.try_clone().unwrap();
     children.push(fork_child("zygote", move || {
-        fork_child("helper", move || {
-            let mut b = [0u8; 1];
-            while req.read_exact(&mut b).is_ok() {
-                spin(2.0);
-                if d.write_all(&[4]).is_err() {
-                    return;
-                }
-            }
-        });
+        fork_child("helper", move || relay(&mut req, 2.0, &mut d, 4));
         loop {
             // SAFETY: pause has no preconditions; the zygote idles until it is killed.
             unsafe { libc::pause() };
@@ -371,20 +398,11 @@ fn raster_pool(display: &UnixStream) -> Step {
     let gc = server("tile-gc", 0.3, None);
     let (frame, frames) = channel::<()>();
     let mut d = display.try_clone().unwrap();
-    thread("compositor", move || {
-        for () in frames {
-            spin(0.3);
-            if d.write_all(&[5]).is_err() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(4));
-            let _ = raster_in.send(());
-            let _ = done.1.recv();
-            let _ = gc.send(());
-            if d.write_all(&[6]).is_err() {
-                return;
-            }
-        }
+    compositor(frames, display, move || {
+        let _ = raster_in.send(());
+        let _ = done.1.recv();
+        let _ = gc.send(());
+        d.write_all(&[6]).is_ok()
     });
     Box::new(move || {
         frame.send(()).unwrap();
@@ -409,22 +427,8 @@ fn gpu_process(children: &mut Vec<libc::pid_t>, display: &UnixStream) -> Step {
     let mut viz_from_io = viz_in.try_clone().unwrap();
     let mut d = display.try_clone().unwrap();
     children.push(fork_child("gpu-io", move || {
-        thread("gpu-viz", move || {
-            let mut b = [0u8; 1];
-            while viz.read_exact(&mut b).is_ok() {
-                spin(0.1);
-                if d.write_all(&[7]).is_err() {
-                    return;
-                }
-            }
-        });
-        let mut b = [0u8; 1];
-        while frames.read_exact(&mut b).is_ok() {
-            spin(0.2);
-            if viz_from_io.write_all(&[1]).is_err() {
-                return;
-            }
-        }
+        thread("gpu-viz", move || relay(&mut viz, 0.1, &mut d, 7));
+        relay(&mut frames, 0.2, &mut viz_from_io, 1);
     }));
     children.push(fork_child("metrics-io", move || {
         let (tx, rx) = channel::<()>();
@@ -440,18 +444,8 @@ fn gpu_process(children: &mut Vec<libc::pid_t>, display: &UnixStream) -> Step {
         }
     }));
     let (frame, frames_rx) = channel::<()>();
-    let mut ack = display.try_clone().unwrap();
-    thread("compositor", move || {
-        for () in frames_rx {
-            spin(0.3);
-            if ack.write_all(&[5]).is_err() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(4));
-            if frames_in.write_all(&[1]).is_err() || stats_in.write_all(&[1]).is_err() {
-                return;
-            }
-        }
+    compositor(frames_rx, display, move || {
+        frames_in.write_all(&[1]).is_ok() && stats_in.write_all(&[1]).is_ok()
     });
     let mut n = 0u32;
     Box::new(move || {
