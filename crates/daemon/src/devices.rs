@@ -200,23 +200,9 @@ pub fn doctor_lines(cfg: &crate::config::storage::Storage) -> Vec<String> {
     };
     let mut lines: Vec<String> = probe.describe().lines().map(str::to_owned).collect();
     for d in probe.devices.iter().filter(|d| d.scheduler.is_some()) {
-        if d.honours_classes() || cfg.front_class == crate::config::storage::FrontClass::Off {
-            continue;
+        if let Some(line) = disk_advice(d, cfg) {
+            lines.push(line);
         }
-        let bfq = d.available.iter().any(|e| e == "bfq");
-        lines.push(format!(
-            "{}: the front's I/O class does nothing under {}{}",
-            d.name,
-            d.scheduler.as_deref().unwrap_or("?"),
-            if cfg.switch_to_bfq && bfq {
-                ": it runs BFQ while the daemon runs (`switch_to_bfq`)".to_owned()
-            } else if bfq {
-                "; `[storage] switch_to_bfq = true` switches it to BFQ while the daemon runs"
-                    .to_owned()
-            } else {
-                "; this kernel offers no BFQ for it".to_owned()
-            }
-        ));
     }
     if cfg.group_prio_classes() != (None, None) {
         lines.extend(crate::actuators::io_class::device_lines(&probe.devices));
@@ -230,4 +216,83 @@ pub fn doctor_lines(cfg: &crate::config::storage::Storage) -> Vec<String> {
         )
     });
     lines
+}
+
+/// What `doctor` says of one disk's elevator, if anything: under `none`/`kyber` the front's
+/// I/O class does nothing; under mq-deadline it orders the elevator's queue but not the writes
+/// already at the disk, which is what a launch waits behind (docs/storage.md, "What is already
+/// at the disk").
+fn disk_advice(
+    d: &uxsched_os::block::Device,
+    cfg: &crate::config::storage::Storage,
+) -> Option<String> {
+    let elevator = d.scheduler.as_deref()?;
+    let bfq = d.available.iter().any(|e| e == "bfq");
+    let remedy = if cfg.switch_to_bfq && bfq {
+        ": it runs BFQ while the daemon runs (`switch_to_bfq`)".to_owned()
+    } else if bfq {
+        "; `[storage] switch_to_bfq = true` runs it on BFQ while the daemon runs".to_owned()
+    } else {
+        "; this kernel offers no BFQ for it".to_owned()
+    };
+    if d.honours_classes() {
+        if elevator != "mq-deadline" {
+            return None;
+        }
+        let shallow = if bfq {
+            String::new()
+        } else {
+            " (a smaller `queue/iosched/async_depth` and `queue/max_sectors_kb` trade the \
+             writers' throughput for it)"
+                .to_owned()
+        };
+        return Some(format!(
+            "{}: mq-deadline serves the front's reads first among what it holds, not before the \
+             writes already sent to the disk{remedy}{shallow}",
+            d.name
+        ));
+    }
+    (cfg.front_class != crate::config::storage::FrontClass::Off).then(|| {
+        format!(
+            "{}: the front's I/O class does nothing under {elevator}{remedy}",
+            d.name
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::storage::{FrontClass, Storage};
+    use uxsched_os::block::Device;
+
+    fn disk(elevator: &str, available: &[&str]) -> Device {
+        Device {
+            name: "vda".into(),
+            dev: (253, 0),
+            scheduler: Some(elevator.into()),
+            available: available.iter().map(|s| s.to_string()).collect(),
+            rotational: Some(true),
+            slaves: Vec::new(),
+            root: true,
+        }
+    }
+
+    #[test]
+    fn doctor_names_the_writes_at_the_disk_under_mq_deadline_and_the_remedy_the_kernel_offers() {
+        let cfg = Storage::default();
+        let with_bfq = disk_advice(&disk("mq-deadline", &["mq-deadline", "bfq"]), &cfg).unwrap();
+        assert!(with_bfq.contains("not before the writes already sent to the disk"));
+        assert!(with_bfq.contains("switch_to_bfq = true"), "{with_bfq}");
+        let without = disk_advice(&disk("mq-deadline", &["mq-deadline"]), &cfg).unwrap();
+        assert!(without.contains("offers no BFQ") && without.contains("async_depth"));
+        assert_eq!(disk_advice(&disk("bfq", &["bfq"]), &cfg), None);
+        let none = disk_advice(&disk("none", &["none", "bfq"]), &cfg).unwrap();
+        assert!(none.contains("does nothing under none"), "{none}");
+        let off = Storage {
+            front_class: FrontClass::Off,
+            ..Storage::default()
+        };
+        assert_eq!(disk_advice(&disk("none", &["none"]), &off), None);
+    }
 }
