@@ -15,14 +15,6 @@ use std::time::{Duration, Instant};
 
 const READY_TIMEOUT: Duration = Duration::from_secs(10);
 const STOP_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long a daemon that switched a disk to BFQ is left before the measurement: at the switch
-/// every process's I/O gets a new BFQ queue, and BFQ weight-raises new queues as interactive
-/// for `bfq_wr_duration()` — the device's reference rate × duration over its peak rate,
-/// clamped to 3–25 s (block/bfq-iosched.c) — the background's writers' too. A daemon switches
-/// at its start (at boot, in use), long before a launch; the bench starts it beside a running
-/// load, where the first launch after the switch was measured 5–6× slower than the next ones
-/// (docs/storage.md). The kernel's upper bound, since the duration itself is not exported.
-const BFQ_SETTLE: Duration = Duration::from_secs(25);
 
 /// Whether this uxsched binary has the daemon (`uxsched daemon --help` succeeds).
 pub fn daemon_available(exe: Option<&Path>) -> bool {
@@ -170,15 +162,6 @@ impl Daemon {
             .with_context(|| format!("running `uxsched {}`", args.join(" ")))
     }
 
-    /// Whether this daemon's configuration switches disks to BFQ (`[storage] switch_to_bfq`).
-    fn switches_to_bfq(&self) -> bool {
-        self.config
-            .get("storage")
-            .and_then(|s| s.get("switch_to_bfq"))
-            .and_then(|v| v.as_bool())
-            == Some(true)
-    }
-
     fn wait_ready(&mut self) -> Result<()> {
         let start = Instant::now();
         loop {
@@ -255,9 +238,6 @@ impl Mode for Daemon {
         let child = crate::leftovers::spawn(&mut cmd).context("starting uxsched daemon")?;
         self.child = Some(child);
         self.wait_ready()?;
-        if self.switches_to_bfq() {
-            std::thread::sleep(BFQ_SETTLE);
-        }
         let pid = self.child.as_ref().map_or(0, |c| c.id() as i32);
         self.started = sys::process_cpu_ns(pid).map(|cpu| (Instant::now(), cpu));
         self.tracker = uxsched_os::identity::threads(pid)

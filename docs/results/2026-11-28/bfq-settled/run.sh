@@ -1,8 +1,10 @@
 #!/bin/bash
-# The BFQ switch measured with the bench leaving BFQ's weight-raising of the queues new at the
-# switch to run out (BFQ_SETTLE, crates/bench/src/modes/daemon.rs) before each repetition:
-# a cold launch under two writers and the gallery under four random readers, beside stock and
-# the default daemon. Run from the repository root as root on a quiet machine.
+# The BFQ switch measured with the bench waiting 25 s after a switching daemon answered
+# (BFQ_SETTLE of 6b57b4b's crates/bench/src/modes/daemon.rs: the bound of BFQ's weight-raising
+# of queues new at the switch) before each repetition: a cold launch under two writers and the
+# gallery under four random readers, beside stock and the default daemon. The wait did not
+# remove the stall it was for and was reverted after this run: to repeat it, build 6b57b4b.
+# Run from the repository root as root on a quiet machine.
 # BIN: the binary (default target/release/uxsched).
 set -u
 out=docs/results/2026-11-28/bfq-settled
