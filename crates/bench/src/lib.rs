@@ -65,9 +65,8 @@ pub fn scratch_dir() -> std::path::PathBuf {
 /// mode's journal lives there, as the installed daemon's does in `/run/uxsched` — its commit
 /// is on the path from a keystroke to its boost. Removed with the scratch directory. Where
 /// `/run` is not a tmpfs (a container or VM without systemd's mount: the development VM's
-/// `/run` is on its root disk), `/dev/shm` is used: a journal on the disk fsyncs there as each
-/// daemon starts, which the bench, starting one per repetition, measured as a stall of the
-/// app's reads under BFQ (docs/results/, "Where the BFQ stall comes from").
+/// `/run` is on its root disk), `/dev/shm` is used, so the journal's commits and its start-up
+/// fsync stay off the disk under test, as the installed daemon's do.
 pub fn runtime_dir(scratch: &Path) -> std::path::PathBuf {
     let base = ["/run", "/dev/shm"]
         .into_iter()
