@@ -241,7 +241,8 @@ fn uxsched_roles_runs_the_uxsched_daemon_with_the_tracker_off() {
             mode.name()
         );
     }
-    let _ = std::fs::remove_dir_all(&dir);
+    // The scratch directory and the daemons' runtime directory (their journals) beside it.
+    uxsched_bench::cleanup_scratch(&dir, false);
     // The mode's own key against a file that says otherwise: refused before anything runs.
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("tracker-on.toml");
