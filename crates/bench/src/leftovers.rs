@@ -270,14 +270,7 @@ mod tests {
         let name = format!("uxsched-bench-undo-test-{}", std::process::id());
         let scratch = Path::new("/var/tmp").join(&name);
         let runtime = crate::runtime_dir(&scratch);
-        assert_eq!(runtime.file_name().unwrap(), name.as_str());
-        assert!(
-            ["/run", "/dev/shm"]
-                .map(Path::new)
-                .contains(&runtime.parent().unwrap()),
-            "{}",
-            runtime.display()
-        );
+        crate::assert_runtime_dir(&runtime, &name);
         for d in [&scratch, &runtime] {
             fs::create_dir_all(d.join("daemon-uxsched")).unwrap();
         }

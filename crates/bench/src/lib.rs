@@ -121,6 +121,19 @@ pub fn bench(plan: &runner::Plan, env: &runner::Env) -> Result<report::Report> {
     Ok(report)
 }
 
+/// Tests: `runtime` is the runtime directory named `name` under one of the bases
+/// [`runtime_dir`] chooses from.
+#[cfg(test)]
+pub(crate) fn assert_runtime_dir(runtime: &Path, name: &str) {
+    assert_eq!(runtime.file_name().unwrap(), name, "{}", runtime.display());
+    let base = runtime.parent().unwrap();
+    assert!(
+        ["/run", "/dev/shm"].map(Path::new).contains(&base),
+        "{}",
+        runtime.display()
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -135,7 +148,7 @@ mod tests {
         );
         assert!(!on_tmpfs(Path::new("/proc")), "procfs is not a tmpfs");
         let dir = runtime_dir(Path::new("/var/tmp/uxsched-bench-7"));
-        assert_eq!(dir.file_name().unwrap(), "uxsched-bench-7");
+        assert_runtime_dir(&dir, "uxsched-bench-7");
         assert!(on_tmpfs(dir.parent().unwrap()), "{}", dir.display());
     }
 }
