@@ -99,8 +99,11 @@ impl CgroupIo {
         files.extend(self.child_files.iter().cloned());
         files.sort();
         files.dedup();
+        // A group's files were seen and blk-ioprio's is not among them: the kernel lacks it.
+        let no_prio =
+            !self.child_files.is_empty() && !self.child_files.iter().any(|f| f == "io.prio.class");
         format!(
-            "cgroup v2 at {}: io controller{}; files: {}",
+            "cgroup v2 at {}: io controller{}; files: {}{}",
             mount.display(),
             if self.delegated {
                 " enabled for children"
@@ -111,6 +114,12 @@ impl CgroupIo {
                 "none".into()
             } else {
                 files.join(", ")
+            },
+            if no_prio {
+                "; no io.prio.class (a kernel without CONFIG_BLK_CGROUP_IOPRIO): the groups' \
+                 I/O class cannot act"
+            } else {
+                ""
             }
         )
     }

@@ -222,7 +222,15 @@ fn cgroup_v2_io_files_are_listed() {
         text.contains("io.bfq.weight") && text.contains("io.latency"),
         "{text}"
     );
+    assert!(!text.contains("cannot act"), "{text}");
     assert!(probe.root().is_none());
+    // The lent 16-CPU machine's kernel: iocost and io.weight, no blk-ioprio.
+    std::fs::remove_file(cg.join("system.slice").join("io.prio.class")).unwrap();
+    let text = Probe::read_at(&sys, Some(&cg), None).unwrap().describe();
+    assert!(
+        text.ends_with("no io.prio.class (a kernel without CONFIG_BLK_CGROUP_IOPRIO): the groups' I/O class cannot act"),
+        "{text}"
+    );
     // A hybrid system: cgroup2 mounted, io held by v1's blkio.
     write(&cg.join("cgroup.controllers"), "\n");
     let probe = Probe::read_at(&sys, Some(&cg), None).unwrap();

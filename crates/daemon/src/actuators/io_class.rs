@@ -94,7 +94,9 @@ pub fn apply(
         );
         return Ok(made);
     }
-    if !has_io(&mount.join(SUBTREE)) {
+    let enabled = if has_io(&mount.join(SUBTREE)) {
+        None
+    } else {
         let Some(c) = change(mount.join(SUBTREE), "-io".into(), "+io") else {
             return Ok(made);
         };
@@ -102,13 +104,15 @@ pub fn apply(
             return Ok(made);
         }
         info!(file = %c.path.display(), "io controller enabled for the root's children while the daemon runs");
-        made.push(c);
-    }
+        Some(c)
+    };
+    let mut absent = false;
     for (dir, class) in wanted {
         let file = dir.join(PRIO);
         let now = match read_trim(&file) {
             Ok(now) => now,
             Err(e) => {
+                absent |= e.kind() == io::ErrorKind::NotFound;
                 warn!(file = %file.display(), "cannot read it ({e}; CONFIG_BLK_CGROUP_IOPRIO?): the group's I/O class not set");
                 continue;
             }
@@ -123,6 +127,18 @@ pub fn apply(
             info!(file = %c.path.display(), class, was = %c.original, "group I/O class set while the daemon runs");
             made.push(c);
         }
+    }
+    match enabled {
+        // A kernel without blk-ioprio (CONFIG_BLK_CGROUP_IOPRIO; the lent 16-CPU machine's 6.18
+        // has io.weight, io.bfq.weight, io.cost and io.max but not it): the controller switched
+        // on for nothing is switched off again at once, not held until stop.
+        Some(c) if made.is_empty() && absent => {
+            warn!("this kernel's groups have no io.prio.class: the io controller is switched off again (the groups' I/O class cannot act here)");
+            restore_one(&c);
+            forget(db, &c.path)?;
+        }
+        Some(c) => made.insert(0, c),
+        None => {}
     }
     Ok(made)
 }

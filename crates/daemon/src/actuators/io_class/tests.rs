@@ -165,6 +165,28 @@ fn without_an_io_controller_nothing_is_written() {
 }
 
 #[test]
+fn a_kernel_without_io_prio_class_gets_the_controller_switched_off_again_at_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let m = tree(tmp.path());
+    for g in ["ux-fg", "ux-bg"] {
+        std::fs::remove_file(m.join(g).join(PRIO)).unwrap();
+    }
+    let j = Journal::open(&tmp.path().join("j.sqlite"), no_sessions).unwrap();
+    let wanted = [
+        (m.join("ux-fg"), "promote-to-rt"),
+        (m.join("ux-bg"), "idle"),
+    ];
+    let made = apply(j.connection(), &m, &wanted).unwrap();
+    assert!(made.is_empty(), "nothing held: {made:?}");
+    assert!(
+        changes(j.connection()).unwrap().is_empty(),
+        "nothing left for stop to undo"
+    );
+    // The switch-off itself is the kernel's side (a plain file reads back `+io`, not a list
+    // naming `io`); `disable_io` is what the first test checks.
+}
+
+#[test]
 fn each_elevator_is_said_to_honour_the_class_or_not() {
     let dev = |name: &str, s: &str| Device {
         name: name.into(),
