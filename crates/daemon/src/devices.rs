@@ -62,6 +62,22 @@ impl Devices {
         std::fs::write(self.queue(name), elevator)
     }
 
+    /// The disks that run BFQ now (after the switch, if asked for): there a thread uxsched
+    /// renices keeps best-effort level 4 (`reconcile::PINNED_IO_LEVEL`). Read once at start;
+    /// an elevator changed while the daemon runs is not followed.
+    pub fn on_bfq(&self) -> Vec<String> {
+        let Ok(dir) = std::fs::read_dir(self.sys.join("block")) else {
+            return Vec::new();
+        };
+        let mut names: Vec<String> = dir
+            .flatten()
+            .filter_map(|e| e.file_name().into_string().ok())
+            .filter(|n| matches!(self.elevator(n), Ok((Some(a), _)) if a == "bfq"))
+            .collect();
+        names.sort();
+        names
+    }
+
     /// Switch each of `names` that offers BFQ and runs something else to BFQ, journalled
     /// first. Returns the switches made; a device that cannot be switched is logged and skipped.
     pub fn switch_to_bfq(
@@ -294,5 +310,24 @@ mod tests {
             ..Storage::default()
         };
         assert_eq!(disk_advice(&disk("none", &["none"]), &off), None);
+    }
+
+    #[test]
+    fn the_disks_on_bfq_are_those_whose_active_elevator_is_bfq() {
+        let tmp = tempfile::tempdir().unwrap();
+        for (name, text) in [
+            ("vda", "none [mq-deadline] kyber bfq\n"),
+            ("sdb", "mq-deadline [bfq] none\n"),
+            ("loop0", "[none] bfq\n"),
+        ] {
+            let q = tmp.path().join("block").join(name).join("queue");
+            std::fs::create_dir_all(&q).unwrap();
+            std::fs::write(q.join("scheduler"), text).unwrap();
+        }
+        std::fs::create_dir_all(tmp.path().join("block/zram0/queue")).unwrap();
+        let d = Devices {
+            sys: tmp.path().into(),
+        };
+        assert_eq!(d.on_bfq(), ["sdb"]);
     }
 }

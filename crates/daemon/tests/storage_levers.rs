@@ -10,7 +10,7 @@ use common::*;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use uxsched_os::ioprio::{self, encode, CLASS_RT};
+use uxsched_os::ioprio::{self, encode, CLASS_BE, CLASS_RT};
 use uxsched_os::process_tree;
 
 const T: Duration = Duration::from_secs(10);
@@ -231,4 +231,38 @@ fn the_bfq_switch_is_undone_at_stop_after_sigkill_and_yields_to_others() {
     dev.set("kyber");
     d.stop(libc::SIGTERM);
     assert_eq!(dev.elevator(), "kyber", "another's change is left as it is");
+}
+
+/// Where a disk runs BFQ (here the loop device the switch puts on it), the app uxsched renices
+/// gets best-effort level 4 as its own I/O priority — the level BFQ weight-raises; a derived
+/// one (3 at nice −5) would lose that — and class none again at stop.
+#[test]
+#[ignore = "needs root: make test runs it as root"]
+fn where_a_disk_runs_bfq_a_reniced_app_keeps_best_effort_4_until_stop() {
+    require_root();
+    let _s = serial();
+    let dev = Loop::new();
+    dev.set("mq-deadline");
+    let config = format!(
+        "[storage]\nswitch_to_bfq = true\nbfq_devices = [\"{}\"]\nfront_class = \"off\"\n\
+         [tracker]\nlever = \"fair\"\n",
+        dev.name
+    );
+    let mut d = Daemon::configure("uxsched", &config);
+    d.spawn();
+    assert_eq!(dev.elevator(), "bfq");
+    let mut app = user_shell("sleep 60");
+    let pid = app.id() as i32;
+    assert_eq!(ioprio::get(pid).unwrap(), 0, "class none before");
+    d.focus(Some(pid));
+    let be4 = encode(CLASS_BE, 4);
+    wait_until("the app reniced, with best-effort 4", T, || {
+        nice(pid) < 0 && ioprio::get(pid).unwrap() == be4
+    });
+    d.stop(libc::SIGTERM);
+    let after = (nice(pid), ioprio::get(pid).unwrap());
+    let _ = app.kill();
+    let _ = app.wait();
+    assert_eq!(after, (0, 0), "nice and class none back at stop");
+    assert_eq!(dev.elevator(), "mq-deadline");
 }

@@ -192,6 +192,11 @@ impl Daemon {
             devices.switch_to_bfq(&journal, &names)?;
         }
         let (mut rec, placement) = reconciler(&cfg, journal, features.default_slice_ns, tx);
+        let bfq = devices.on_bfq();
+        if !bfq.is_empty() {
+            info!(disks = ?bfq, "BFQ runs here: a thread uxsched renices keeps I/O priority best-effort 4, the level BFQ weight-raises");
+            rec.pin_io_weight = true;
+        }
         if leftovers > 0 {
             info!(
                 leftovers,

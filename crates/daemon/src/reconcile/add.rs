@@ -173,7 +173,7 @@ impl Reconciler {
 
     /// What the fast path may do for `task`; `None`: leave it to the pass.
     fn step(&self, task: &TaskId, target: &Target) -> Result<Option<Step>, JournalError> {
-        if !names(target, Kind::Sched) {
+        if !names(target, Kind::Sched, false) {
             return Ok(None);
         }
         let Some(act) = self.act(Kind::Sched) else {

@@ -111,7 +111,20 @@ pub struct Reconciler {
     /// A `SCHED_EXT` thread met for the first time inherited the class from one the `scx`
     /// backend switched (a new thread of the app): its original is `SCHED_OTHER`.
     pub ext_inherited: bool,
+    /// A disk runs BFQ: a thread reniced below 0 that has no I/O priority of its own gets
+    /// best-effort level 4 while it is raised (`values.rs`, [`PINNED_IO_LEVEL`]).
+    pub pin_io_weight: bool,
 }
+
+/// The I/O priority a thread has at nice 0 (best effort, level 4), written explicitly on a
+/// thread uxsched renices where a disk runs BFQ. Without it the kernel derives the level from
+/// the nice (`(nice + 20) / 5`: 3 at nice −1…−5), BFQ gives the queue the weight of that level
+/// (50, not 40), and BFQ weight-raises only queues of the default weight
+/// (`bfq_update_bfqq_wr_on_rq_arrival`'s `new_weight == 40`: "otherwise we assume the user
+/// wanted to control its weight explicitly"), so a reniced app loses the ×30 boost of its
+/// interactive and soft real-time reads while a background job started beside it keeps it
+/// (docs/storage.md, "The BFQ stall, found").
+pub const PINNED_IO_LEVEL: u16 = 4;
 
 impl Reconciler {
     /// A reconciler acting on the running kernel through the real actuators.
@@ -154,6 +167,7 @@ impl Reconciler {
             unit_weights: (0, 0),
             guard: None,
             ext_inherited: false,
+            pin_io_weight: false,
         }
     }
 
@@ -234,7 +248,7 @@ impl Reconciler {
         for (task, target) in &desired.threads {
             for act in &self.actuators {
                 let kind = act.kind();
-                if !names(target, kind) {
+                if !names(target, kind, self.pin_io_weight) {
                     continue;
                 }
                 match act.key(task) {
@@ -484,8 +498,9 @@ fn gone(e: &io::Error) -> bool {
     e.raw_os_error() == Some(libc::ESRCH) || e.kind() == io::ErrorKind::NotFound
 }
 
-/// Whether `target` says anything about `kind`.
-fn names(target: &Target, kind: Kind) -> bool {
+/// Whether `target` says anything about `kind` (with `pin_io_weight`, a lowered nice speaks
+/// for the I/O priority too: [`PINNED_IO_LEVEL`]).
+fn names(target: &Target, kind: Kind, pin_io_weight: bool) -> bool {
     match kind {
         Kind::Sched => {
             target.nice.is_some()
@@ -495,9 +510,16 @@ fn names(target: &Target, kind: Kind) -> bool {
                 || target.ext
         }
         Kind::Cgroup | Kind::Unit => target.group.is_some(),
-        Kind::Ioprio => target.ioprio.is_some(),
+        Kind::Ioprio => target.ioprio.is_some() || (pin_io_weight && lowers_nice(target)),
         Kind::Autogroup => target.autogroup_nice.is_some(),
     }
+}
+
+/// Whether `target` renices its thread below 0 in the fair class (the I/O level the kernel
+/// derives from the nice drops). A real-time thread is left out: with no I/O priority of its
+/// own the kernel derives the real-time I/O class from its policy, which a pin would take away.
+fn lowers_nice(target: &Target) -> bool {
+    target.rt.is_none() && target.nice.is_some_and(|n| n < 0)
 }
 
 /// Name of a group for logs.

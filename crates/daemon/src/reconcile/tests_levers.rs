@@ -119,3 +119,44 @@ fn cpu_levers_on_is_as_before() {
     rec.reconcile(&nothing()).unwrap();
     assert_eq!(sched(100), default_attr(0));
 }
+
+/// Where a disk runs BFQ, a thread uxsched renices in the fair class and that has no I/O
+/// priority of its own (class none: what `ioprio_get` returns for an untouched thread) is given
+/// best-effort 4 while raised, so BFQ keeps weight-raising its reads; a real-time thread, whose
+/// I/O class the kernel derives from its policy, and one with a priority of its own are left
+/// alone; all of it journalled and put back.
+#[test]
+fn a_reniced_thread_keeps_the_io_level_bfq_weight_raises_where_a_disk_runs_bfq() {
+    let rt4 = encode(CLASS_RT, 4);
+    let (w, mut s) = front();
+    for t in w.borrow_mut().tasks.values_mut() {
+        t.ioprio = 0;
+    }
+    w.borrow_mut().tasks.get_mut(&101).unwrap().ioprio = encode(CLASS_RT, 7);
+    let dir = tempfile::tempdir().unwrap();
+    let mut rec = reconciler(&w, &dir.path().join("j"));
+    let io = |tid| w.borrow().task(tid).ioprio;
+    let mut cfg = Config::default();
+    cfg.tracker.lever = Lever::Fair;
+    // No BFQ: the worker (nice −5, not critical) keeps the kernel's derivation.
+    pass(&mut rec, &s, &cfg);
+    assert_eq!(w.borrow().task(102).sched.nice, -5);
+    assert_eq!([io(100), io(101), io(102)], [rt4, rt4, 0]);
+    rec.reconcile(&nothing()).unwrap();
+    rec.pin_io_weight = true;
+    pass(&mut rec, &s, &cfg);
+    assert_eq!([io(100), io(102), io(400)], [rt4, BE4, rt4]);
+    // The front's class off and the rt lever: the critical UI thread is FIFO with class none.
+    cfg.storage.front_class = crate::config::storage::FrontClass::Off;
+    cfg.tracker.lever = Lever::Rt;
+    s.rt_suspended = false;
+    rec.reconcile(&nothing()).unwrap();
+    pass(&mut rec, &s, &cfg);
+    assert_eq!(w.borrow().task(100).sched.policy, SCHED_FIFO);
+    assert_eq!(io(100), 0, "the policy's real-time I/O class is kept");
+    assert_eq!(io(101), encode(CLASS_RT, 7), "its own priority is kept");
+    assert_eq!(io(102), BE4);
+    rec.reconcile(&nothing()).unwrap();
+    assert_eq!([io(100), io(101), io(102)], [0, encode(CLASS_RT, 7), 0]);
+    assert!(rec.journal.entries().unwrap().is_empty());
+}

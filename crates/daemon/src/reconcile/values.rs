@@ -6,7 +6,7 @@ use crate::actuators::unit;
 use crate::types::Group;
 use crate::types::Target;
 use crate::types::{Kind, Value};
-use uxsched_os::sched;
+use uxsched_os::{ioprio, sched};
 
 impl Reconciler {
     /// A fair thread's attributes with a nice (only ever raised) and a custom slice; `None` when
@@ -83,7 +83,12 @@ impl Reconciler {
                 (rel != *orig).then_some(Value::Cgroup(rel))
             }
             (Kind::Ioprio, Value::Ioprio(orig)) => {
-                let v = target.ioprio?;
+                let v = target.ioprio.or_else(|| {
+                    // Only a thread whose level the kernel derives from its nice (class none):
+                    // one with a priority of its own keeps it.
+                    (self.pin_io_weight && *orig == 0 && super::lowers_nice(target))
+                        .then(|| ioprio::encode(ioprio::CLASS_BE, super::PINNED_IO_LEVEL))
+                })?;
                 (v != *orig).then_some(Value::Ioprio(v))
             }
             (Kind::Unit, Value::Unit(orig)) => {
