@@ -191,3 +191,19 @@ fn mutex_serialises_critical_sections() {
     let total = (t[0] + t[1]) as f64 / SEC as f64;
     assert!((total - 1.0).abs() < 0.02, "CPU used {total}");
 }
+
+/// Balancing by load (PELT), not by task count: a nice −10 hog (weight 9548) and four nice-0
+/// hogs on two CPUs end with the heavy one alone and the four together, as the kernel's
+/// `migrate_load` does — counting tasks, three against two is balanced and the two nice-0 hogs
+/// beside the heavy one get 9 % of a CPU each.
+#[test]
+fn a_busy_cpu_pulls_by_load_so_a_heavy_task_ends_alone() {
+    let mut tasks = vec![hog("heavy", nice(-10))];
+    tasks.extend((0..4).map(|i| hog(&format!("h{i}"), nice(0))));
+    let t = cpu_time(&run(&workload(tasks), config("eevdf", 2, 4 * SEC)));
+    let d = (4 * SEC) as f64;
+    assert!(t[0] as f64 > 0.95 * d, "heavy ran {} of {d}", t[0]);
+    for (i, &x) in t[1..].iter().enumerate() {
+        assert!(x as f64 > 0.2 * d, "h{i} ran {x} of {d}: {t:?}");
+    }
+}

@@ -4,14 +4,44 @@
 //!   is idle, else an idle CPU in the previous CPU's frequency domain (the LLC), else the previous
 //!   CPU. A new task starts on the least loaded allowed CPU. RT tasks go where they would run at
 //!   once (`find_lowest_rq`).
-//! - Periodic balancing (every `balance_interval` on a busy CPU) and new-idle balancing pull one
-//!   runnable, not running, not cache-hot task from the busiest CPU when the imbalance is at least
-//!   two tasks, comparing runnable fair tasks per unit of capacity. A task that ran within
-//!   `migration_cost` (0.5 ms) is cache-hot and stays (`task_hot`). A busy CPU with waiting work
-//!   also pushes one task to an idle CPU (the effect of nohz idle balancing).
+//! - Periodic balancing (every `balance_interval` on a busy CPU) and new-idle balancing, as
+//!   `sched_balance_rq` between single-CPU groups (kernel/sched/fair.c, 6.6–6.18): each CPU is
+//!   classified (`group_classify`: overloaded when it has more than one task and its PELT
+//!   utilisation or runnable average exceeds its capacity by `imbalance_pct` 117, has spare
+//!   capacity when idle or well under it, else fully busy; [`super::pelt`]). A CPU with spare
+//!   capacity pulls by task count (`migrate_task`: half the difference, so one task when the
+//!   busiest has at least two more). A busy CPU pulls from an overloaded one by load
+//!   (`migrate_load`): only when its own average load is under the busiest's and under the two
+//!   CPUs' average (and, when it is overloaded itself, the busiest's exceeds it by more than
+//!   17 %), it moves tasks whose `load_avg` (shifted right
+//!   by the passes that failed in a row, `nr_balance_failed`) fits in
+//!   `min(busiest − average, average − local)` until that is used up (`detach_tasks`). A task
+//!   that ran within `migration_cost` (0.5 ms) is cache-hot and stays (`task_hot`) unless two
+//!   passes in a row failed (`cache_nice_tries` 1). The pull by load runs on a busy CPU every
+//!   `sd->balance_interval` × `busy_factor` (the CPU count in ms × 16: 32 ms on 2 CPUs; the
+//!   kernel also doubles the interval after a balanced pass, not modelled), the pull by count
+//!   at every balancing pass as before. A busy CPU with waiting work also pushes
+//!   one task to an idle CPU (the effect of nohz idle balancing). Not modelled: active
+//!   balancing of a running task, misfit and asymmetric-capacity rules, and NUMA.
 
 use super::{Class, Sim, State};
 use crate::log::Record;
+use uxsched_model::MS;
+
+/// `sd->imbalance_pct` of a multi-core (LLC) domain.
+const IMBALANCE_PCT: u32 = 117;
+/// `sd->cache_nice_tries` of a multi-core domain.
+const CACHE_NICE_TRIES: u32 = 1;
+/// `sd->busy_factor`: a busy CPU balances this many times less often than an idle one.
+const BUSY_FACTOR: u64 = 16;
+
+/// `enum group_type`, the three a single CPU without asymmetry or misfits can take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    HasSpare,
+    FullyBusy,
+    Overloaded,
+}
 
 impl Sim {
     pub(super) fn cpu_idle(&self, c: usize) -> bool {
@@ -92,21 +122,34 @@ impl Sim {
             .unwrap_or(prev)
     }
 
-    /// A runnable fair task on `from` that may move to `to` now.
-    fn movable_task(&self, from: usize, to: usize) -> Option<u32> {
+    /// The runnable fair tasks on `from` that may move to `to` now, last enqueued first
+    /// (`can_migrate_task`; a cache-hot one only after `cache_nice_tries` failed passes).
+    fn movable_tasks(&self, from: usize, to: usize) -> Vec<u32> {
         let now = self.now;
-        self.cpus[from].fair_tasks.iter().rev().copied().find(|&t| {
-            let task = &self.tasks[t as usize];
-            task.state == State::Runnable
-                && task.allows(to)
-                && now.saturating_sub(task.last_ran) >= self.cfg.migration_cost
-        })
+        let hot_ok = self.cpus[to].balance_failed > CACHE_NICE_TRIES;
+        self.cpus[from]
+            .fair_tasks
+            .iter()
+            .rev()
+            .copied()
+            .filter(|&t| {
+                let task = &self.tasks[t as usize];
+                task.state == State::Runnable
+                    && task.allows(to)
+                    && (hot_ok || now.saturating_sub(task.last_ran) >= self.cfg.migration_cost)
+            })
+            .collect()
     }
 
     fn pull_one(&mut self, from: usize, to: usize) -> bool {
-        let Some(t) = self.movable_task(from, to) else {
+        let Some(&t) = self.movable_tasks(from, to).first() else {
             return false;
         };
+        self.migrate(t, from, to);
+        true
+    }
+
+    fn migrate(&mut self, t: u32, from: usize, to: usize) {
         self.fair_migrate(t, from, to);
         let now = self.now;
         self.emit(Record::Migrate {
@@ -118,25 +161,94 @@ impl Sim {
         if self.cpus[to].curr.is_none() {
             self.resched(to);
         }
-        true
     }
 
-    /// Pull from the busiest CPU if it has at least two more runnable tasks (per capacity).
+    /// `group_classify` of one CPU, with its `avg_load` (load per 1024 of capacity).
+    fn classify(&mut self, cpu: usize) -> (Kind, f64) {
+        self.update_cpu_util(cpu);
+        let c = &self.cpus[cpu];
+        let nr = c.fair_tasks.len() + usize::from(c.rt.has_queued());
+        let cap = c.capacity.max(1) as f64;
+        let util = c.util.avg;
+        let (load, runnable) = self.cpu_load_avg(cpu);
+        let pct = IMBALANCE_PCT as f64;
+        let kind = if nr > 1 && (cap * 100.0 < util * pct || cap * pct < runnable * 100.0) {
+            Kind::Overloaded
+        } else if nr == 0 || (cap * pct >= runnable * 100.0 && cap * 100.0 > util * pct) {
+            Kind::HasSpare
+        } else {
+            Kind::FullyBusy
+        };
+        (kind, load * 1024.0 / cap)
+    }
+
+    /// Pull into `cpu` from the busiest CPU, by task count while `cpu` has spare capacity,
+    /// by load while it is busy (the module's doc).
     fn balance_into(&mut self, cpu: usize) -> bool {
-        let mine = self.cpu_load(cpu);
-        let busiest = self
+        let (local, local_load) = self.classify(cpu);
+        if local == Kind::HasSpare {
+            let mine = self.cpu_load(cpu);
+            let busiest = self
+                .overloaded_cpus()
+                .filter(|&c| c != cpu)
+                .max_by_key(|&c| (self.cpu_load(c), std::cmp::Reverse(c)));
+            return match busiest {
+                Some(b) if self.cpu_load(b) >= mine + 2 * 1024 => self.pull_one(b, cpu),
+                _ => false,
+            };
+        }
+        // A busy CPU balances every `sd->balance_interval` (the domain's CPU count in ms) ×
+        // `busy_factor` (`get_sd_balance_interval`): 32 ms on 2 CPUs, not every pass.
+        if self.now < self.cpus[cpu].next_load_balance {
+            return false;
+        }
+        self.cpus[cpu].next_load_balance = self.now + BUSY_FACTOR * self.ncpus() as u64 * MS;
+        let mut busiest: Option<(usize, f64)> = None;
+        for c in self
             .overloaded_cpus()
             .filter(|&c| c != cpu)
-            .max_by_key(|&c| (self.cpu_load(c), std::cmp::Reverse(c)));
-        match busiest {
-            Some(b)
-                if self.cpu_load(b) >= mine + 2 * 1024
-                    || (mine == 0 && self.cpu_load(b) >= 2 * 1024) =>
-            {
-                self.pull_one(b, cpu)
+            .collect::<Vec<_>>()
+        {
+            let (kind, load) = self.classify(c);
+            if kind == Kind::Overloaded && busiest.is_none_or(|(_, l)| load > l) {
+                busiest = Some((c, load));
             }
-            _ => false,
         }
+        let Some((b, busiest_load)) = busiest else {
+            return false;
+        };
+        let (cap_b, cap_l) = (
+            self.cpus[b].capacity.max(1) as f64,
+            self.cpus[cpu].capacity.max(1) as f64,
+        );
+        let avg = (busiest_load * cap_b + local_load * cap_l) / (cap_b + cap_l);
+        // find_busiest_group's tests (the margin only between two overloaded CPUs) and
+        // calculate_imbalance's for a fully busy one.
+        if local_load >= busiest_load
+            || local_load >= avg
+            || (local == Kind::Overloaded
+                && 100.0 * busiest_load <= IMBALANCE_PCT as f64 * local_load)
+        {
+            return false;
+        }
+        let mut imbalance = ((busiest_load - avg) * cap_b).min((avg - local_load) * cap_l) / 1024.0;
+        let failed = self.cpus[cpu].balance_failed;
+        let mut moved = false;
+        for t in self.movable_tasks(b, cpu) {
+            let load = self.task_load(t);
+            if (load < 16.0 && failed == 0) || load / f64::from(1u32 << failed.min(31)) > imbalance
+            {
+                continue;
+            }
+            self.migrate(t, b, cpu);
+            moved = true;
+            imbalance -= load;
+            if imbalance <= 0.0 {
+                break;
+            }
+        }
+        self.cpus[cpu].balance_failed = if moved { 0 } else { failed + 1 };
+        moved
     }
 
     /// Called when `cpu` is about to go idle; true if it found work.

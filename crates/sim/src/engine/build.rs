@@ -199,6 +199,9 @@ fn build_cpus(cfg: &SimConfig, tick: Nanos, rng: &mut ChaCha8Rng, meta: &mut Run
                 busy: 0,
                 fair_tasks: Vec::new(),
                 fair_load: 0,
+                util: Default::default(),
+                balance_failed: 0,
+                next_load_balance: 0,
                 rt: Default::default(),
             });
         }
@@ -359,6 +362,7 @@ impl TaskBuilder<'_> {
             ra_pages: self.ra_pages,
             pending_read: None,
             wake_cost_pending: false,
+            load: Default::default(),
         };
         Ok((task, ent))
     }

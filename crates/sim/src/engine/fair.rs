@@ -142,6 +142,7 @@ impl Sim {
         let g = self.tasks[tid as usize].group;
         self.fair_enqueue_up(tid as EntityId, g, cpu, why);
         self.refresh_shares(g, cpu);
+        self.pelt_enqueued(tid);
     }
 
     /// Enqueue entity `e` on group `g`'s run-queue on `cpu`, then its group entity if that was
@@ -183,6 +184,7 @@ impl Sim {
         if let Some(i) = ft.iter().position(|&t| t == tid) {
             ft.swap_remove(i);
             self.refresh_cpu_load(cpu);
+            self.pelt_dequeued(tid);
         }
         self.fair_dequeue_up(tid as EntityId, cpu, sleep);
     }

@@ -7,7 +7,8 @@
 //!
 //! Files: [`build`] (workload → runtime state), [`program`] (what a task does next), [`sync`]
 //! (the synchronisation objects tasks share), [`fair`] (hierarchical fair class over cgroups),
-//! [`rt`] (RT class and throttling), [`balance`] (CPU selection and load balancing),
+//! [`rt`] (RT class and throttling), [`balance`] (CPU selection and load balancing), [`pelt`]
+//! (the load and utilisation averages balancing reads),
 //! [`bandwidth`] (cgroup CPU quotas), [`blockdev`] (the block device tasks read from), [`core`]
 //! (dispatch, accounting, ticks, the scheduling loop).
 
@@ -19,6 +20,7 @@ mod core;
 mod fair;
 pub mod hooks;
 mod pagecache;
+mod pelt;
 mod program;
 mod queue;
 mod rt;
@@ -188,6 +190,8 @@ struct Task {
     /// Its timer has been armed without a wake-up cost: the cost is chosen when the timer
     /// fires, by whether the CPU it wakes on is idle ([`SimConfig::idle_wakeup_costs`]).
     wake_cost_pending: bool,
+    /// Its load average, for balancing by load ([`pelt`]).
+    load: pelt::TaskLoad,
 }
 
 impl Task {
@@ -217,6 +221,13 @@ struct Cpu {
     /// every CPU on every tick; see `balance::cpu_load`).
     fair_load: u64,
     rt: rt::RtRq,
+    /// Its utilisation average ([`pelt`]), for classifying it when balancing.
+    util: pelt::CpuUtil,
+    /// Balancing passes into this CPU in a row that found an imbalance and moved nothing
+    /// (`sd->nr_balance_failed`).
+    balance_failed: u32,
+    /// When this CPU, busy, may next pull by load (`balance.rs`).
+    next_load_balance: Nanos,
 }
 
 struct Group {
