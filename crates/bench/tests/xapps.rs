@@ -207,8 +207,12 @@ fn the_bench_measures_xterm_under_idle_and_fifo() {
     assert_measured(&report, &[("lost", 0.0)]);
 }
 
-/// The browser, started as the scenario starts it; its sandbox must be Chromium's own.
+/// The browser, started as the scenario starts it (in a run's directory under `dir`: its profile
+/// goes beside that, in `dir/browser`, as in a bench run's `runs/`); its sandbox must be
+/// Chromium's own.
 fn start_browser(desktop: &Desktop, dir: &std::path::Path) -> Program {
+    let dir = &dir.join("run");
+    std::fs::create_dir_all(dir).unwrap();
     let app = xapp::start_app(ModelKind::Chromium, desktop, dir, None).expect("starting chromium");
     assert_eq!(
         app.sandbox,
@@ -470,10 +474,13 @@ fn without_user_namespaces_chromium_runs_with_no_sandbox_and_says_so() {
     std::fs::create_dir_all(&scratch.0).unwrap();
     let user = xapp::AppUser::ensure().unwrap();
     let desktop = Desktop::start_as(&scratch.0.join("desktop"), &user).unwrap();
-    let app = xapp::start_app(ModelKind::Chromium, &desktop, &scratch.0, None).unwrap();
+    // A run's directory of its own: the profile goes beside it (`install_dir`), in the scratch.
+    let run = scratch.0.join("run");
+    std::fs::create_dir_all(&run).unwrap();
+    let app = xapp::start_app(ModelKind::Chromium, &desktop, &run, None).unwrap();
     let browser = Program(app.child);
     assert_eq!(app.sandbox, Some(false));
-    let first = std::fs::read_to_string(scratch.0.join("app-sandboxed.log")).unwrap();
+    let first = std::fs::read_to_string(run.join("app-sandboxed.log")).unwrap();
     assert!(first.to_lowercase().contains("sandbox"), "{first}");
     let pid = browser.0.id() as i32;
     let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();

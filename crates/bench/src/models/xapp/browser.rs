@@ -127,7 +127,9 @@ fn prepare_home(user: &AppUser, home: &Path) -> Result<()> {
 }
 
 /// Where the page and the profile live: one place for every start in a bench run
-/// (`runs/browser`, emptied before each, so each start is cold), so every start has the same
+/// (`runs/browser`, beside the run's own directory `dir`, emptied before each start, so each
+/// start is cold — a caller's `dir` must be a directory of its own, not a shared one's child
+/// like `/var/tmp/x`), so every start has the same
 /// command line, as a user's browser has. The daemon knows an app by its executable and
 /// arguments (the learning store's key): with the run's own directory in them, every
 /// repetition was a new app to it, and nothing it learned reached the next start.
