@@ -71,21 +71,9 @@ pub fn runtime_dir(scratch: &Path) -> std::path::PathBuf {
     let base = ["/run", "/dev/shm"]
         .into_iter()
         .map(Path::new)
-        .find(|p| on_tmpfs(p))
+        .find(|p| uxsched_os::block::on_tmpfs(p))
         .unwrap_or(Path::new("/run"));
     base.join(scratch.file_name().unwrap_or_default())
-}
-
-/// Whether `path` is on a tmpfs (`statfs(2)`'s `f_type`).
-fn on_tmpfs(path: &Path) -> bool {
-    use std::os::unix::ffi::OsStrExt;
-    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
-        return false;
-    };
-    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-    // SAFETY: `c` is a valid C string and `st` a valid out-pointer for the call.
-    let rc = unsafe { libc::statfs(c.as_ptr(), &mut st) };
-    rc == 0 && st.f_type == libc::TMPFS_MAGIC
 }
 
 /// Remove a scratch directory and its runtime directory; with `keep_logs`, remove only the
@@ -142,6 +130,7 @@ mod tests {
     /// on every Linux with POSIX shared memory; the test fails, saying so, where it is not).
     #[test]
     fn the_runtime_directory_is_on_a_tmpfs() {
+        use uxsched_os::block::on_tmpfs;
         assert!(
             on_tmpfs(Path::new("/dev/shm")),
             "/dev/shm is not a tmpfs here: the bench has no tmpfs for its daemons' journal"

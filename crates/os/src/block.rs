@@ -296,6 +296,11 @@ pub fn disk_of(sys: &Path, major: u32, minor: u32) -> io::Result<String> {
         .ok_or_else(|| io::Error::other(format!("{} has no name", disk.display())))
 }
 
+/// Whether `path` is on a tmpfs (`statfs(2)`'s `f_type`): no disk behind it.
+pub fn on_tmpfs(path: &Path) -> bool {
+    rustix::fs::statfs(path).is_ok_and(|st| st.f_type as i64 == libc::TMPFS_MAGIC as i64)
+}
+
 /// The `major:minor` of the block device holding `path`. Filesystems that report an anonymous
 /// device (btrfs, overlayfs: major 0) are looked up in `/proc/self/mountinfo`, whose mount
 /// source names the real device.
