@@ -297,6 +297,8 @@ pub fn disk_of(sys: &Path, major: u32, minor: u32) -> io::Result<String> {
 }
 
 /// Whether `path` is on a tmpfs (`statfs(2)`'s `f_type`): no disk behind it.
+// `f_type` and the magic are `i64` on x86-64, other integer types on other architectures.
+#[allow(clippy::unnecessary_cast)]
 pub fn on_tmpfs(path: &Path) -> bool {
     rustix::fs::statfs(path).is_ok_and(|st| st.f_type as i64 == libc::TMPFS_MAGIC as i64)
 }
