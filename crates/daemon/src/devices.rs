@@ -66,16 +66,18 @@ impl Devices {
     /// renices keeps best-effort level 4 (`reconcile::PINNED_IO_LEVEL`). Read once at start;
     /// an elevator changed while the daemon runs is not followed.
     pub fn on_bfq(&self) -> Vec<String> {
-        let Ok(dir) = std::fs::read_dir(self.sys.join("block")) else {
-            return Vec::new();
-        };
-        let mut names: Vec<String> = dir
-            .flatten()
-            .filter_map(|e| e.file_name().into_string().ok())
-            .filter(|n| matches!(self.elevator(n), Ok((Some(a), _)) if a == "bfq"))
-            .collect();
-        names.sort();
-        names
+        match uxsched_os::block::Probe::read_at(&self.sys, None, None) {
+            Ok(p) => p
+                .devices
+                .into_iter()
+                .filter(|d| d.scheduler.as_deref() == Some("bfq"))
+                .map(|d| d.name)
+                .collect(),
+            Err(e) => {
+                warn!("cannot probe the block devices ({e}): no disk taken to run BFQ");
+                Vec::new()
+            }
+        }
     }
 
     /// Switch each of `names` that offers BFQ and runs something else to BFQ, journalled
@@ -323,6 +325,7 @@ mod tests {
             let q = tmp.path().join("block").join(name).join("queue");
             std::fs::create_dir_all(&q).unwrap();
             std::fs::write(q.join("scheduler"), text).unwrap();
+            std::fs::write(q.parent().unwrap().join("dev"), "253:0\n").unwrap();
         }
         std::fs::create_dir_all(tmp.path().join("block/zram0/queue")).unwrap();
         let d = Devices {

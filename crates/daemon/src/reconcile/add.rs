@@ -14,7 +14,7 @@
 //! got its critical boost up to `min_focus_interval_ms` (100 ms) late.
 
 use super::keep::Keep;
-use super::{names, Reconciler};
+use super::Reconciler;
 use crate::journal::{Entry, JournalError};
 use crate::types::Key;
 use crate::types::{Desired, Target};
@@ -173,7 +173,7 @@ impl Reconciler {
 
     /// What the fast path may do for `task`; `None`: leave it to the pass.
     fn step(&self, task: &TaskId, target: &Target) -> Result<Option<Step>, JournalError> {
-        if !names(target, Kind::Sched, false) {
+        if !self.names(target, Kind::Sched) {
             return Ok(None);
         }
         let Some(act) = self.act(Kind::Sched) else {

@@ -248,7 +248,7 @@ impl Reconciler {
         for (task, target) in &desired.threads {
             for act in &self.actuators {
                 let kind = act.kind();
-                if !names(target, kind, self.pin_io_weight) {
+                if !self.names(target, kind) {
                     continue;
                 }
                 match act.key(task) {
@@ -498,20 +498,22 @@ fn gone(e: &io::Error) -> bool {
     e.raw_os_error() == Some(libc::ESRCH) || e.kind() == io::ErrorKind::NotFound
 }
 
-/// Whether `target` says anything about `kind` (with `pin_io_weight`, a lowered nice speaks
-/// for the I/O priority too: [`PINNED_IO_LEVEL`]).
-fn names(target: &Target, kind: Kind, pin_io_weight: bool) -> bool {
-    match kind {
-        Kind::Sched => {
-            target.nice.is_some()
-                || target.slice_ns.is_some()
-                || target.rt.is_some()
-                || target.uclamp_min.is_some()
-                || target.ext
+impl Reconciler {
+    /// Whether `target` says anything about `kind` (where a disk runs BFQ, a lowered nice speaks
+    /// for the I/O priority too: [`PINNED_IO_LEVEL`]).
+    fn names(&self, target: &Target, kind: Kind) -> bool {
+        match kind {
+            Kind::Sched => {
+                target.nice.is_some()
+                    || target.slice_ns.is_some()
+                    || target.rt.is_some()
+                    || target.uclamp_min.is_some()
+                    || target.ext
+            }
+            Kind::Cgroup | Kind::Unit => target.group.is_some(),
+            Kind::Ioprio => target.ioprio.is_some() || (self.pin_io_weight && lowers_nice(target)),
+            Kind::Autogroup => target.autogroup_nice.is_some(),
         }
-        Kind::Cgroup | Kind::Unit => target.group.is_some(),
-        Kind::Ioprio => target.ioprio.is_some() || (pin_io_weight && lowers_nice(target)),
-        Kind::Autogroup => target.autogroup_nice.is_some(),
     }
 }
 
