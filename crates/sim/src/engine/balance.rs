@@ -124,7 +124,7 @@ impl Sim {
 
     /// The runnable fair tasks on `from` that may move to `to` now, last enqueued first
     /// (`can_migrate_task`; a cache-hot one only after `cache_nice_tries` failed passes).
-    fn movable_tasks(&self, from: usize, to: usize) -> Vec<u32> {
+    fn movable_tasks(&self, from: usize, to: usize) -> impl Iterator<Item = u32> + '_ {
         let now = self.now;
         let hot_ok = self.cpus[to].balance_failed > CACHE_NICE_TRIES;
         self.cpus[from]
@@ -132,17 +132,16 @@ impl Sim {
             .iter()
             .rev()
             .copied()
-            .filter(|&t| {
+            .filter(move |&t| {
                 let task = &self.tasks[t as usize];
                 task.state == State::Runnable
                     && task.allows(to)
                     && (hot_ok || now.saturating_sub(task.last_ran) >= self.cfg.migration_cost)
             })
-            .collect()
     }
 
     fn pull_one(&mut self, from: usize, to: usize) -> bool {
-        let Some(&t) = self.movable_tasks(from, to).first() else {
+        let Some(t) = self.movable_tasks(from, to).next() else {
             return false;
         };
         self.migrate(t, from, to);
@@ -170,11 +169,16 @@ impl Sim {
         let nr = c.fair_tasks.len() + usize::from(c.rt.has_queued());
         let cap = c.capacity.max(1) as f64;
         let util = c.util.avg;
+        if nr == 0 {
+            // Idle: spare capacity whatever its averages, and its load is not read (the pull by
+            // count), so the walk over every task is skipped (new-idle balancing is frequent).
+            return (Kind::HasSpare, 0.0);
+        }
         let (load, runnable) = self.cpu_load_avg(cpu);
         let pct = IMBALANCE_PCT as f64;
         let kind = if nr > 1 && (cap * 100.0 < util * pct || cap * pct < runnable * 100.0) {
             Kind::Overloaded
-        } else if nr == 0 || (cap * pct >= runnable * 100.0 && cap * 100.0 > util * pct) {
+        } else if cap * pct >= runnable * 100.0 && cap * 100.0 > util * pct {
             Kind::HasSpare
         } else {
             Kind::FullyBusy
@@ -234,7 +238,8 @@ impl Sim {
         let mut imbalance = ((busiest_load - avg) * cap_b).min((avg - local_load) * cap_l) / 1024.0;
         let failed = self.cpus[cpu].balance_failed;
         let mut moved = false;
-        for t in self.movable_tasks(b, cpu) {
+        // Collected first: each move changes `b`'s task list.
+        for t in self.movable_tasks(b, cpu).collect::<Vec<_>>() {
             let load = self.task_load(t);
             if (load < 16.0 && failed == 0) || load / f64::from(1u32 << failed.min(31)) > imbalance
             {
