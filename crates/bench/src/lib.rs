@@ -61,6 +61,9 @@ pub fn scratch_dir() -> std::path::PathBuf {
     Path::new("/var/tmp").join(format!("uxsched-bench-{}", std::process::id()))
 }
 
+/// Where [`runtime_dir`] looks for a tmpfs, in order.
+const RUNTIME_BASES: [&str; 2] = ["/run", "/dev/shm"];
+
 /// The run's directory on tmpfs beside its scratch directory (`/run/<its name>`): a daemon
 /// mode's journal lives there, as the installed daemon's does in `/run/uxsched` — its commit
 /// is on the path from a keystroke to its boost. Removed with the scratch directory. Where
@@ -68,7 +71,7 @@ pub fn scratch_dir() -> std::path::PathBuf {
 /// `/run` is on its root disk), `/dev/shm` is used, so the journal's commits and its start-up
 /// fsync stay off the disk under test, as the installed daemon's do.
 pub fn runtime_dir(scratch: &Path) -> std::path::PathBuf {
-    let base = ["/run", "/dev/shm"]
+    let base = RUNTIME_BASES
         .into_iter()
         .map(Path::new)
         .find(|p| uxsched_os::block::on_tmpfs(p))
@@ -116,7 +119,7 @@ pub(crate) fn assert_runtime_dir(runtime: &Path, name: &str) {
     assert_eq!(runtime.file_name().unwrap(), name, "{}", runtime.display());
     let base = runtime.parent().unwrap();
     assert!(
-        ["/run", "/dev/shm"].map(Path::new).contains(&base),
+        RUNTIME_BASES.map(Path::new).contains(&base),
         "{}",
         runtime.display()
     );
