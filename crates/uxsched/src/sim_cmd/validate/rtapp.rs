@@ -251,6 +251,30 @@ pub fn parse_log(text: &str) -> anyhow::Result<ThreadLog> {
 mod tests {
     use super::*;
 
+    /// rt-app runs a task's events in the order its object lists them: the copy rt-app reads
+    /// must keep that order (a sorted map put `timer` before `unlock`, so the kernel's task
+    /// slept holding the mutex while the simulator's released it first).
+    #[test]
+    fn the_copy_keeps_each_tasks_events_in_file_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("mutex.json");
+        let text = r#"{"global": {"duration": 1, "log_size": 4},
+            "tasks": {"slow": {"loop": -1, "lock": "m", "runtime": 3000, "unlock": "m",
+                               "timer": {"ref": "slow", "period": 15000}},
+                      "middle": {"suspend": "middle", "runtime": 1000, "resume": "tail"}}}"#;
+        std::fs::write(&file, text).unwrap();
+        let copy = std::fs::read_to_string(prepare(&file, dir.path()).unwrap().copy).unwrap();
+        let at = |key: &str| copy.find(&format!("\"{key}\"")).unwrap();
+        assert!(at("lock") < at("runtime") && at("runtime") < at("unlock"));
+        assert!(at("unlock") < at("timer"), "{copy}");
+        assert!(at("suspend") < at("resume"), "{copy}");
+        assert!(
+            at("slow") < at("middle"),
+            "tasks keep their order too: {copy}"
+        );
+        assert!(copy.contains("\"logdir\"") && !copy.contains("log_size"));
+    }
+
     #[test]
     fn reads_slack_and_wakeup_latency_columns() {
         let text = "# Policy : SCHED_OTHER priority : 0\n\
