@@ -32,8 +32,6 @@ produce() {
         digest "$w" --sched cfs --cfs-model paper
     done
     for f in scenarios/validate/*.json; do
-        # A workload with validate's own cgroup-weight key is read by `sim validate` only.
-        grep -q uxsched_cgroup_weights "$f" && continue
         digest "$f" --sched eevdf --cpus 2 --hz 250
         digest "$f" --sched cfs --cpus 2 --hz 250
     done

@@ -351,3 +351,39 @@ fn legacy_taskset_with_phases() {
         Some(Event::Timer { period, absolute: true, .. }) if *period == 24 * MS
     ));
 }
+
+/// uxsched's `uxsched_cgroup_weights` (rt-app has no key for a group's weight): the groups of
+/// `taskgroup` get those shares; a group no task names, a weight out of cgroup v1's range or a
+/// path that is not `/group` is an error naming the place.
+#[test]
+fn cgroup_weights_give_taskgroups_their_shares() {
+    let text = |weights: &str| {
+        format!(
+            r#"{{"global": {{"duration": 1, "{}": {weights}}},
+                "tasks": {{"a": {{"taskgroup": "/heavy", "run": 100}},
+                           "b": {{"taskgroup": "/light/x", "run": 100}},
+                           "c": {{"run": 100}}}}}}"#,
+            rtapp::CGROUP_WEIGHTS
+        )
+    };
+    let w = rtapp::parse(&text(r#"{"/heavy": 2048, "/light": 512}"#), "g.json").unwrap();
+    let shares = |p: &str| w.groups.iter().find(|g| g.path == p).map(|g| g.shares);
+    assert_eq!(shares("heavy"), Some(2048));
+    assert_eq!(shares("light"), Some(512));
+    assert_eq!(
+        shares("light/x"),
+        Some(1024),
+        "a group the key does not name keeps 1024"
+    );
+    let without = rtapp::parse(&text("{}"), "g.json").unwrap();
+    assert!(without.groups.iter().all(|g| g.shares == 1024));
+    for (bad, says) in [
+        (r#"{"/nobody": 100}"#, "no task has `taskgroup` /nobody"),
+        (r#"{"/heavy": 1}"#, "2..=262144"),
+        (r#"{"heavy": 100}"#, "not a /group path"),
+        (r#"{"/a/../b": 100}"#, "not a /group path"),
+    ] {
+        let e = rtapp::parse(&text(bad), "g.json").unwrap_err().to_string();
+        assert!(e.contains(says) && e.starts_with("g.json:"), "{bad}: {e}");
+    }
+}

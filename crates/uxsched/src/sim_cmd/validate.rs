@@ -108,7 +108,7 @@ pub fn validate(a: ValidateArgs) -> anyhow::Result<ExitCode> {
     // command before rt-app has run at all.
     let mut loaded = Vec::new();
     for f in &a.files {
-        let w = load_workload(f)?;
+        let w = workload::load(f).map_err(|e| bad_input(e.to_string()))?;
         let d = w.duration.filter(|&d| d > 0).ok_or_else(|| {
             bad_input(format!(
                 "{}: set `global.duration` (seconds, > 0): validate runs rt-app for that long",
@@ -123,14 +123,15 @@ pub fn validate(a: ValidateArgs) -> anyhow::Result<ExitCode> {
     let rtapp = rtapp::binary(a.rt_app.as_deref());
     let dir = tempfile::tempdir()?;
     let mut kernel = Vec::new();
-    for (i, (file, _, duration)) in loaded.iter().enumerate() {
+    for (i, (file, w, duration)) in loaded.iter().enumerate() {
+        let weights = cgroups::weights(w);
         let mut runs = Vec::new();
         for r in 0..a.repeat {
             let d = dir.path().join(format!("{i}-{r}"));
             std::fs::create_dir(&d)?;
             let limit = Duration::from_nanos(*duration) + Duration::from_secs(30);
             eprintln!("rt-app {} (run {} of {})", file.display(), r + 1, a.repeat);
-            runs.push(rtapp::run(&rtapp, file, &d, limit, None)?);
+            runs.push(rtapp::run(&rtapp, file, &d, limit, None, &weights)?);
         }
         kernel.push(runs);
     }
@@ -153,40 +154,6 @@ pub fn validate(a: ValidateArgs) -> anyhow::Result<ExitCode> {
         print!("{}", render(&v));
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// The simulator's workload: the file as it is, or — with [`cgroups::KEY`] — a copy without that
-/// key, whose groups then get the weights it gives.
-fn load_workload(f: &Path) -> anyhow::Result<Workload> {
-    let load = |p: &Path| workload::load(p).map_err(|e| bad_input(e.to_string()));
-    let json = std::fs::read_to_string(f)
-        .ok()
-        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
-    let Some(mut json) = json.filter(|j| j["global"].get(cgroups::KEY).is_some()) else {
-        return load(f);
-    };
-    let weights =
-        cgroups::weights(&json).map_err(|e| bad_input(format!("{}: {e}", f.display())))?;
-    cgroups::strip(&mut json);
-    let dir = tempfile::tempdir()?;
-    let copy = dir.path().join(f.file_name().unwrap_or_default());
-    std::fs::write(&copy, serde_json::to_vec_pretty(&json)?)?;
-    let mut w = load(&copy)?;
-    for (path, shares) in &weights {
-        let g = w
-            .groups
-            .iter_mut()
-            .find(|g| g.path == path.trim_matches('/'))
-            .ok_or_else(|| {
-                bad_input(format!(
-                    "{}: {}: no task has `taskgroup` {path}",
-                    f.display(),
-                    cgroups::KEY
-                ))
-            })?;
-        g.shares = *shares;
-    }
-    Ok(w)
 }
 
 fn loadavg() -> String {

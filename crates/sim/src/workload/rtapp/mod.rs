@@ -125,7 +125,15 @@ pub(crate) struct Global {
     pub default_policy: PolicyKind,
     pub mem_buffer_size: u64,
     pub io_device: String,
+    /// [`CGROUP_WEIGHTS`]: each group path's `cpu.shares`, with where it was written.
+    pub weights: Vec<(String, u64, Pos)>,
 }
+
+/// uxsched's global key for the weights of `taskgroup`s (`{"/heavy": 2048}`, `cpu.shares`
+/// units): rt-app has no key for a group's weight, so without it every group has 1024.
+/// `sim validate` makes the same groups with these shares on the kernel and strips the key from
+/// the copy rt-app reads.
+pub const CGROUP_WEIGHTS: &str = "uxsched_cgroup_weights";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum PolicyKind {
@@ -236,6 +244,27 @@ fn parse_fragments(sources: &[(&str, &str)], name: &str) -> Result<Workload, Wor
             origins.push(*t);
             workload.tasks.push(spec);
         }
+    }
+    for (path, shares, pos) in &settings.weights {
+        let group = workload
+            .groups
+            .iter_mut()
+            .find(|g| g.path == path.trim_matches('/'))
+            .ok_or_else(|| {
+                let ctx = Ctx {
+                    file: global
+                        .iter()
+                        .rev()
+                        .find(|s| s.member.key == CGROUP_WEIGHTS)
+                        .map_or("", |s| s.file),
+                    ..Ctx::default()
+                };
+                ctx.err(
+                    *pos,
+                    format!("{CGROUP_WEIGHTS}: no task has `taskgroup` {path}"),
+                )
+            })?;
+        group.shares = *shares;
     }
     workload.validate().map_err(|invalid| {
         let at = match invalid.subject {
@@ -352,12 +381,40 @@ fn add_group_path(groups: &mut Vec<GroupSpec>, path: &str) {
     }
 }
 
+/// [`CGROUP_WEIGHTS`]: an object of `/group` path → `cpu.shares` (2..=262144, cgroup v1's
+/// `MIN_SHARES`..=`MAX_SHARES`).
+fn read_weights(ctx: &Ctx, node: &Node) -> Result<Vec<(String, u64, Pos)>, WorkloadError> {
+    object(ctx, node)?
+        .iter()
+        .map(|m| {
+            if !m.key.starts_with('/') || m.key.contains("..") || m.key.trim_matches('/').is_empty()
+            {
+                return Err(ctx.err(
+                    m.key_pos,
+                    format!("{CGROUP_WEIGHTS}: `{}` is not a /group path", m.key),
+                ));
+            }
+            match count(ctx, &m.value)? {
+                w @ 2..=262_144 => Ok((m.key.clone(), w, m.key_pos)),
+                w => Err(ctx.err(
+                    m.value.pos,
+                    format!(
+                        "{CGROUP_WEIGHTS}: {} has weight {w}; a cpu.shares weight is 2..=262144",
+                        m.key
+                    ),
+                )),
+            }
+        })
+        .collect()
+}
+
 fn read_global(members: &[Sourced]) -> Result<(Option<u64>, Global), WorkloadError> {
     let mut duration = None;
     let mut settings = Global {
         default_policy: PolicyKind::Other,
         mem_buffer_size: 4 * 1024 * 1024,
         io_device: "/dev/null".into(),
+        weights: Vec::new(),
     };
     for s in members {
         let ctx = Ctx {
@@ -383,6 +440,7 @@ fn read_global(members: &[Sourced]) -> Result<(Option<u64>, Global), WorkloadErr
                     ));
                 }
             }
+            CGROUP_WEIGHTS => settings.weights = read_weights(&ctx, node)?,
             "calibration" | "logdir" | "log_basename" | "log_size" | "ftrace" | "gnuplot"
             | "lock_pages" | "frag" => {}
             other => return Err(ctx.err(s.member.key_pos, format!("unknown global key `{other}`"))),

@@ -98,7 +98,7 @@ fn probe(rtapp: &Path, dir: &Path, cpus: usize, class: ProbeClass) -> anyhow::Re
     let file = dir.join("calibration.json");
     std::fs::write(&file, serde_json::to_vec_pretty(&json)?)?;
     let limit = Duration::from_secs(CALIBRATION_S + 30);
-    let logs = rtapp::run(rtapp, &file, dir, limit, slack).map_err(|e| {
+    let logs = rtapp::run(rtapp, &file, dir, limit, slack, &Default::default()).map_err(|e| {
         bad_input(format!(
             "wake-up cost calibration ({policy} rt-app probe; needs root or CAP_SYS_NICE): {e}"
         ))

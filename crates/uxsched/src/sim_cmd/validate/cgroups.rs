@@ -1,52 +1,35 @@
-//! Two cgroups of different weight for `sim validate`. rt-app 1.0 (Debian's) has no
-//! `taskgroup` key and no key for a weight, and the simulator's rt-app reader gives every
-//! `taskgroup` the default 1024 shares. So a workload names each task's group with `taskgroup`
-//! (the simulator reads it; rt-app 1.0 ignores it) and the groups' weights in a validate-only
-//! global key, [`KEY`] (`{"/fast": 2048, "/slow": 512}`, `cpu.shares` units), which validate
-//! removes before either side reads the file. On the kernel side it makes the groups under the
+//! The cgroups of a workload for `sim validate`. rt-app 1.0 (Debian's) has no `taskgroup` key
+//! and no key for a weight. So a workload names each task's group with `taskgroup` (the
+//! simulator's reader reads it; rt-app 1.0 ignores it) and the groups' weights in uxsched's
+//! global key [`KEY`] (`{"/fast": 2048, "/slow": 512}`, `cpu.shares` units; without it a group
+//! has 1024), which the simulator's reader reads and validate strips from rt-app's copy. On the
+//! kernel side validate makes the simulator's groups with the simulator's shares under the
 //! cgroup-v1 `cpu` hierarchy (`/sys/fs/cgroup/cpu/uxsched-validate-<pid>/…`, `cpu.shares`), moves
 //! each thread named like a task into its task's group while rt-app runs (the `tasks` file: one
-//! thread), and removes the groups afterwards; on the simulator's side it sets the groups'
-//! shares. A thread in a cgroup other than the root is outside autogroup, as in the simulator.
+//! thread), and removes the groups afterwards. A thread in a cgroup other than the root is
+//! outside autogroup, as in the simulator.
 
 use crate::exit::bad_input;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use uxsched_sim::workload::Workload;
 
-/// The validate-only global key with the groups' weights.
-pub const KEY: &str = "uxsched_cgroup_weights";
+/// The global key with the groups' weights (the simulator's rt-app reader reads it; rt-app does
+/// not know it, so it is stripped from rt-app's copy).
+pub const KEY: &str = uxsched_sim::workload::rtapp::CGROUP_WEIGHTS;
 
 const CPU_V1: &str = "/sys/fs/cgroup/cpu";
 
-/// The weights the workload asks for, by group path.
-pub fn weights(json: &serde_json::Value) -> anyhow::Result<BTreeMap<String, u64>> {
-    let Some(obj) = json["global"].get(KEY) else {
-        return Ok(BTreeMap::new());
-    };
-    let obj = obj
-        .as_object()
-        .ok_or_else(|| bad_input(format!("global.{KEY}: an object of group path → weight")))?;
-    obj.iter()
-        .map(|(path, w)| {
-            let w = w
-                .as_u64()
-                .filter(|w| (2..=262_144).contains(w))
-                .ok_or_else(|| {
-                    bad_input(format!(
-                        "global.{KEY}.{path}: a cpu.shares weight, 2..=262144"
-                    ))
-                })?;
-            if !path.starts_with('/') || path.contains("..") {
-                return Err(bad_input(format!(
-                    "global.{KEY}: `{path}` is not a /group path"
-                )));
-            }
-            Ok((path.clone(), w))
-        })
+/// The groups of the simulator's workload, by `/path`, with the shares the simulator gives
+/// them (1024 unless [`KEY`] says otherwise): the kernel side makes the same groups.
+pub fn weights(w: &Workload) -> BTreeMap<String, u64> {
+    w.groups
+        .iter()
+        .map(|g| (format!("/{}", g.path), g.shares))
         .collect()
 }
 
-/// Remove [`KEY`] from the workload (rt-app and the simulator's reader both refuse or ignore it).
+/// Remove [`KEY`] from rt-app's copy of the workload.
 pub fn strip(json: &mut serde_json::Value) {
     if let Some(g) = json.get_mut("global").and_then(|g| g.as_object_mut()) {
         g.remove(KEY);
@@ -142,25 +125,30 @@ pub fn place(tid: i32, tasks: &Path) -> std::io::Result<()> {
 mod tests {
     use super::*;
 
+    /// The kernel side gets the simulator's groups with its shares (the key's, else 1024);
+    /// rt-app's copy loses the key.
     #[test]
-    fn weights_are_read_checked_and_stripped() {
+    fn the_kernel_gets_the_simulators_groups_and_rt_app_not_the_key() {
         let mut json = serde_json::json!({
             "global": {"duration": 1, KEY: {"/fast": 2048, "/slow": 512}},
-            "tasks": {"a": {"taskgroup": "/fast"}, "b": {"taskgroup": "/slow"}, "c": {}}
+            "tasks": {"a": {"taskgroup": "/fast", "run": 10}, "b": {"taskgroup": "/slow", "run": 10},
+                      "d": {"taskgroup": "/other", "run": 10}, "c": {"run": 10}}
         });
-        let w = weights(&json).unwrap();
+        let w = uxsched_sim::workload::rtapp::parse(&json.to_string(), "t.json").unwrap();
+        let w = weights(&w);
         assert_eq!(w.get("/fast"), Some(&2048));
         assert_eq!(w.get("/slow"), Some(&512));
+        assert_eq!(w.get("/other"), Some(&1024));
+        assert_eq!(w.len(), 3);
         assert_eq!(
             members(&json),
-            vec![("a".into(), "/fast".into()), ("b".into(), "/slow".into())]
+            vec![
+                ("a".into(), "/fast".into()),
+                ("b".into(), "/slow".into()),
+                ("d".into(), "/other".into())
+            ]
         );
         strip(&mut json);
         assert!(json["global"].get(KEY).is_none());
-        assert!(weights(&json).unwrap().is_empty());
-        let bad = serde_json::json!({"global": {KEY: {"/x": 1}}});
-        assert!(weights(&bad).is_err());
-        let bad = serde_json::json!({"global": {KEY: {"x/../y": 100}}});
-        assert!(weights(&bad).is_err());
     }
 }

@@ -34,7 +34,6 @@ pub fn binary(flag: Option<&Path>) -> PathBuf {
 struct Prepared {
     copy: PathBuf,
     wanted: Vec<super::slices::Wanted>,
-    weights: BTreeMap<String, u64>,
     members: Vec<(String, String)>,
 }
 
@@ -47,8 +46,6 @@ fn prepare(file: &Path, dir: &Path) -> anyhow::Result<Prepared> {
             file.display()
         ))
     })?;
-    let weights = super::cgroups::weights(&json)
-        .map_err(|e| bad_input(format!("{}: {e}", file.display())))?;
     super::cgroups::strip(&mut json);
     let global = json
         .as_object_mut()
@@ -68,7 +65,6 @@ fn prepare(file: &Path, dir: &Path) -> anyhow::Result<Prepared> {
         copy,
         wanted: super::slices::wanted(&json),
         members: super::cgroups::members(&json),
-        weights,
     })
 }
 
@@ -84,12 +80,12 @@ pub fn run(
     dir: &Path,
     limit: Duration,
     timer_slack_ns: Option<u64>,
+    weights: &BTreeMap<String, u64>,
 ) -> anyhow::Result<KernelRun> {
     use std::os::unix::process::CommandExt;
     let Prepared {
         copy,
         wanted,
-        weights,
         members,
     } = prepare(file, dir)?;
     // Made before rt-app starts, removed (dropped) after it has been reaped.
@@ -99,7 +95,7 @@ pub fn run(
         let run = dir
             .file_name()
             .map_or("run".into(), |n| n.to_string_lossy().into_owned());
-        Some(super::cgroups::Groups::make(&weights, &run)?)
+        Some(super::cgroups::Groups::make(weights, &run)?)
     };
     let placements: Vec<(String, PathBuf)> = match &groups {
         Some(g) => members
