@@ -304,17 +304,18 @@ mod tests {
         });
         let w = wanted(&json);
         assert_eq!(w.len(), 2, "{w:?}");
+        // In the file's order (serde_json keeps it: `preserve_order`).
         assert_eq!(
-            w[0],
+            (w[0].name.as_str(), w[0].nice, w[0].slice_ns),
+            ("short", -3, 500_000)
+        );
+        assert_eq!(
+            w[1],
             Wanted {
                 name: "a-very-long-tas".into(),
                 nice: 0,
                 slice_ns: 2_000_000
             }
-        );
-        assert_eq!(
-            (w[1].name.as_str(), w[1].nice, w[1].slice_ns),
-            ("short", -3, 500_000)
         );
     }
 }
