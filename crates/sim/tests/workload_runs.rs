@@ -64,10 +64,14 @@ fn scenarios_make_progress() {
 
 #[test]
 fn interaction_chains_complete() {
-    // (scenario, interactions expected within 1 s at least)
+    // (scenario, interactions expected within 1 s at least). Progress bounds, not performance:
+    // the phone is overloaded on purpose (40 hogs and 140 services beside 10 UI/render pairs
+    // at 60 Hz on 8 CPUs, 4 of them little), so about half its ~460 frames begun in the first
+    // second end within it (333 before balancing read each task's hierarchical load when it
+    // balances, 240 since).
     for (name, at_least) in [
         ("showcase", 15),
-        ("phone", 300),
+        ("phone", 200),
         ("example1", 3),
         ("pipeline", 20),
     ] {

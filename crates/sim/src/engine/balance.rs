@@ -122,15 +122,21 @@ impl Sim {
             .unwrap_or(prev)
     }
 
-    /// The runnable fair tasks on `from` that may move to `to` now, last enqueued first
-    /// (`can_migrate_task`; a cache-hot one only after `cache_nice_tries` failed passes).
+    /// Put `t` at the most recently used end of its CPU's task list ([`super::Task::mru`]).
+    pub(super) fn stamp_mru(&mut self, t: u32) {
+        self.mru_clock += 1;
+        self.tasks[t as usize].mru = self.mru_clock;
+    }
+
+    /// The runnable fair tasks on `from` that may move to `to` now (`can_migrate_task`; a
+    /// cache-hot one only after `cache_nice_tries` failed passes), in no order: balancing takes
+    /// them least recently used first ([`super::Task::mru`]).
     fn movable_tasks(&self, from: usize, to: usize) -> impl Iterator<Item = u32> + '_ {
         let now = self.now;
         let hot_ok = self.cpus[to].balance_failed > CACHE_NICE_TRIES;
         self.cpus[from]
             .fair_tasks
             .iter()
-            .rev()
             .copied()
             .filter(move |&t| {
                 let task = &self.tasks[t as usize];
@@ -141,7 +147,10 @@ impl Sim {
     }
 
     fn pull_one(&mut self, from: usize, to: usize) -> bool {
-        let Some(t) = self.movable_tasks(from, to).next() else {
+        let Some(t) = self
+            .movable_tasks(from, to)
+            .min_by_key(|&t| self.tasks[t as usize].mru)
+        else {
             return false;
         };
         self.migrate(t, from, to);
@@ -238,11 +247,15 @@ impl Sim {
         let mut imbalance = ((busiest_load - avg) * cap_b).min((avg - local_load) * cap_l) / 1024.0;
         let failed = self.cpus[cpu].balance_failed;
         let mut moved = false;
-        // Collected first: each move changes `b`'s task list.
-        for t in self.movable_tasks(b, cpu).collect::<Vec<_>>() {
+        // Collected first: each move changes `b`'s task list. `detach_tasks` walks `cfs_tasks`
+        // from its tail, the least recently used end (kernel/sched/fair.c 6.6–6.18).
+        let mut movable: Vec<u32> = self.movable_tasks(b, cpu).collect();
+        movable.sort_unstable_by_key(|&t| self.tasks[t as usize].mru);
+        for t in movable {
+            // `LB_MIN` (skip a load under 16 while no pass failed) is off by default
+            // (kernel/sched/features.h), so a light task may move at the first pass.
             let load = self.task_load(t);
-            if (load < 16.0 && failed == 0) || load / f64::from(1u32 << failed.min(31)) > imbalance
-            {
+            if load / f64::from(1u32 << failed.min(31)) > imbalance {
                 continue;
             }
             self.migrate(t, b, cpu);

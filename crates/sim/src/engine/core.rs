@@ -147,6 +147,7 @@ impl Sim {
         c.exec_start = now;
         self.queue.cancel_run_done(cpu);
         if let Some(t) = next {
+            self.stamp_mru(t);
             self.tasks[t as usize].state = State::Running;
             self.tasks[t as usize].cpu = cpu;
             self.arm_tick(cpu);

@@ -138,6 +138,7 @@ impl Sim {
             self.update_curr(cpu);
         }
         self.cpus[cpu].fair_tasks.push(tid);
+        self.stamp_mru(tid);
         self.refresh_cpu_load(cpu);
         let g = self.tasks[tid as usize].group;
         self.fair_enqueue_up(tid as EntityId, g, cpu, why);

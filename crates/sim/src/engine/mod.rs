@@ -175,6 +175,11 @@ struct Task {
     carry: Option<(u64, u32)>,
     /// When it last stopped running (cache-hot test).
     last_ran: Nanos,
+    /// Its place in its CPU's `cfs_tasks` list, which the kernel keeps most recently used
+    /// first: stamped from [`Sim::mru_clock`] when it is enqueued (`account_entity_enqueue`:
+    /// `list_add`) and when it is picked (`__set_next_task_fair`: `list_move` to the front).
+    /// Balancing detaches from the other end, the smallest stamp first.
+    mru: u64,
     /// Remaining SCHED_RR quantum.
     rr_left: Nanos,
     /// It left the CPU through `sched_yield`.
@@ -264,6 +269,8 @@ pub struct Sim {
     /// Bitmap of CPUs with at least two runnable fair tasks (the only ones balancing can pull
     /// from), kept by `refresh_cpu_load`, so balancing does not scan every CPU.
     overloaded: Vec<u64>,
+    /// Source of [`Task::mru`] stamps.
+    mru_clock: u64,
     /// CPUs with `need_resched` set, in the order they were asked.
     resched_list: Vec<usize>,
     /// Attached mechanisms ([`hooks`]).

@@ -34,7 +34,8 @@ pub(super) struct TaskLoad {
     last: Nanos,
     /// On its CPU's run-queue since `last` (runnable or running).
     runnable: bool,
-    /// Hierarchical weight while runnable.
+    /// Its own weight while runnable (`se->load.weight`, in its group's run-queue); the
+    /// hierarchy's share is applied when the load is read ([`Sim::task_load`]).
     weight: f64,
 }
 
@@ -75,7 +76,7 @@ impl Sim {
     /// away, then count it runnable with its weight in the hierarchy.
     pub(super) fn pelt_enqueued(&mut self, tid: u32) {
         let now = self.now;
-        let weight = self.hierarchical_weight(tid);
+        let weight = self.ents[tid as usize].weight as f64;
         let l = &mut self.tasks[tid as usize].load;
         l.advance(now);
         l.runnable = true;
@@ -90,39 +91,45 @@ impl Sim {
         l.runnable = false;
     }
 
-    /// The task's weight as the root run-queue sees it: its own, times its group entity's
-    /// share of each parent run-queue up the hierarchy (`task_h_load`'s factor).
-    fn hierarchical_weight(&self, tid: u32) -> f64 {
+    /// The share of the root run-queue a unit of the task's load stands for now: its group
+    /// entity's weight over its group run-queue's load, level by level up the hierarchy
+    /// (`task_h_load` = `load_avg` × `cfs_rq->h_load` / `cfs_rq` load, computed when balancing
+    /// reads it: `update_cfs_rq_h_load`). Run-queue loads are the instantaneous weights here
+    /// (docs/mechanisms.md); an empty one counts as holding just the entity below.
+    fn h_factor(&self, tid: u32) -> f64 {
         let t = &self.tasks[tid as usize];
-        let mut w = self.ents[tid as usize].weight as f64;
+        let mut below = self.ents[tid as usize].weight;
+        let mut factor = 1.0;
         let mut g = t.group;
         while g != 0 {
             let rq = &self.rqs[self.rq_index(g, t.cpu)];
             let ge = &self.ents[self.group_entity(g, t.cpu)];
-            if rq.load > 0 {
-                w *= ge.weight as f64 / rq.load as f64;
-            }
+            factor *= ge.weight as f64 / rq.load.max(below).max(1) as f64;
+            below = ge.weight;
             g = self.groups[g].parent.unwrap_or(0);
         }
-        w
+        factor
     }
 
-    /// The task's `load_avg` now (`task_h_load`: the weight it tracks is hierarchical).
+    /// The task's `load_avg` as the root run-queue sees it now (`task_h_load`).
     pub(super) fn task_load(&self, tid: u32) -> f64 {
-        self.tasks[tid as usize].load.at(self.now).0
+        self.tasks[tid as usize].load.at(self.now).0 * self.h_factor(tid)
     }
 
     /// (`load_avg`, `runnable_avg`) of `cpu`'s root run-queue: every fair task attributed to
     /// it, blocked ones included, exited ones not.
     pub(super) fn cpu_load_avg(&self, cpu: usize) -> (f64, f64) {
-        self.tasks
-            .iter()
-            .filter(|t| {
+        (0..self.tasks.len() as u32)
+            .filter(|&t| {
+                let t = &self.tasks[t as usize];
                 t.cpu == cpu
                     && t.class == Class::Fair
                     && !matches!(t.state, State::NotStarted | State::Exited)
             })
-            .map(|t| t.load.at(self.now))
+            .map(|t| {
+                let (load, runnable) = self.tasks[t as usize].load.at(self.now);
+                (load * self.h_factor(t), runnable)
+            })
             .fold((0.0, 0.0), |(l, r), (a, b)| (l + a, r + b))
     }
 
@@ -146,7 +153,60 @@ impl Sim {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use uxsched_model::MS;
+    use crate::engine::SimConfig;
+    use crate::log::VecSink;
+    use crate::platform::PlatformSpec;
+    use uxsched_model::{MS, SEC};
+
+    /// `task_h_load` is read when balancing reads it. A 512-share group on two CPUs: hog `a`
+    /// alone on CPU 0 from the start, hog `b` on CPU 1 from 100 ms (beside a root hog `c`),
+    /// and `d`, 0.5 ms every 10 ms on CPU 0 from 200 ms (its wake-ups and sleeps recompute the
+    /// group's entity there); all pinned. The group's tasks carry its 512 between them (256
+    /// each for the hogs, `d` little); taken at each one's enqueue instead, `a` kept the whole
+    /// group's weight it had while it ran alone (512).
+    #[test]
+    fn a_groups_tasks_carry_the_groups_weight_between_them_wherever_they_run() {
+        let w = crate::workload::native::parse(
+            r#"
+name = "h"
+[[group]]
+path = "g"
+shares = 512
+[[task]]
+name = "a"
+group = "g"
+cpus = [0]
+events = [{ run = "10s" }]
+[[task]]
+name = "b"
+group = "g"
+cpus = [1]
+delay = "100ms"
+events = [{ run = "10s" }]
+[[task]]
+name = "c"
+cpus = [1]
+events = [{ run = "10s" }]
+[[task]]
+name = "d"
+group = "g"
+cpus = [0]
+delay = "200ms"
+events = [{ run = "500us" }, { sleep = "9500us" }]
+"#,
+            "h.toml",
+        )
+        .unwrap();
+        let mut cfg = SimConfig::new("eevdf", PlatformSpec::uniform(2));
+        cfg.duration = 2 * SEC;
+        let mut sim = Sim::new(&w, cfg).unwrap();
+        sim.run(&mut VecSink::default(), &mut |_| {}).unwrap();
+        let load = |t| sim.task_load(t);
+        let sum = load(0) + load(1) + load(3);
+        assert!((sum - 512.0).abs() < 0.05 * 512.0, "a + b + d = {sum}");
+        assert!((load(0) - 256.0).abs() < 0.1 * 256.0, "a = {}", load(0));
+        assert!((load(2) - 1024.0).abs() < 0.02 * 1024.0);
+    }
 
     #[test]
     fn a_task_runnable_for_one_half_life_reaches_half_its_weight_and_decays_back_by_half() {
