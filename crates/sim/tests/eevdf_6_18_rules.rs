@@ -243,3 +243,31 @@ fn a_wakeup_onto_an_idle_cpu_takes_the_idle_cost() {
     assert!(!at_once.is_empty());
     assert!(at_once.iter().all(|&l| l == 60 * US as i64), "{at_once:?}");
 }
+
+/// A CPU idle for `long_idle` or more takes the long-idle costs: Debian's template thread runs
+/// 10 ms every 100 ms, so its CPU has been idle 90–100 ms at each timer; with the threshold
+/// above that, the short idle costs apply.
+#[test]
+fn a_cpu_idle_for_long_takes_the_long_idle_cost() {
+    let run = |long_idle: Nanos| {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../scenarios/validate/debian-template.json");
+        let w = workload::load(&path).unwrap();
+        let mut cfg = SimConfig::new("eevdf", PlatformSpec::uniform(2));
+        cfg.duration = 2 * SEC;
+        cfg.timer_slack = 50 * US;
+        cfg.fair_wakeup_costs = vec![10 * US];
+        cfg.idle_wakeup_costs = vec![30 * US];
+        cfg.long_idle_wakeup_costs = vec![100 * US];
+        cfg.long_idle = long_idle;
+        let mut sim = Sim::new(&w, cfg).unwrap();
+        let mut sink = TimerLatency::default();
+        sim.run(&mut sink, &mut |_| {}).unwrap();
+        sink.lat[0].clone()
+    };
+    let long = run(30 * MS);
+    assert!(long.len() >= 15, "{long:?}");
+    assert!(long.iter().all(|&l| l == 150 * US as i64), "{long:?}");
+    let short = run(150 * MS);
+    assert!(short.iter().all(|&l| l == 80 * US as i64), "{short:?}");
+}

@@ -92,6 +92,14 @@ pub struct SimConfig {
     /// wake on is idle, else one of [`SimConfig::fair_wakeup_costs`]. `sim validate` measures
     /// them with a probe on idle CPUs; nothing else sets them.
     pub idle_wakeup_costs: Vec<Nanos>,
+    /// Measured costs of a fair wake-up onto a CPU idle for at least
+    /// [`SimConfig::long_idle`], used there instead of [`SimConfig::idle_wakeup_costs`]: the
+    /// longer a CPU has been idle, the longer it takes to leave its idle state (measured on the
+    /// development VM: a probe waking every 100 ms, p50 105 µs, against 74 µs every 10 ms;
+    /// docs/fidelity.md). `sim validate` measures them with a second idle probe.
+    pub long_idle_wakeup_costs: Vec<Nanos>,
+    /// From how long an idle CPU takes [`SimConfig::long_idle_wakeup_costs`].
+    pub long_idle: Nanos,
 }
 
 impl SimConfig {
@@ -115,6 +123,8 @@ impl SimConfig {
             wakeup_cost: 0,
             fair_wakeup_costs: Vec::new(),
             idle_wakeup_costs: Vec::new(),
+            long_idle_wakeup_costs: Vec::new(),
+            long_idle: Nanos::MAX,
         }
     }
 
@@ -211,7 +221,7 @@ struct Cpu {
     speed: u64,
     capacity: u32,
     curr: Option<u32>,
-    /// Start of the current accounting interval of `curr`.
+    /// Start of the current accounting interval of `curr`; while idle, when it went idle.
     exec_start: Nanos,
     tick_armed: bool,
     /// Phase offset of this CPU's tick (seeded), so CPUs do not tick in lock-step.

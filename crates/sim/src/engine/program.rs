@@ -460,7 +460,13 @@ impl Sim {
         self.tasks[tid as usize].wake_cost_pending = false;
         let target = self.select_cpu(tid, false);
         let cost = if self.cpu_idle(target) {
-            let costs = &self.cfg.idle_wakeup_costs;
+            let idle_for = self.now.saturating_sub(self.cpus[target].exec_start);
+            let long = &self.cfg.long_idle_wakeup_costs;
+            let costs = if idle_for >= self.cfg.long_idle && !long.is_empty() {
+                long
+            } else {
+                &self.cfg.idle_wakeup_costs
+            };
             costs[self.cost_rng.gen_range(0..costs.len())]
         } else {
             self.fair_wakeup_cost()

@@ -296,6 +296,8 @@ fn one(
         cfg.wakeup_cost = m.wakeup_costs.rt_ns;
         cfg.fair_wakeup_costs = m.wakeup_costs.fair_ns.clone();
         cfg.idle_wakeup_costs = m.wakeup_costs.idle_ns.clone();
+        cfg.long_idle_wakeup_costs = m.wakeup_costs.long_idle_ns.clone();
+        cfg.long_idle = calibrate::LONG_IDLE_FROM;
         if let (Some(ns), "eevdf") = (m.sched_info.base_slice_ns, m.sched) {
             let p = format!("eevdf.base_slice={ns}ns");
             cfg.params = uxsched_sim::policy::Params::parse([p.as_str()]).map_err(bad_input)?;
@@ -369,6 +371,14 @@ fn render(v: &Validation) -> String {
          measured: {}",
         fmt_ns(w.idle_p50_ns as f64),
         w.idle_from
+    );
+    let _ = writeln!(
+        out,
+        "wake-up cost, fair tasks onto a CPU idle for {} or more: one of the long-idle probe's \
+         samples (p50 {}), measured: {}",
+        fmt_ns(calibrate::LONG_IDLE_FROM as f64),
+        fmt_ns(w.long_idle_p50_ns as f64),
+        w.long_idle_from
     );
     let _ = writeln!(
         out,

@@ -15,7 +15,12 @@
 //! - the same fair probe with no hogs, so that every wake-up lands on an idle CPU, which must
 //!   first leave its idle state (on this VM `haltpoll`, a VM exit): its samples are the cost of
 //!   a fair wake-up onto an idle CPU ([`uxsched_sim::engine::SimConfig::idle_wakeup_costs`]),
-//!   chosen by the simulator when a timer fires and the CPU it wakes on is idle.
+//!   chosen by the simulator when a timer fires and the CPU it wakes on is idle;
+//! - the same idle probe every 100 ms for [`LONG_IDLE_S`] s: a CPU idle that long takes longer
+//!   to wake (on the development VM p50 105 µs against 74 µs, 2026-11-29), so a CPU idle for
+//!   at least [`LONG_IDLE_FROM`] — nearer, on a log scale, to the second probe's 100 ms than to
+//!   the first's 10 ms — takes these samples
+//!   ([`uxsched_sim::engine::SimConfig::long_idle_wakeup_costs`]).
 //!
 //! Neither is ever set from anything else.
 
@@ -30,6 +35,10 @@ use uxsched_model::Nanos;
 
 /// Seconds each calibration probe runs (200 wake-ups at its 10 ms period).
 pub const CALIBRATION_S: u64 = 2;
+/// Seconds the long-idle probe runs (60 wake-ups at its 100 ms period).
+pub const LONG_IDLE_S: u64 = 6;
+/// The idle time from which the long-idle costs apply: √(10 ms × 100 ms).
+pub const LONG_IDLE_FROM: Nanos = 31_623 * uxsched_model::US;
 
 /// The measured wake-up costs.
 #[derive(Debug, Default, Serialize)]
@@ -47,6 +56,11 @@ pub struct WakeupCosts {
     pub idle_ns: Vec<Nanos>,
     pub idle_p50_ns: Nanos,
     pub idle_from: String,
+    /// Every sample of the fair probe on CPUs idle for 100 ms, sorted.
+    #[serde(skip)]
+    pub long_idle_ns: Vec<Nanos>,
+    pub long_idle_p50_ns: Nanos,
+    pub long_idle_from: String,
 }
 
 /// Run both probes in `dir` on `cpus` busy CPUs.
@@ -55,8 +69,18 @@ pub fn calibrate(rtapp: &Path, dir: &Path, cpus: usize) -> anyhow::Result<Wakeup
     let rt = probe(rtapp, &dir.join("rt"), cpus, ProbeClass::Fifo)?;
     let fair = probe(rtapp, &dir.join("fair"), cpus, ProbeClass::Fair)?;
     let idle = probe(rtapp, &dir.join("idle"), cpus, ProbeClass::FairIdle)?;
+    let long = probe(
+        rtapp,
+        &dir.join("long-idle"),
+        cpus,
+        ProbeClass::FairIdleLong,
+    )?;
     let samples = |v: &[i64]| v.iter().map(|&x| x.max(0) as Nanos).collect();
     Ok(WakeupCosts {
+        long_idle_p50_ns: nearest_rank(&long, 50).max(0) as Nanos,
+        long_idle_from: describe("SCHED_OTHER nice -20, timer slack 1 ns,", &long, 0)
+            .replace("every 10 ms", "every 100 ms"),
+        long_idle_ns: samples(&long),
         idle_p50_ns: nearest_rank(&idle, 50).max(0) as Nanos,
         idle_from: describe("SCHED_OTHER nice -20, timer slack 1 ns,", &idle, 0),
         idle_ns: samples(&idle),
@@ -74,6 +98,8 @@ enum ProbeClass {
     Fair,
     /// The fair probe alone: every CPU idle when its timer fires.
     FairIdle,
+    /// The same every 100 ms: every CPU idle for about that long when its timer fires.
+    FairIdleLong,
 }
 
 /// One probe's `wu_lat` samples, sorted.
@@ -82,13 +108,17 @@ fn probe(rtapp: &Path, dir: &Path, cpus: usize, class: ProbeClass) -> anyhow::Re
     let (policy, priority, slack, hogs) = match class {
         ProbeClass::Fifo => ("SCHED_FIFO", 10, None, cpus),
         ProbeClass::Fair => ("SCHED_OTHER", -20, Some(1), cpus),
-        ProbeClass::FairIdle => ("SCHED_OTHER", -20, Some(1), 0),
+        ProbeClass::FairIdle | ProbeClass::FairIdleLong => ("SCHED_OTHER", -20, Some(1), 0),
+    };
+    let (seconds, period_us) = match class {
+        ProbeClass::FairIdleLong => (LONG_IDLE_S, 100_000),
+        _ => (CALIBRATION_S, 10_000),
     };
     let mut json = serde_json::json!({
-        "global": {"duration": CALIBRATION_S, "default_policy": "SCHED_OTHER", "calibration": 100},
+        "global": {"duration": seconds, "default_policy": "SCHED_OTHER", "calibration": 100},
         "tasks": {
             "probe": {"policy": policy, "priority": priority, "runtime": 50,
-                      "timer": {"ref": "probe", "period": 10000}, "loop": -1}
+                      "timer": {"ref": "probe", "period": period_us}, "loop": -1}
         }
     });
     if hogs > 0 {
@@ -97,7 +127,7 @@ fn probe(rtapp: &Path, dir: &Path, cpus: usize, class: ProbeClass) -> anyhow::Re
     }
     let file = dir.join("calibration.json");
     std::fs::write(&file, serde_json::to_vec_pretty(&json)?)?;
-    let limit = Duration::from_secs(CALIBRATION_S + 30);
+    let limit = Duration::from_secs(seconds + 30);
     let logs = rtapp::run(rtapp, &file, dir, limit, slack, &Default::default()).map_err(|e| {
         bad_input(format!(
             "wake-up cost calibration ({policy} rt-app probe; needs root or CAP_SYS_NICE): {e}"
@@ -112,9 +142,9 @@ fn probe(rtapp: &Path, dir: &Path, cpus: usize, class: ProbeClass) -> anyhow::Re
     if lat.len() < 20 {
         return Err(bad_input(format!(
             "wake-up cost calibration: rt-app logged {} {policy} probe wake-ups in \
-             {CALIBRATION_S} s (expected ~{}); is the machine overloaded?",
+             {seconds} s (expected ~{}); is the machine overloaded?",
             lat.len(),
-            CALIBRATION_S * 100
+            seconds * 1_000_000 / period_us
         )));
     }
     lat.sort_unstable();
