@@ -13,13 +13,9 @@ trials=${2:-3}
 for t in fio python3 ionice findmnt lsblk; do
     command -v "$t" >/dev/null || { echo "bfq-renice: $t missing (apt install fio python3 util-linux)" >&2; exit 2; }
 done
-src=$(findmnt -no SOURCE --target "$dir")
-disk=$(lsblk -no PKNAME "$src" 2>/dev/null | head -1)
-[ -n "$disk" ] || disk=$(basename "$src")
-queue=/sys/block/$disk/queue/scheduler
-[ -w "$queue" ] || { echo "bfq-renice: no elevator for $dir ($src → $disk)" >&2; exit 2; }
+. "$(dirname "$0")/lib/elevator.sh"
+elevator_of "$dir" bfq-renice
 grep -qw bfq "$queue" || { echo "bfq-renice: $disk offers no bfq ($(cat "$queue"))" >&2; exit 2; }
-was=$(sed -n 's/.*\[\(.*\)\].*/\1/p' "$queue")
 work=$(mktemp -d "$dir/bfq-renice.XXXXXX")
 trap 'echo "$was" >"$queue"; rm -rf "$work"' EXIT
 fio --name=lay --filename="$work/rand.dat" --size=256M --rw=write --bs=1M --direct=1 >/dev/null

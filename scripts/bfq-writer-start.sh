@@ -16,13 +16,9 @@ elevator=${4:-bfq}
 for t in fio python3 findmnt lsblk; do
     command -v "$t" >/dev/null || { echo "bfq-writer-start: $t missing (apt install fio python3 util-linux)" >&2; exit 2; }
 done
-src=$(findmnt -no SOURCE --target "$dir")
-disk=$(lsblk -no PKNAME "$src" 2>/dev/null | head -1)
-[ -n "$disk" ] || disk=$(basename "$src")
-queue=/sys/block/$disk/queue/scheduler
-[ -w "$queue" ] || { echo "bfq-writer-start: no elevator for $dir ($src → $disk)" >&2; exit 2; }
+. "$(dirname "$0")/lib/elevator.sh"
+elevator_of "$dir" bfq-writer-start
 grep -qw "$elevator" "$queue" || { echo "bfq-writer-start: $disk offers no $elevator ($(cat "$queue"))" >&2; exit 2; }
-was=$(sed -n 's/.*\[\(.*\)\].*/\1/p' "$queue")
 work=$(mktemp -d "$dir/bfq-writer-start.XXXXXX")
 trap 'pkill -f "name=bws-write" || true; echo "$was" >"$queue"; rm -rf "$work"' EXIT
 n=$((secs * 2))
