@@ -62,8 +62,8 @@ impl Groups {
         let cpu = Path::new(CPU_V1);
         if !cpu.join("cpu.shares").exists() {
             return Err(bad_input(format!(
-                "{KEY}: validate places threads in cgroup-v1 `cpu` groups and finds no \
-                 {CPU_V1}/cpu.shares on this machine"
+                "the workload's `taskgroup`s: validate places threads in cgroup-v1 `cpu` groups \
+                 and finds no {CPU_V1}/cpu.shares on this machine"
             )));
         }
         let root = cpu.join(format!("uxsched-validate-{}-{run}", std::process::id()));
@@ -89,7 +89,7 @@ impl Groups {
     fn mkdir(&mut self, dir: &Path) -> anyhow::Result<()> {
         std::fs::create_dir(dir).map_err(|e| {
             bad_input(format!(
-                "{}: cannot make the cgroup ({e}); {KEY} needs root",
+                "{}: cannot make the cgroup ({e}); a workload with `taskgroup` needs root",
                 dir.display()
             ))
         })?;
