@@ -63,7 +63,7 @@ pub struct WakeupCosts {
     pub long_idle_from: String,
 }
 
-/// Run both probes in `dir` on `cpus` busy CPUs.
+/// Run the probes in `dir`: the busy ones with one hog on each of `cpus` CPUs.
 pub fn calibrate(rtapp: &Path, dir: &Path, cpus: usize) -> anyhow::Result<WakeupCosts> {
     std::fs::create_dir(dir)?;
     let rt = probe(rtapp, &dir.join("rt"), cpus, ProbeClass::Fifo)?;
