@@ -1,7 +1,7 @@
 //! The wake-up costs `sim validate` gives the simulator, measured on this machine: the time from
-//! a timer's expiry to the woken thread running, when nothing else may delay it. Two rt-app
-//! probes wake every 10 ms on CPUs kept busy by one nice-0 hog each (as the suite's tasks find
-//! them), each for [`CALIBRATION_S`] s:
+//! a timer's expiry to the woken thread running, when nothing else may delay it. Four rt-app
+//! probes: the first two wake every 10 ms on CPUs kept busy by one nice-0 hog each (as the
+//! suite's tasks find them), each for [`CALIBRATION_S`] s:
 //!
 //! - a SCHED_FIFO 10 probe (RT tasks get no timer slack and preempt at once): its median is the
 //!   cost of an RT wake-up ([`uxsched_sim::engine::SimConfig::wakeup_cost`]);
