@@ -94,9 +94,8 @@ pub struct SimConfig {
     pub idle_wakeup_costs: Vec<Nanos>,
     /// Measured costs of a fair wake-up onto a CPU idle for at least
     /// [`SimConfig::long_idle`], used there instead of [`SimConfig::idle_wakeup_costs`]: the
-    /// longer a CPU has been idle, the longer it takes to leave its idle state (measured on the
-    /// development VM: a probe waking every 100 ms, p50 105 µs, against 74 µs every 10 ms;
-    /// docs/fidelity.md). `sim validate` measures them with a second idle probe.
+    /// longer a CPU has been idle, the longer it takes to leave its idle state (docs/fidelity.md,
+    /// "Wake-up costs"). `sim validate` measures them with a second idle probe.
     pub long_idle_wakeup_costs: Vec<Nanos>,
     /// From how long an idle CPU takes [`SimConfig::long_idle_wakeup_costs`].
     pub long_idle: Nanos,

@@ -17,7 +17,7 @@
 //!   a fair wake-up onto an idle CPU ([`uxsched_sim::engine::SimConfig::idle_wakeup_costs`]),
 //!   chosen by the simulator when a timer fires and the CPU it wakes on is idle;
 //! - the same idle probe every 100 ms for [`LONG_IDLE_S`] s: a CPU idle that long takes longer
-//!   to wake (on the development VM p50 105 µs against 74 µs, 2026-11-29), so a CPU idle for
+//!   to wake (docs/fidelity.md, "Wake-up costs"), so a CPU idle for
 //!   at least [`LONG_IDLE_FROM`] — nearer, on a log scale, to the second probe's 100 ms than to
 //!   the first's 10 ms — takes these samples
 //!   ([`uxsched_sim::engine::SimConfig::long_idle_wakeup_costs`]).
