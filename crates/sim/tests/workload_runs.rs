@@ -66,9 +66,8 @@ fn scenarios_make_progress() {
 fn interaction_chains_complete() {
     // (scenario, interactions expected within 1 s at least). Progress bounds, not performance:
     // the phone is overloaded on purpose (40 hogs and 140 services beside 10 UI/render pairs
-    // at 60 Hz on 8 CPUs, 4 of them little), so about half its ~460 frames begun in the first
-    // second end within it (333 before balancing read each task's hierarchical load when it
-    // balances, 240 since).
+    // at 60 Hz on 8 CPUs, 4 of them little), so only about half its frames begun in the first
+    // second end within it.
     for (name, at_least) in [
         ("showcase", 15),
         ("phone", 200),
