@@ -15,7 +15,8 @@
 //!   CPUs' average (and, when it is overloaded itself, the busiest's exceeds it by more than
 //!   17 %), it moves tasks whose `load_avg` (shifted right
 //!   by the passes that failed in a row, `nr_balance_failed`) fits in
-//!   `min(busiest − average, average − local)` until that is used up (`detach_tasks`). A task
+//!   `min(busiest − average, average − local)` until that is used up (`detach_tasks`, least
+//!   recently used first; `LB_MIN` off, as by default). A task
 //!   that ran within `migration_cost` (0.5 ms) is cache-hot and stays (`task_hot`) unless two
 //!   passes in a row failed (`cache_nice_tries` 1). The pull by load runs on a busy CPU every
 //!   `sd->balance_interval` × `busy_factor` (the CPU count in ms × 16: 32 ms on 2 CPUs; the

@@ -13,9 +13,9 @@
 //! (`P` = 32 × 1024 µs), instead of sums over whole periods with partial first and last
 //! segments; the two agree at period boundaries up to the kernel's integer rounding and its
 //! `LOAD_AVG_MAX` normalisation (a task runnable for ever reads `w` here, ~0.98 `w` there). A
-//! task's weight over an interval is its hierarchical weight when the interval began
-//! (`task_h_load`'s share of the root run-queue, taken as constant between enqueue and
-//! dequeue). A CPU's `util_avg` is updated from its busy time at each balancing pass, as if the
+//! task's average is kept in its own weight (`se->avg.load_avg`, in its group's run-queue); the
+//! hierarchy's share of the root run-queue is applied when balancing reads it (`task_h_load`),
+//! from the instantaneous run-queue weights of that moment. A CPU's `util_avg` is updated from its busy time at each balancing pass, as if the
 //! busy time were spread evenly over the interval.
 
 use super::{Class, Sim, State};
@@ -73,7 +73,7 @@ impl TaskLoad {
 
 impl Sim {
     /// A fair task joined a run-queue (wake-up, migration, start): account the time it was
-    /// away, then count it runnable with its weight in the hierarchy.
+    /// away, then count it runnable with its own weight.
     pub(super) fn pelt_enqueued(&mut self, tid: u32) {
         let now = self.now;
         let weight = self.ents[tid as usize].weight as f64;

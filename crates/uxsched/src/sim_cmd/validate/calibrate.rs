@@ -22,7 +22,7 @@
 //!   the first's 10 ms — takes these samples
 //!   ([`uxsched_sim::engine::SimConfig::long_idle_wakeup_costs`]).
 //!
-//! Neither is ever set from anything else.
+//! None is ever set from anything else.
 
 use super::rtapp;
 use crate::exit::bad_input;
@@ -33,11 +33,15 @@ use uxsched_model::stats::nearest_rank;
 use uxsched_model::time::fmt_ns;
 use uxsched_model::Nanos;
 
-/// Seconds each calibration probe runs (200 wake-ups at its 10 ms period).
+/// Seconds each calibration probe runs (200 wake-ups at its [`PERIOD_US`]).
 pub const CALIBRATION_S: u64 = 2;
-/// Seconds the long-idle probe runs (60 wake-ups at its 100 ms period).
+/// The probes' timer period, µs.
+const PERIOD_US: u64 = 10_000;
+/// Seconds the long-idle probe runs (60 wake-ups at its [`LONG_PERIOD_US`]).
 pub const LONG_IDLE_S: u64 = 6;
-/// The idle time from which the long-idle costs apply: √(10 ms × 100 ms).
+/// The long-idle probe's timer period, µs.
+const LONG_PERIOD_US: u64 = 100_000;
+/// The idle time from which the long-idle costs apply: √([`PERIOD_US`] × [`LONG_PERIOD_US`]).
 pub const LONG_IDLE_FROM: Nanos = 31_623 * uxsched_model::US;
 
 /// The measured wake-up costs.
@@ -78,16 +82,15 @@ pub fn calibrate(rtapp: &Path, dir: &Path, cpus: usize) -> anyhow::Result<Wakeup
     let samples = |v: &[i64]| v.iter().map(|&x| x.max(0) as Nanos).collect();
     Ok(WakeupCosts {
         long_idle_p50_ns: nearest_rank(&long, 50).max(0) as Nanos,
-        long_idle_from: describe("SCHED_OTHER nice -20, timer slack 1 ns,", &long, 0)
-            .replace("every 10 ms", "every 100 ms"),
+        long_idle_from: describe(FAIR, &long, 0, LONG_PERIOD_US),
         long_idle_ns: samples(&long),
         idle_p50_ns: nearest_rank(&idle, 50).max(0) as Nanos,
-        idle_from: describe("SCHED_OTHER nice -20, timer slack 1 ns,", &idle, 0),
+        idle_from: describe(FAIR, &idle, 0, PERIOD_US),
         idle_ns: samples(&idle),
         rt_ns: nearest_rank(&rt, 50).max(0) as Nanos,
-        rt_from: describe("SCHED_FIFO 10", &rt, cpus),
+        rt_from: describe("SCHED_FIFO 10", &rt, cpus, PERIOD_US),
         fair_p50_ns: nearest_rank(&fair, 50).max(0) as Nanos,
-        fair_from: describe("SCHED_OTHER nice -20, timer slack 1 ns,", &fair, cpus),
+        fair_from: describe(FAIR, &fair, cpus, PERIOD_US),
         fair_ns: samples(&fair),
     })
 }
@@ -111,8 +114,8 @@ fn probe(rtapp: &Path, dir: &Path, cpus: usize, class: ProbeClass) -> anyhow::Re
         ProbeClass::FairIdle | ProbeClass::FairIdleLong => ("SCHED_OTHER", -20, Some(1), 0),
     };
     let (seconds, period_us) = match class {
-        ProbeClass::FairIdleLong => (LONG_IDLE_S, 100_000),
-        _ => (CALIBRATION_S, 10_000),
+        ProbeClass::FairIdleLong => (LONG_IDLE_S, LONG_PERIOD_US),
+        _ => (CALIBRATION_S, PERIOD_US),
     };
     let mut json = serde_json::json!({
         "global": {"duration": seconds, "default_policy": "SCHED_OTHER", "calibration": 100},
@@ -151,14 +154,18 @@ fn probe(rtapp: &Path, dir: &Path, cpus: usize, class: ProbeClass) -> anyhow::Re
     Ok(lat)
 }
 
+/// The fair probes, as [`describe`] names them.
+const FAIR: &str = "SCHED_OTHER nice -20, timer slack 1 ns,";
+
 /// How a probe was measured; `busy` CPUs each had a hog (0: all idle).
-fn describe(what: &str, lat: &[i64], busy: usize) -> String {
+fn describe(what: &str, lat: &[i64], busy: usize, period_us: u64) -> String {
     let cpus = match busy {
         0 => "idle CPUs".to_string(),
         n => format!("{n} busy CPUs"),
     };
     format!(
-        "wu_lat of a {what} probe every 10 ms over {cpus} ({} wake-ups; p10 {}, p50 {}, p90 {})",
+        "wu_lat of a {what} probe every {} ms over {cpus} ({} wake-ups; p10 {}, p50 {}, p90 {})",
+        period_us / 1000,
         lat.len(),
         fmt_ns(nearest_rank(lat, 10) as f64),
         fmt_ns(nearest_rank(lat, 50) as f64),
