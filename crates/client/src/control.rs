@@ -89,6 +89,9 @@ pub struct Settings {
     /// The systemd unit's `CPUWeight` (u64::MAX = not set).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unit_weight: Option<u64>,
+    /// The systemd unit's `IOWeight` (u64::MAX = not set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unit_io_weight: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

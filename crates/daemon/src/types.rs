@@ -171,6 +171,9 @@ pub struct Target {
     pub group: Option<Group>,
     /// Encoded I/O priority (see `actuators::ioprio`).
     pub ioprio: Option<u16>,
+    /// The thread's systemd unit's `IOWeight`: raised for the front, lowered for a background
+    /// app (`actuators/unit_weight.rs`; the weights are [`Desired::unit_io_weights`]).
+    pub unit_io: Option<Group>,
     /// Nice of the thread's session autogroup (see `actuators::autogroup`).
     pub autogroup_nice: Option<i32>,
     /// A real-time class instead of the fair one (an app's grant through the real-time API,
@@ -218,6 +221,9 @@ pub struct Desired {
     /// Weight of uxsched's foreground / background groups in `cpu.shares` units.
     pub fg_shares: u64,
     pub bg_shares: u64,
+    /// `IOWeight` of the unit in front / of a background app's unit on a systemd machine
+    /// (`[storage] front_unit_io_weight`, `background_unit_io_weight`; 0 = leave it).
+    pub unit_io_weights: (u64, u64),
 }
 
 /// The two groups uxsched manages.
@@ -278,6 +284,9 @@ pub enum Value {
     Autogroup(i32),
     /// A systemd unit's `CPUWeight` (`cpu.weight` units; `actuators::unit::UNSET` = not set).
     Unit(u64),
+    /// A systemd unit's `IOWeight` (`io.weight` units; `actuators::unit::UNSET` = not set).
+    #[serde(rename = "unit_io")]
+    UnitIo(u64),
 }
 
 /// The kinds of setting, the journal's second key.
@@ -289,6 +298,8 @@ pub enum Kind {
     Ioprio,
     Autogroup,
     Unit,
+    #[serde(rename = "unit_io")]
+    UnitIo,
 }
 
 impl Kind {
@@ -299,6 +310,7 @@ impl Kind {
             Kind::Ioprio => "ioprio",
             Kind::Autogroup => "autogroup",
             Kind::Unit => "unit",
+            Kind::UnitIo => "unit_io",
         }
     }
 }
@@ -311,6 +323,7 @@ impl Value {
             Value::Ioprio(_) => Kind::Ioprio,
             Value::Autogroup(_) => Kind::Autogroup,
             Value::Unit(_) => Kind::Unit,
+            Value::UnitIo(_) => Kind::UnitIo,
         }
     }
 }

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
-use uxsched_daemon::actuators::unit::{self, Owner, Systemd, Unit, UNSET};
+use uxsched_daemon::actuators::unit::{self, Owner, Property, Systemd, Unit, UNSET};
 use zbus::zvariant::{OwnedObjectPath, OwnedValue};
 
 const SCOPE: &str = "app-test-42.scope";
@@ -27,6 +27,7 @@ struct Call {
 #[derive(Default)]
 struct Units {
     weights: HashMap<String, u64>,
+    io_weights: HashMap<String, u64>,
     calls: Vec<Call>,
 }
 
@@ -66,6 +67,9 @@ impl Manager {
             if key == "CPUWeight" && sig == "t" {
                 units.weights.insert(name.clone(), v);
             }
+            if key == "IOWeight" && sig == "t" {
+                units.io_weights.insert(name.clone(), v);
+            }
             seen.push((key.clone(), sig, v));
         }
         // zvariant prints a body's signature as one structure, "(sba(sv))"; the wire's is the
@@ -93,6 +97,12 @@ impl Scope {
     #[zbus(property, name = "CPUWeight")]
     fn cpu_weight(&self) -> u64 {
         self.0.lock().unwrap().weights[SCOPE]
+    }
+
+    #[zbus(property, name = "IOWeight")]
+    fn io_weight(&self) -> u64 {
+        let units = self.0.lock().unwrap();
+        units.io_weights.get(SCOPE).copied().unwrap_or(UNSET)
     }
 }
 
@@ -179,12 +189,16 @@ fn a_units_weight_is_raised_at_runtime_over_dbus_and_restored() {
     let sd = Systemd::at(&bus.address).unwrap();
     let unit = scope();
 
-    let original = sd.weight(&unit).unwrap();
+    let original = sd.weight(&unit, Property::Cpu).unwrap();
     assert_eq!(original, UNSET, "an unconfigured unit reads as unset");
-    sd.set_weight(&unit, 7007).unwrap();
-    assert_eq!(sd.weight(&unit).unwrap(), 7007);
-    sd.set_weight(&unit, original).unwrap();
-    assert_eq!(sd.weight(&unit).unwrap(), UNSET, "restored to unset");
+    sd.set_weight(&unit, Property::Cpu, 7007).unwrap();
+    assert_eq!(sd.weight(&unit, Property::Cpu).unwrap(), 7007);
+    sd.set_weight(&unit, Property::Cpu, original).unwrap();
+    assert_eq!(
+        sd.weight(&unit, Property::Cpu).unwrap(),
+        UNSET,
+        "restored to unset"
+    );
 
     let calls = units.lock().unwrap().calls.clone();
     let expect = |w: u64| Call {
@@ -199,16 +213,51 @@ fn a_units_weight_is_raised_at_runtime_over_dbus_and_restored() {
         name: "app-exited-1.scope".into(),
         ..scope()
     };
-    let e = sd.weight(&gone).unwrap_err();
+    let e = sd.weight(&gone, Property::Cpu).unwrap_err();
     assert_eq!(e.kind(), std::io::ErrorKind::NotFound, "{e}");
     assert!(e.to_string().contains("app-exited-1.scope"), "{e}");
 
     // The free functions take the system bus from $DBUS_SYSTEM_BUS_ADDRESS like any D-Bus
     // client (this test binary has no other test that reads it).
     std::env::set_var("DBUS_SYSTEM_BUS_ADDRESS", &bus.address);
-    unit::set_weight(&unit, 500).unwrap();
-    assert_eq!(unit::weight(&unit).unwrap(), 500);
-    unit::set_weight(&unit, UNSET).unwrap();
+    unit::set_weight(&unit, Property::Cpu, 500).unwrap();
+    assert_eq!(unit::weight(&unit, Property::Cpu).unwrap(), 500);
+    unit::set_weight(&unit, Property::Cpu, UNSET).unwrap();
     assert_eq!(units.lock().unwrap().calls.len(), 4);
     assert_eq!(units.lock().unwrap().weights[SCOPE], UNSET);
+}
+
+/// The storage lever's `IOWeight` goes the same way: read from the unit type's interface, set
+/// at runtime as a `t` (systemd writes `io.weight` and `io.bfq.weight` from it), and the unset
+/// original put back as unset — the CPU weight untouched meanwhile.
+#[test]
+fn a_units_io_weight_is_raised_at_runtime_over_dbus_and_restored() {
+    let bus = Bus::start();
+    let (_server, units) = fake_systemd(&bus);
+    let sd = Systemd::at(&bus.address).unwrap();
+    let unit = scope();
+
+    let original = sd.weight(&unit, Property::Io).unwrap();
+    assert_eq!(original, UNSET);
+    sd.set_weight(&unit, Property::Io, 1000).unwrap();
+    assert_eq!(sd.weight(&unit, Property::Io).unwrap(), 1000);
+    assert_eq!(
+        sd.weight(&unit, Property::Cpu).unwrap(),
+        UNSET,
+        "CPUWeight untouched"
+    );
+    sd.set_weight(&unit, Property::Io, original).unwrap();
+    assert_eq!(
+        sd.weight(&unit, Property::Io).unwrap(),
+        UNSET,
+        "restored to unset"
+    );
+    let calls = units.lock().unwrap().calls.clone();
+    let expect = |w: u64| Call {
+        signature: "sba(sv)".into(),
+        name: SCOPE.into(),
+        runtime: true,
+        properties: vec![("IOWeight".into(), "t".into(), w)],
+    };
+    assert_eq!(calls, [expect(1000), expect(UNSET)]);
 }

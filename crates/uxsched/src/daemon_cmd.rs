@@ -404,6 +404,30 @@ fn render_boosted_thread(o: &mut String, b: &Boosted) {
             push_line!(o, "  {:>8} uclamp.min {orig}→{cur}", "");
         }
     }
+    // A systemd unit's weights (u64::MAX: not set, systemd's default 100 applies).
+    let weight = |w: u64| match w {
+        u64::MAX => "unset".to_string(),
+        w => w.to_string(),
+    };
+    for (what, orig, cur) in [
+        ("CPUWeight", b.original.unit_weight, b.current.unit_weight),
+        (
+            "IOWeight",
+            b.original.unit_io_weight,
+            b.current.unit_io_weight,
+        ),
+    ] {
+        if let (Some(orig), Some(cur)) = (orig, cur) {
+            let unit = b.objects.join(", ");
+            push_line!(
+                o,
+                "  {:>8} {unit}: {what} {}→{}",
+                "",
+                weight(orig),
+                weight(cur)
+            );
+        }
+    }
 }
 
 /// The real-time policies as `Settings::policy` reports them (`sched_getattr`).
@@ -572,6 +596,31 @@ mod tests {
             },
         );
         assert!(o.contains("0→-19") && o.contains("1400→100"), "{o}");
+    }
+
+    #[test]
+    fn a_units_weights_show_with_the_unit_and_unset_by_name() {
+        let mut o = String::new();
+        render_boosted_thread(
+            &mut o,
+            &Boosted {
+                tid: 7,
+                pid: 7,
+                comm: "nautilus".into(),
+                role: "ui".into(),
+                objects: vec!["unit cgroup 4242".into()],
+                original: Settings {
+                    unit_io_weight: Some(u64::MAX),
+                    ..Default::default()
+                },
+                current: Settings {
+                    unit_io_weight: Some(1000),
+                    ..Default::default()
+                },
+            },
+        );
+        assert!(o.contains("unit cgroup 4242: IOWeight unset→1000"), "{o}");
+        assert!(!o.contains("CPUWeight"), "{o}");
     }
 
     #[test]

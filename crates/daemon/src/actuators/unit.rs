@@ -1,4 +1,4 @@
-//! A systemd unit's CPU weight — how uxsched raises an app on a systemd machine.
+//! A systemd unit's CPU and I/O weight — how uxsched raises an app on a systemd machine.
 //!
 //! Where systemd runs, it owns the cgroup tree: every process belongs to a unit (`*.service`,
 //! `app-*.scope`), and moving a process out of its unit breaks the unit's accounting, its limits
@@ -12,9 +12,15 @@
 //!   private bus, and the delegated subtree is the place where a writer other than PID 1 is
 //!   expected.
 //!
-//! `CPUWeight` is in `cpu.weight` units (1..=10000, 100 = default); systemd reports an unset
-//! weight as [`UNSET`], and setting [`UNSET`] back resets the unit to "not set" (systemd's
-//! `CGROUP_WEIGHT_INVALID`), which is how an unset original is restored.
+//! `IOWeight` ([`Property::Io`], `[storage] front_unit_io_weight`) goes the same two ways. systemd
+//! writes it to the unit's `io.weight` (honoured by blk-iocost) and, converted, `io.bfq.weight`
+//! (BFQ's group scheduling), enabling the io controller down the unit's path itself; in a user
+//! manager's subtree the files exist only where `user@.service` delegates `io` (Debian's
+//! delegates `cpu memory pids`), and uxsched writes them as systemd would.
+//!
+//! Both weights are in `cpu.weight`/`io.weight` units (1..=10000, 100 = default); systemd
+//! reports an unset weight as [`UNSET`], and setting [`UNSET`] back resets the unit to "not set"
+//! (systemd's `CGROUP_WEIGHT_INVALID`), which is how an unset original is restored.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -27,6 +33,45 @@ pub const UNSET: u64 = u64::MAX;
 const DEST: &str = "org.freedesktop.systemd1";
 const PATH: &str = "/org/freedesktop/systemd1";
 const MANAGER: &str = "org.freedesktop.systemd1.Manager";
+
+/// Which weight of a unit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Property {
+    /// `CPUWeight` (`cpu.weight`).
+    Cpu,
+    /// `IOWeight` (`io.weight`, and `io.bfq.weight` converted).
+    Io,
+}
+
+impl Property {
+    /// systemd's name of the property.
+    pub fn name(self) -> &'static str {
+        match self {
+            Property::Cpu => "CPUWeight",
+            Property::Io => "IOWeight",
+        }
+    }
+
+    /// The cgroup file that holds it.
+    fn file(self) -> &'static str {
+        match self {
+            Property::Cpu => "cpu.weight",
+            Property::Io => "io.weight",
+        }
+    }
+}
+
+/// An `io.weight` (1..=10000, default 100) as the `io.bfq.weight` systemd writes beside it
+/// (1..=1000, default 100): linear on each side of the default (`BFQ_WEIGHT`, systemd's
+/// src/basic/cgroup-util.h; below the default both ranges start at 1, so it is the identity).
+pub fn bfq_weight(io_weight: u64) -> u64 {
+    let w = io_weight.clamp(1, 10_000);
+    if w <= 100 {
+        w
+    } else {
+        100 + (w - 100) * 900 / 9_900
+    }
+}
 
 /// Which systemd instance manages a unit.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,7 +93,7 @@ pub struct Unit {
 }
 
 impl Unit {
-    /// The D-Bus interface that carries the unit type's `CPUWeight` property.
+    /// The D-Bus interface that carries the unit type's `CPUWeight` and `IOWeight` properties.
     fn interface(&self) -> io::Result<&'static str> {
         match self.name.rsplit_once('.').map(|(_, t)| t) {
             Some("service") => Ok("org.freedesktop.systemd1.Service"),
@@ -105,38 +150,63 @@ pub fn unit_in(path: &str, mount: &Path) -> Option<Unit> {
     })
 }
 
-/// The unit's configured CPU weight ([`UNSET`] if none) — what [`set_weight`] restores.
-pub fn weight(unit: &Unit) -> io::Result<u64> {
+/// The unit's configured weight ([`UNSET`] if none) — what [`set_weight`] restores.
+pub fn weight(unit: &Unit, prop: Property) -> io::Result<u64> {
     match unit.owner {
-        Owner::System => Systemd::system()?.weight(unit),
-        Owner::User { .. } => read_weight(&unit.dir),
+        Owner::System => Systemd::system()?.weight(unit, prop),
+        Owner::User { .. } => read_weight(&unit.dir, prop),
     }
 }
 
-/// Set the unit's CPU weight (cpu.weight units, or [`UNSET`] to clear it), runtime only.
-pub fn set_weight(unit: &Unit, weight: u64) -> io::Result<()> {
+/// Set the unit's weight (cgroup weight units, or [`UNSET`] to clear it), runtime only.
+pub fn set_weight(unit: &Unit, prop: Property, weight: u64) -> io::Result<()> {
     match unit.owner {
-        Owner::System => Systemd::system()?.set_weight(unit, weight),
-        Owner::User { .. } => write_weight(&unit.dir, weight),
+        Owner::System => Systemd::system()?.set_weight(unit, prop, weight),
+        Owner::User { .. } => write_weight(&unit.dir, prop, weight),
     }
 }
 
-fn read_weight(dir: &Path) -> io::Result<u64> {
-    let file = dir.join("cpu.weight");
-    let text = uxsched_os::procfs::read_to_string(&file)
-        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", file.display())))?;
-    text.trim().parse().map_err(|e| {
-        let msg = format!("{}: {:?}: {e}", file.display(), text.trim());
+/// A delegated unit's weight from its file: `cpu.weight` holds a number, `io.weight` a
+/// `default N` line (then one line per device with a weight of its own).
+pub(crate) fn read_weight(dir: &Path, prop: Property) -> io::Result<u64> {
+    let file = dir.join(prop.file());
+    let text = uxsched_os::procfs::read_to_string(&file).map_err(|e| {
+        let hint = match (prop, e.kind()) {
+            (Property::Io, io::ErrorKind::NotFound) => {
+                " (the user manager does not delegate the io controller: Delegate= of user@.service)"
+            }
+            _ => "",
+        };
+        io::Error::new(e.kind(), format!("{}: {e}{hint}", file.display()))
+    })?;
+    let first = text.lines().next().unwrap_or("").trim();
+    let number = first.strip_prefix("default ").unwrap_or(first);
+    number.trim().parse().map_err(|e| {
+        let msg = format!("{}: {first:?}: {e}", file.display());
         io::Error::new(io::ErrorKind::InvalidData, msg)
     })
 }
 
-fn write_weight(dir: &Path, weight: u64) -> io::Result<()> {
+/// Write a delegated unit's weight as systemd would: for I/O, `io.bfq.weight` converted beside
+/// `io.weight` where the unit has one (a disk on BFQ).
+pub(crate) fn write_weight(dir: &Path, prop: Property, weight: u64) -> io::Result<()> {
     // The kernel default stands for "unset" in a file that always holds a number.
     let value = if weight == UNSET { 100 } else { weight };
-    let file = dir.join("cpu.weight");
-    std::fs::write(&file, value.to_string())
-        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", file.display())))
+    let write = |name: &str, text: String| {
+        let file = dir.join(name);
+        std::fs::write(&file, text)
+            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", file.display())))
+    };
+    match prop {
+        Property::Cpu => write(prop.file(), value.to_string()),
+        Property::Io => {
+            write(prop.file(), format!("default {value}"))?;
+            if dir.join("io.bfq.weight").exists() {
+                write("io.bfq.weight", format!("default {}", bfq_weight(value)))?;
+            }
+            Ok(())
+        }
+    }
 }
 
 /// A connection to the system manager on a bus (one per daemon; the free functions connect per
@@ -160,9 +230,9 @@ impl Systemd {
         Ok(Systemd { bus })
     }
 
-    /// The unit's `CPUWeight` property ([`UNSET`] when not configured).
-    pub fn weight(&self, unit: &Unit) -> io::Result<u64> {
-        let what = format!("reading CPUWeight of {}", unit.name);
+    /// The unit's `CPUWeight` or `IOWeight` property ([`UNSET`] when not configured).
+    pub fn weight(&self, unit: &Unit, prop: Property) -> io::Result<u64> {
+        let what = format!("reading {} of {}", prop.name(), unit.name);
         let reply = self
             .bus
             .call_method(Some(DEST), PATH, Some(MANAGER), "GetUnit", &(&unit.name,))
@@ -179,7 +249,7 @@ impl Systemd {
                 &path,
                 props,
                 "Get",
-                &(unit.interface()?, "CPUWeight"),
+                &(unit.interface()?, prop.name()),
             )
             .map_err(|e| bus_error(&what, e))?;
         let value: OwnedValue = reply
@@ -189,9 +259,9 @@ impl Systemd {
         u64::try_from(value).map_err(|e| bus_error(&what, e.into()))
     }
 
-    /// `SetUnitProperties(name, runtime = true, [("CPUWeight", <t weight>)])`.
-    pub fn set_weight(&self, unit: &Unit, weight: u64) -> io::Result<()> {
-        let props = vec![("CPUWeight", Value::U64(weight))];
+    /// `SetUnitProperties(name, runtime = true, [(prop, <t weight>)])`.
+    pub fn set_weight(&self, unit: &Unit, prop: Property, weight: u64) -> io::Result<()> {
+        let props = vec![(prop.name(), Value::U64(weight))];
         self.bus
             .call_method(
                 Some(DEST),
@@ -200,7 +270,10 @@ impl Systemd {
                 "SetUnitProperties",
                 &(&unit.name, true, props),
             )
-            .map_err(|e| bus_error(&format!("setting CPUWeight={weight} on {}", unit.name), e))?;
+            .map_err(|e| {
+                let what = format!("setting {}={weight} on {}", prop.name(), unit.name);
+                bus_error(&what, e)
+            })?;
         Ok(())
     }
 }
@@ -277,12 +350,55 @@ mod tests {
             dir: dir.path().into(),
             owner: Owner::User { uid: 1000 },
         };
-        assert_eq!(weight(&unit).unwrap(), 100);
-        set_weight(&unit, 7007).unwrap();
-        assert_eq!(weight(&unit).unwrap(), 7007);
-        set_weight(&unit, UNSET).unwrap();
-        assert_eq!(weight(&unit).unwrap(), 100, "unset is the kernel default");
+        let cpu = Property::Cpu;
+        assert_eq!(weight(&unit, cpu).unwrap(), 100);
+        set_weight(&unit, cpu, 7007).unwrap();
+        assert_eq!(weight(&unit, cpu).unwrap(), 7007);
+        set_weight(&unit, cpu, UNSET).unwrap();
+        assert_eq!(
+            weight(&unit, cpu).unwrap(),
+            100,
+            "unset is the kernel default"
+        );
         std::fs::remove_file(dir.path().join("cpu.weight")).unwrap();
-        assert!(weight(&unit).is_err());
+        assert!(weight(&unit, cpu).is_err());
+    }
+
+    /// `io.weight` holds `default N` and per-device lines; where the unit has an `io.bfq.weight`
+    /// (a disk on BFQ) it gets systemd's conversion beside it; a user manager that does not
+    /// delegate io has neither file, and the error says so.
+    #[test]
+    fn a_delegated_units_io_weight_is_written_as_systemd_writes_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let unit = Unit {
+            name: "app-x-1.scope".into(),
+            dir: dir.path().into(),
+            owner: Owner::User { uid: 1000 },
+        };
+        let e = weight(&unit, Property::Io).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("does not delegate the io controller"),
+            "{e}"
+        );
+        std::fs::write(dir.path().join("io.weight"), "default 100\n254:0 50\n").unwrap();
+        std::fs::write(dir.path().join("io.bfq.weight"), "default 100\n").unwrap();
+        assert_eq!(weight(&unit, Property::Io).unwrap(), 100);
+        set_weight(&unit, Property::Io, 1000).unwrap();
+        assert_eq!(weight(&unit, Property::Io).unwrap(), 1000);
+        let bfq = std::fs::read_to_string(dir.path().join("io.bfq.weight")).unwrap();
+        assert_eq!(bfq, "default 181");
+        set_weight(&unit, Property::Io, UNSET).unwrap();
+        assert_eq!(weight(&unit, Property::Io).unwrap(), 100);
+        let bfq = std::fs::read_to_string(dir.path().join("io.bfq.weight")).unwrap();
+        assert_eq!(bfq, "default 100");
+    }
+
+    #[test]
+    fn bfq_weights_follow_systemds_conversion() {
+        assert_eq!(
+            [1, 10, 100, 1000, 10_000].map(bfq_weight),
+            [1, 10, 100, 181, 1000]
+        );
     }
 }

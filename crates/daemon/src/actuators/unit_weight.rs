@@ -1,9 +1,9 @@
-//! A systemd unit's CPU weight as an [`Actuator`] — the placement lever on a systemd machine,
-//! where uxsched must not move processes out of their units (`unit.rs`). The object is the unit
-//! (every process of an `app-*.scope` shares its weight), keyed by its cgroup's id and reached
-//! through any process still in it.
+//! A systemd unit's CPU or I/O weight as an [`Actuator`] — the placement levers on a systemd
+//! machine, where uxsched must not move processes out of their units (`unit.rs`). The object is
+//! the unit (every process of an `app-*.scope` shares its weight), keyed by its cgroup's id and
+//! reached through any process still in it; one actuator per weight ([`Property`]).
 
-use super::unit::{self, Owner, Systemd, Unit};
+use super::unit::{self, Owner, Property, Systemd, Unit};
 use super::Actuator;
 use crate::types::Key;
 use crate::types::{Kind, Value};
@@ -16,14 +16,17 @@ use uxsched_os::identity::TaskId;
 pub struct UnitWeight {
     /// The cgroup2 mount, searched for a unit's directory once the thread that named it left.
     pub mount: PathBuf,
+    /// Which weight: `CPUWeight` ([`Kind::Unit`]) or `IOWeight` ([`Kind::UnitIo`]).
+    pub prop: Property,
     /// One system-bus connection, opened on first use and reopened after an error.
     bus: RefCell<Option<Systemd>>,
 }
 
 impl UnitWeight {
-    pub fn new(mount: PathBuf) -> UnitWeight {
+    pub fn new(mount: PathBuf, prop: Property) -> UnitWeight {
         UnitWeight {
             mount,
+            prop,
             bus: RefCell::new(None),
         }
     }
@@ -76,7 +79,10 @@ fn member_of(dir: &Path, id: u64, inside: bool) -> Option<i32> {
 
 impl Actuator for UnitWeight {
     fn kind(&self) -> Kind {
-        Kind::Unit
+        match self.prop {
+            Property::Cpu => Kind::Unit,
+            Property::Io => Kind::UnitIo,
+        }
     }
 
     fn key(&self, task: &TaskId) -> io::Result<Option<Key>> {
@@ -95,21 +101,25 @@ impl Actuator for UnitWeight {
 
     fn read(&self, via: i32) -> io::Result<Value> {
         let u = unit_at(via)?;
-        match u.owner {
-            Owner::System => self.on_bus(|b| b.weight(&u)),
-            Owner::User { .. } => unit::weight(&u),
-        }
-        .map(Value::Unit)
+        let w = match u.owner {
+            Owner::System => self.on_bus(|b| b.weight(&u, self.prop)),
+            Owner::User { .. } => unit::weight(&u, self.prop),
+        }?;
+        Ok(match self.prop {
+            Property::Cpu => Value::Unit(w),
+            Property::Io => Value::UnitIo(w),
+        })
     }
 
     fn write(&self, via: i32, value: &Value) -> io::Result<()> {
-        let Value::Unit(w) = value else {
-            return Err(super::wrong_kind(Kind::Unit, value));
+        let w = match (self.prop, value) {
+            (Property::Cpu, Value::Unit(w)) | (Property::Io, Value::UnitIo(w)) => *w,
+            _ => return Err(super::wrong_kind(self.kind(), value)),
         };
         let u = unit_at(via)?;
         match u.owner {
-            Owner::System => self.on_bus(|b| b.set_weight(&u, *w)),
-            Owner::User { .. } => unit::set_weight(&u, *w),
+            Owner::System => self.on_bus(|b| b.set_weight(&u, self.prop, w)),
+            Owner::User { .. } => unit::set_weight(&u, self.prop, w),
         }
     }
 }

@@ -35,10 +35,34 @@ pub struct Storage {
     /// `front_class = "rt"`), `be` → `restrict-to-be` (BE 0). It covers every thread of the apps
     /// in the group, not only the critical set; off by default for that reason.
     pub front_group_class: FrontClass,
+    /// On a systemd machine, the `IOWeight` (1..=10000, systemd's default 100) the unit of the
+    /// interaction's critical set and of a launch is raised to while it is in front, at runtime
+    /// through systemd (`actuators/unit.rs`); 0 leaves it. Acts under BFQ (`io.bfq.weight`) and
+    /// blk-iocost, between the unit and its sibling units only. Off by default: unmeasured.
+    #[serde(deserialize_with = "front_io_weight")]
+    pub front_unit_io_weight: u64,
+    /// The `IOWeight` the unit of an app that was in front before (a file manager left copying)
+    /// is lowered to while another app is in front; 0 leaves it. Off by default: unmeasured.
+    #[serde(deserialize_with = "bg_io_weight")]
+    pub background_unit_io_weight: u64,
 }
 
 ranged!(launch_budget_ms, u64, "storage.launch_budget_ms", 0, 60_000);
 ranged!(launch_max, usize, "storage.launch_max", 1, 64);
+ranged!(
+    front_io_weight,
+    u64,
+    "storage.front_unit_io_weight",
+    0,
+    10_000
+);
+ranged!(
+    bg_io_weight,
+    u64,
+    "storage.background_unit_io_weight",
+    0,
+    10_000
+);
 
 /// The I/O class the front gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -79,6 +103,8 @@ impl Default for Storage {
             bfq_devices: Vec::new(),
             background_io_class: BackgroundClass::Off,
             front_group_class: FrontClass::Off,
+            front_unit_io_weight: 0,
+            background_unit_io_weight: 0,
         }
     }
 }
@@ -140,6 +166,27 @@ mod tests {
         );
         let c = parse("[storage]\nbackground_io_class = \"off\"\n").unwrap();
         assert_eq!(c.storage.group_prio_classes(), (None, None));
+    }
+
+    #[test]
+    fn unit_io_weights_are_off_by_default_and_bounded_by_systemds_range() {
+        let d = parse("").unwrap().storage;
+        assert_eq!(
+            (d.front_unit_io_weight, d.background_unit_io_weight),
+            (0, 0)
+        );
+        let c = parse("[storage]\nfront_unit_io_weight = 1000\nbackground_unit_io_weight = 10\n")
+            .unwrap()
+            .storage;
+        assert_eq!(
+            (c.front_unit_io_weight, c.background_unit_io_weight),
+            (1000, 10)
+        );
+        let e = parse("[storage]\nbackground_unit_io_weight = 10001\n").unwrap_err();
+        assert!(
+            e.contains("storage.background_unit_io_weight") && e.contains("0..=10000"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -304,8 +304,16 @@ pub(super) fn reconciler(
     events: &std::sync::mpsc::Sender<crate::types::Event>,
 ) -> (Reconciler, String) {
     let hierarchy = Hierarchy::detect();
+    let unit_io = cfg.storage.front_unit_io_weight > 0 || cfg.storage.background_unit_io_weight > 0;
     if let Some(Hierarchy::V2 { mount, cpu: true }) = &hierarchy {
         if crate::actuators::unit::systemd_running() {
+            if unit_io {
+                info!(
+                    "`[storage] *_unit_io_weight`: units' IOWeight set through systemd; it acts \
+                     on a disk under BFQ (io.bfq.weight) or with blk-iocost enabled (io.cost.qos), \
+                     between sibling units — `uxsched status` shows each disk's elevator"
+                );
+            }
             let how = format!(
                 "systemd units: the app's unit CPUWeight (cgroup2 at {})",
                 mount.display()
@@ -315,6 +323,13 @@ pub(super) fn reconciler(
                 how,
             );
         }
+    }
+    if unit_io {
+        warn!(
+            "`[storage] front_unit_io_weight`/`background_unit_io_weight` need systemd units on \
+             cgroup2; this machine has none (uxsched places apps in groups of its own, or in \
+             none): not set — `[storage] background_io_class` is the cgroup2 lever without systemd"
+        );
     }
     let groups = hierarchy.and_then(|h| {
         let where_ = h.describe();

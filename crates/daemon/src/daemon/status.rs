@@ -164,11 +164,14 @@ impl Daemon {
             Value::Sched(_) => Value::Sched(sched::get(tid)?),
             Value::Ioprio(_) => Value::Ioprio(ioprio::get(tid)?),
             Value::Autogroup(_) => Value::Autogroup(autogroup::get(tid)?),
-            Value::Unit(_) => {
+            Value::Unit(_) | Value::UnitIo(_) => {
+                use crate::actuators::unit::{self, Property};
                 let pid = uxsched_os::identity::tgid(tid)?;
-                let unit =
-                    crate::actuators::unit::unit_of(pid)?.ok_or(std::io::ErrorKind::NotFound)?;
-                Value::Unit(crate::actuators::unit::weight(&unit)?)
+                let u = unit::unit_of(pid)?.ok_or(std::io::ErrorKind::NotFound)?;
+                match like {
+                    Value::Unit(_) => Value::Unit(unit::weight(&u, Property::Cpu)?),
+                    _ => Value::UnitIo(unit::weight(&u, Property::Io)?),
+                }
             }
             Value::Cgroup(_) => match &self.rec.groups {
                 Some(g) => Value::Cgroup(g.hierarchy.current(tid)?),
@@ -201,5 +204,6 @@ fn fill(s: &mut Settings, v: &Value) {
         Value::Ioprio(v) => s.ioprio = Some(*v),
         Value::Autogroup(n) => s.autogroup_nice = Some(*n),
         Value::Unit(w) => s.unit_weight = Some(*w),
+        Value::UnitIo(w) => s.unit_io_weight = Some(*w),
     }
 }

@@ -28,6 +28,10 @@ impl Desired {
             threads: BTreeMap::new(),
             fg_shares: cfg.fg_shares,
             bg_shares: cfg.bg_shares,
+            unit_io_weights: (
+                cfg.storage.front_unit_io_weight,
+                cfg.storage.background_unit_io_weight,
+            ),
         }
     }
 
@@ -51,7 +55,7 @@ impl Desired {
     }
 
     /// `cpu_levers = false` (seed 003's I/O manager alone): every target cut to its storage
-    /// lever, the I/O class, and a thread left with none dropped, so the reconciler makes no
+    /// levers, the I/O class and the unit's I/O weight, and a thread left with none dropped, so the reconciler makes no
     /// nice, slice, policy (real time, `SCHED_EXT`), uclamp, autogroup, cgroup or systemd unit
     /// change and restores any it made; unchanged when the switch is on (the default). The
     /// groups' weights stay as they are: with no thread placed, the groups hold nothing.
@@ -66,9 +70,10 @@ impl Desired {
             .filter_map(|(task, t)| {
                 let io = Target {
                     ioprio: t.ioprio,
+                    unit_io: t.unit_io,
                     ..Target::default()
                 };
-                t.ioprio.is_some().then_some((task, io))
+                (io != Target::default()).then_some((task, io))
             })
             .collect();
         self
@@ -230,13 +235,18 @@ mod tests {
                 for (task, t) in &cut.threads {
                     let io = Target {
                         ioprio: t.ioprio,
+                        unit_io: t.unit_io,
                         ..Target::default()
                     };
                     assert_eq!(*t, io, "{m}: {task:?}");
-                    assert!(t.ioprio.is_some(), "{m}: {task:?} kept with nothing");
+                    assert_ne!(*t, Target::default(), "{m}: {task:?} kept with nothing");
                     assert_eq!(t.ioprio, d.threads[task].ioprio, "{m}");
+                    assert_eq!(t.unit_io, d.threads[task].unit_io, "{m}");
                 }
-                let with_io = d.threads.values().filter(|t| t.ioprio.is_some());
+                let with_io = d
+                    .threads
+                    .values()
+                    .filter(|t| t.ioprio.is_some() || t.unit_io.is_some());
                 assert_eq!(cut.threads.len(), with_io.count(), "{m}");
             }
         }

@@ -34,6 +34,7 @@ impl Policy for Shuffledog {
                     nice: Some(nice),
                     group: Some(Group::Fg),
                     ioprio: Some(critical_io),
+                    unit_io: Some(Group::Fg),
                     ..Target::default()
                 })
             });
@@ -57,6 +58,7 @@ impl Policy for Shuffledog {
                 Some(Target {
                     group: Some(Group::Bg),
                     ioprio: Some(encode(CLASS_BE, 7)),
+                    unit_io: Some(Group::Bg),
                     ..Target::default()
                 })
             });

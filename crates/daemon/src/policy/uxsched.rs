@@ -45,6 +45,7 @@ impl Policy for Uxsched {
             let mut target = if critical {
                 Target {
                     ioprio: io,
+                    unit_io: Some(Group::Fg),
                     ..lever.raise(&t.task)
                 }
             } else {
@@ -80,12 +81,29 @@ impl Policy for Uxsched {
             let mut target = lever.raise(&c.task);
             if c.kind != CriticalKind::KernelWorker {
                 target.ioprio = io;
+                target.unit_io = Some(Group::Fg);
             }
             d.threads.insert(c.task, target);
         }
         launches(&mut d, state, cfg);
+        background_units(&mut d, state, cfg);
         super::audible::protect(&mut d, state, cfg);
         d
+    }
+}
+
+/// The apps that were in front before (a file manager left copying), while another is: their
+/// units' `IOWeight` lowered, where `[storage] background_unit_io_weight` asks for it. Nothing
+/// else of theirs is touched, nor a thread of theirs that is on the interaction's chain.
+fn background_units(d: &mut Desired, state: &State, cfg: &Config) {
+    if cfg.storage.background_unit_io_weight == 0 {
+        return;
+    }
+    for t in state.background.iter().flat_map(|app| &app.threads) {
+        d.threads.entry(t.task).or_insert(Target {
+            unit_io: Some(Group::Bg),
+            ..Target::default()
+        });
     }
 }
 
@@ -102,6 +120,7 @@ fn launches(d: &mut Desired, state: &State, cfg: &Config) {
             }
             let mut target = critical_target(cfg, false);
             target.ioprio = cfg.storage.front_ioprio();
+            target.unit_io = Some(Group::Fg);
             target.group = (!state.autogroup).then_some(Group::Fg);
             target.autogroup_nice =
                 (state.autogroup && t.task.tid == app.id.pid).then_some(cfg.min_nice);

@@ -32,6 +32,8 @@ pub struct World {
     pub sessions: BTreeMap<u64, i32>,
     /// systemd units' CPUWeight, one unit per session here (absent = not set).
     pub units: BTreeMap<u64, u64>,
+    /// Their IOWeight, the same way.
+    pub unit_io: BTreeMap<u64, u64>,
     /// Writes that fail with EACCES, by kind.
     pub refuse: HashSet<Kind>,
     /// A tid recycled (exits and is reborn with this start time) right before the next write.
@@ -112,7 +114,7 @@ impl Actuator for FakeActuator {
         let t = w.tasks.get(&task.tid).ok_or_else(esrch)?;
         Ok(Some(match self.kind {
             Kind::Autogroup => Key::Session(t.session),
-            Kind::Unit => Key::Unit(t.session),
+            Kind::Unit | Kind::UnitIo => Key::Unit(t.session),
             _ => Key::Thread(*task),
         }))
     }
@@ -147,6 +149,12 @@ impl Actuator for FakeActuator {
                     .copied()
                     .unwrap_or(crate::actuators::unit::UNSET),
             ),
+            Kind::UnitIo => Value::UnitIo(
+                w.unit_io
+                    .get(&t.session)
+                    .copied()
+                    .unwrap_or(crate::actuators::unit::UNSET),
+            ),
             Kind::Cgroup => return Err(io::ErrorKind::Unsupported.into()),
         })
     }
@@ -173,6 +181,9 @@ impl Actuator for FakeActuator {
             Value::Ioprio(v) => w.tasks.get_mut(&via).ok_or_else(esrch)?.ioprio = *v,
             Value::Unit(u) => {
                 w.units.insert(session, *u);
+            }
+            Value::UnitIo(u) => {
+                w.unit_io.insert(session, *u);
             }
             Value::Cgroup(_) => return Err(io::ErrorKind::Unsupported.into()),
         }
@@ -257,7 +268,7 @@ pub fn reconciler(world: &Shared, journal: &std::path::Path) -> Reconciler {
 
 /// The same on a systemd machine: placement is the unit's weight.
 pub fn reconciler_with_units(world: &Shared, journal: &std::path::Path) -> Reconciler {
-    reconciler_of(world, journal, &[Kind::Sched, Kind::Unit])
+    reconciler_of(world, journal, &[Kind::Sched, Kind::Unit, Kind::UnitIo])
 }
 
 fn reconciler_of(world: &Shared, journal: &std::path::Path, kinds: &[Kind]) -> Reconciler {

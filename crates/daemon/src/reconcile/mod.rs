@@ -38,6 +38,8 @@ mod tests_levers;
 mod tests_rt;
 #[cfg(test)]
 mod tests_uclamp;
+#[cfg(test)]
+mod tests_unit_io;
 mod values;
 mod yields;
 
@@ -105,6 +107,8 @@ pub struct Reconciler {
     pub failures: BTreeMap<Setting, String>,
     /// `cpu.weight` for a unit whose app is wanted in the fg / bg group (systemd machines).
     unit_weights: (u64, u64),
+    /// `io.weight` for the unit in front / a background app's unit (0: left alone).
+    unit_io_weights: (u64, u64),
     /// Threads whose scheduling the rt lever's guard wrote since the last pass (`rt_guard.rs`):
     /// uxsched's own change, not someone else's.
     guard: Option<crate::rt_guard::Demoted>,
@@ -165,6 +169,7 @@ impl Reconciler {
             warned: HashSet::new(),
             failures: BTreeMap::new(),
             unit_weights: (0, 0),
+            unit_io_weights: (0, 0),
             guard: None,
             ext_inherited: false,
             pin_io_weight: false,
@@ -172,13 +177,16 @@ impl Reconciler {
     }
 
     /// A reconciler for a systemd machine: placement raises the app's own unit's `CPUWeight`
-    /// (`actuators/unit_weight.rs`) instead of moving processes into uxsched's groups.
+    /// (`actuators/unit_weight.rs`) instead of moving processes into uxsched's groups, and the
+    /// storage lever its `IOWeight`.
     pub fn with_units(journal: Journal, cgroup2: std::path::PathBuf, default_slice: u64) -> Self {
+        use crate::actuators::unit::Property;
         let actuators: Vec<Box<dyn Actuator>> = vec![
             Box::new(Sched),
             Box::new(Ioprio::default()),
             Box::new(Autogroup),
-            Box::new(UnitWeight::new(cgroup2)),
+            Box::new(UnitWeight::new(cgroup2.clone(), Property::Cpu)),
+            Box::new(UnitWeight::new(cgroup2, Property::Io)),
         ];
         Reconciler::with_kernel(journal, None, actuators, Box::new(ProcTasks), default_slice)
     }
@@ -197,6 +205,7 @@ impl Reconciler {
             shares_to_cgroup_weight(desired.fg_shares),
             shares_to_cgroup_weight(desired.bg_shares),
         );
+        self.unit_io_weights = desired.unit_io_weights;
         self.failed_moves()?;
         for act in &self.actuators {
             act.new_pass();
@@ -253,7 +262,11 @@ impl Reconciler {
                 }
                 match act.key(task) {
                     Ok(Some(key)) => {
-                        wants.entry((kind, key)).or_insert((*task, target.clone()));
+                        let want = wants.entry((kind, key)).or_insert((*task, target.clone()));
+                        // A unit shared by the front and a background app is the front's.
+                        if kind == Kind::UnitIo && target.unit_io == Some(Group::Fg) {
+                            *want = (*task, target.clone());
+                        }
                     }
                     Ok(None) => {}
                     Err(e) => errors.push(((kind, Key::Thread(*task)), e)),
@@ -511,6 +524,9 @@ impl Reconciler {
                     || target.ext
             }
             Kind::Cgroup | Kind::Unit => target.group.is_some(),
+            // Any side, while either weight is set: a front that asks nothing still keeps a
+            // unit it shares with a background app from being lowered (`wants`).
+            Kind::UnitIo => target.unit_io.is_some() && self.unit_io_weights != (0, 0),
             Kind::Ioprio => target.ioprio.is_some() || (self.pin_io_weight && lowers_nice(target)),
             Kind::Autogroup => target.autogroup_nice.is_some(),
         }

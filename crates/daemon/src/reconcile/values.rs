@@ -101,6 +101,17 @@ impl Reconciler {
                 };
                 (w != now).then_some(Value::Unit(w))
             }
+            (Kind::UnitIo, Value::UnitIo(orig)) => {
+                // The same rule for the I/O weight: the front only ever raised, the background
+                // only ever lowered.
+                let now = if *orig == unit::UNSET { 100 } else { *orig };
+                let w = match (target.unit_io?, self.unit_io_weights) {
+                    (Group::Fg, (fg, _)) if fg > 0 => fg.max(now),
+                    (Group::Bg, (_, bg)) if bg > 0 => bg.min(now),
+                    _ => return None,
+                };
+                (w != now).then_some(Value::UnitIo(w))
+            }
             (Kind::Autogroup, Value::Autogroup(orig)) => {
                 let n = target.autogroup_nice?.min(*orig); // only ever raise the session
                 (n != *orig).then_some(Value::Autogroup(n))
