@@ -325,6 +325,32 @@ rows=$(sqlite3 "$j" 'SELECT count(*) FROM settings' 2>&1)
 fact journal_rows_after_stop "$rows"
 check journal_empty "$j: $rows rows (kept by RuntimeDirectoryPreserve=yes)" [ "$rows" = 0 ]
 
+# 3b. The storage lever on this systemd: with `front_unit_io_weight = 500` the probe's unit
+# IOWeight is raised through systemd while focused (systemd writes io.weight), and after a
+# SIGKILL the restart (Restart=on-failure) puts it back before anything else.
+conf=/etc/uxsched/uxsched.toml
+sed -i 's/^front_unit_io_weight = 0$/front_unit_io_weight = 500/' $conf
+check io_conf "$(grep '^front_unit_io_weight' $conf)" grep -q '^front_unit_io_weight = 500$' $conf
+io_of() { systemctl show -p IOWeight --value uxsched-probe; }
+io_file=/sys/fs/cgroup/system.slice/uxsched-probe.service/io.weight
+i0=$(io_of)
+fact probe_io_before "$i0"
+systemctl start $unit
+wait_for 60 sh -c "uxsched status >/dev/null 2>&1"
+uxsched focus "$probe" >/dev/null 2>&1
+wait_for 30 sh -c '[ "$(systemctl show -p IOWeight --value uxsched-probe)" = 500 ]'
+fact probe_io_focused "$(io_of); $(cat $io_file 2>&1 | head -1)"
+check io_weight_raised "IOWeight $i0 -> $(io_of)" [ "$(io_of)" = 500 ]
+check io_weight_file "$io_file: $(head -1 $io_file 2>&1)" sh -c "head -1 $io_file | grep -qx 'default 500'"
+pid0=$(systemctl show -p MainPID --value $unit)
+systemctl kill -s KILL $unit
+wait_for 60 sh -c "[ \"\$(systemctl show -p MainPID --value $unit)\" != $pid0 ] && uxsched status >/dev/null 2>&1"
+fact restarts_after_kill "$(systemctl show -p NRestarts --value $unit)"
+wait_for 30 sh -c "[ \"\$(systemctl show -p IOWeight --value uxsched-probe)\" = \"$i0\" ]"
+check io_weight_restored_after_kill "IOWeight after the restart: $(io_of) (was $i0)" [ "$(io_of)" = "$i0" ]
+systemctl stop $unit
+sed -i 's/^front_unit_io_weight = 500$/front_unit_io_weight = 0/' $conf
+
 # 4. Removal: started and focused again, `dpkg -r` (prerm stops it) must restore the same way.
 systemctl start $unit
 wait_for 60 sh -c "uxsched status >/dev/null 2>&1"
