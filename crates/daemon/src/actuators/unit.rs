@@ -117,15 +117,20 @@ pub fn systemd_running() -> bool {
 /// (`/proc/<pid>/cgroup`); `None` when the path holds none (not under systemd) or there is no
 /// cgroup2 mount.
 pub fn unit_of(pid: i32) -> io::Result<Option<Unit>> {
-    let text = uxsched_os::procfs::read_to_string(format!("/proc/{pid}/cgroup"))?;
-    let Some(path) = text.lines().find_map(|l| l.strip_prefix("0::")) else {
-        return Ok(None);
-    };
     let info = uxsched_os::procfs::read_to_string("/proc/self/mountinfo")?;
     let Some(mount) = super::cgroup::find_mounts(&info).1 else {
         return Ok(None);
     };
-    Ok(unit_in(path, &mount))
+    unit_of_in(pid, &mount)
+}
+
+/// [`unit_of`] with the cgroup2 mount already known (the actuators keep it).
+pub fn unit_of_in(pid: i32, mount: &Path) -> io::Result<Option<Unit>> {
+    let text = uxsched_os::procfs::read_to_string(format!("/proc/{pid}/cgroup"))?;
+    Ok(text
+        .lines()
+        .find_map(|l| l.strip_prefix("0::"))
+        .and_then(|path| unit_in(path, mount)))
 }
 
 /// The unit of a cgroup2 path (relative to `mount`), and which manager owns it.

@@ -8,6 +8,7 @@ use super::Actuator;
 use crate::types::Key;
 use crate::types::{Kind, Value};
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -20,6 +21,9 @@ pub struct UnitWeight {
     pub prop: Property,
     /// One system-bus connection, opened on first use and reopened after an error.
     bus: RefCell<Option<Systemd>>,
+    /// Each process's unit as read in this pass: its threads share it, and a pass asks for
+    /// every thread of the apps it places (`new_pass` drops it).
+    keys: RefCell<HashMap<i32, Option<Key>>>,
 }
 
 impl UnitWeight {
@@ -28,7 +32,17 @@ impl UnitWeight {
             mount,
             prop,
             bus: RefCell::new(None),
+            keys: RefCell::new(HashMap::new()),
         }
+    }
+
+    fn unit_at(&self, pid: i32) -> io::Result<Unit> {
+        unit::unit_of_in(pid, &self.mount)?.ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("process {pid} is in no systemd unit"),
+            )
+        })
     }
 
     /// Run `f` on the system manager's connection (a failure drops it, so the next call
@@ -44,15 +58,6 @@ impl UnitWeight {
         }
         r
     }
-}
-
-fn unit_at(pid: i32) -> io::Result<Unit> {
-    unit::unit_of(pid)?.ok_or_else(|| {
-        io::Error::new(
-            io::ErrorKind::NotFound,
-            format!("process {pid} is in no systemd unit"),
-        )
-    })
 }
 
 /// The cgroup id of a directory: its inode number on cgroup2.
@@ -86,10 +91,19 @@ impl Actuator for UnitWeight {
     }
 
     fn key(&self, task: &TaskId) -> io::Result<Option<Key>> {
-        match unit::unit_of(task.pid)? {
-            Some(u) => Ok(Some(Key::Unit(cgroup_id(&u.dir)?))),
-            None => Ok(None),
+        if let Some(key) = self.keys.borrow().get(&task.pid) {
+            return Ok(*key);
         }
+        let key = match unit::unit_of_in(task.pid, &self.mount)? {
+            Some(u) => Some(Key::Unit(cgroup_id(&u.dir)?)),
+            None => None,
+        };
+        self.keys.borrow_mut().insert(task.pid, key);
+        Ok(key)
+    }
+
+    fn new_pass(&self) {
+        self.keys.borrow_mut().clear();
     }
 
     fn reach(&self, key: &Key) -> Option<i32> {
@@ -100,7 +114,7 @@ impl Actuator for UnitWeight {
     }
 
     fn read(&self, via: i32) -> io::Result<Value> {
-        let u = unit_at(via)?;
+        let u = self.unit_at(via)?;
         let w = match u.owner {
             Owner::System => self.on_bus(|b| b.weight(&u, self.prop)),
             Owner::User { .. } => unit::weight(&u, self.prop),
@@ -116,7 +130,7 @@ impl Actuator for UnitWeight {
             (Property::Cpu, Value::Unit(w)) | (Property::Io, Value::UnitIo(w)) => *w,
             _ => return Err(super::wrong_kind(self.kind(), value)),
         };
-        let u = unit_at(via)?;
+        let u = self.unit_at(via)?;
         match u.owner {
             Owner::System => self.on_bus(|b| b.set_weight(&u, self.prop, w)),
             Owner::User { .. } => unit::set_weight(&u, self.prop, w),
