@@ -225,6 +225,14 @@ pub fn doctor_lines(cfg: &crate::config::storage::Storage) -> Vec<String> {
     if cfg.group_prio_classes() != (None, None) {
         lines.extend(crate::actuators::io_class::device_lines(&probe.devices));
     }
+    if cfg.front_unit_io_weight > 0 || cfg.background_unit_io_weight > 0 {
+        let qos = probe
+            .cgroup
+            .mount
+            .as_ref()
+            .and_then(|m| uxsched_os::procfs::read_to_string(m.join("io.cost.qos")).ok());
+        lines.extend(unit_io_lines(&probe.devices, qos.as_deref().unwrap_or("")));
+    }
     lines.push(if cfg.launch_budget_ms == 0 {
         "launches: not followed (`[storage] launch_budget_ms = 0`)".to_owned()
     } else {
@@ -234,6 +242,42 @@ pub fn doctor_lines(cfg: &crate::config::storage::Storage) -> Vec<String> {
         )
     });
     lines
+}
+
+/// Per disk, whether the units' `IOWeight` (`[storage] *_unit_io_weight`) can act on it: under
+/// BFQ through `io.bfq.weight`, elsewhere only where blk-iocost is enabled for it (a line
+/// `MAJ:MIN enable=1 …` of the root's `io.cost.qos`, the text given here).
+pub(crate) fn unit_io_lines(devices: &[uxsched_os::block::Device], qos: &str) -> Vec<String> {
+    let iocost = |(major, minor): (u32, u32)| {
+        let dev = format!("{major}:{minor}");
+        qos.lines().any(|l| {
+            let mut words = l.split_whitespace();
+            words.next() == Some(dev.as_str()) && words.any(|w| w == "enable=1")
+        })
+    };
+    devices
+        .iter()
+        .filter_map(|d| {
+            let elevator = d.scheduler.as_deref()?;
+            Some(if d.honours_bfq_weight() {
+                format!(
+                    "{}: the units' IOWeight acts (io.bfq.weight under bfq)",
+                    d.name
+                )
+            } else if iocost(d.dev) {
+                format!(
+                    "{}: the units' IOWeight acts (blk-iocost is enabled for it)",
+                    d.name
+                )
+            } else {
+                format!(
+                    "{}: the units' IOWeight does nothing under {elevator} without blk-iocost \
+                     (`switch_to_bfq = true`, or enable it in io.cost.qos)",
+                    d.name
+                )
+            })
+        })
+        .collect()
 }
 
 /// What `doctor` says of one disk's elevator, if anything: under `none`/`kyber` the front's
@@ -294,6 +338,19 @@ mod tests {
             slaves: Vec::new(),
             root: true,
         }
+    }
+
+    #[test]
+    fn the_units_io_weight_acts_under_bfq_or_where_iocost_is_enabled_for_the_disk() {
+        let lines = |elevator: &str, qos: &str| unit_io_lines(&[disk(elevator, &[])], qos);
+        assert!(lines("bfq", "")[0].contains("acts (io.bfq.weight"));
+        let off = lines("mq-deadline", "");
+        assert!(off[0].contains("does nothing under mq-deadline"), "{off:?}");
+        let qos = "8:0 enable=1 ctrl=auto\n253:0 enable=1 ctrl=auto rpct=95.00\n";
+        assert!(lines("none", qos)[0].contains("blk-iocost is enabled"));
+        // Another disk's line, or this disk's with iocost off, does not count.
+        assert!(lines("none", "8:0 enable=1\n253:0 enable=0\n")[0].contains("does nothing"));
+        assert!(lines("none", "253:00 enable=1\n")[0].contains("does nothing"));
     }
 
     #[test]

@@ -311,7 +311,7 @@ pub(super) fn reconciler(
                 info!(
                     "`[storage] *_unit_io_weight`: units' IOWeight set through systemd; it acts \
                      on a disk under BFQ (io.bfq.weight) or with blk-iocost enabled (io.cost.qos), \
-                     between sibling units — `uxsched status` shows each disk's elevator"
+                     between sibling units — `uxsched doctor` says per disk whether it acts"
                 );
             }
             let how = format!(
