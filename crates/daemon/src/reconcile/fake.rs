@@ -34,6 +34,8 @@ pub struct World {
     pub units: BTreeMap<u64, u64>,
     /// Their IOWeight, the same way.
     pub unit_io: BTreeMap<u64, u64>,
+    /// Tasks that started less than the inheritance grace ago.
+    pub newborn: HashSet<i32>,
     /// Writes that fail with EACCES, by kind.
     pub refuse: HashSet<Kind>,
     /// A tid recycled (exits and is reborn with this start time) right before the next write.
@@ -254,6 +256,9 @@ impl Tasks for FakeTasks {
             .get(&tid)
             .map(|t| t.id)
             .ok_or_else(esrch)
+    }
+    fn newborn(&self, task: &TaskId) -> bool {
+        self.0.borrow().newborn.contains(&task.tid)
     }
 }
 
