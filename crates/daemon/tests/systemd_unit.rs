@@ -188,26 +188,7 @@ fn a_units_weight_is_raised_at_runtime_over_dbus_and_restored() {
     let (_server, units) = fake_systemd(&bus);
     let sd = Systemd::at(&bus.address).unwrap();
     let unit = scope();
-
-    let original = sd.weight(&unit, Property::Cpu).unwrap();
-    assert_eq!(original, UNSET, "an unconfigured unit reads as unset");
-    sd.set_weight(&unit, Property::Cpu, 7007).unwrap();
-    assert_eq!(sd.weight(&unit, Property::Cpu).unwrap(), 7007);
-    sd.set_weight(&unit, Property::Cpu, original).unwrap();
-    assert_eq!(
-        sd.weight(&unit, Property::Cpu).unwrap(),
-        UNSET,
-        "restored to unset"
-    );
-
-    let calls = units.lock().unwrap().calls.clone();
-    let expect = |w: u64| Call {
-        signature: "sba(sv)".into(),
-        name: SCOPE.into(),
-        runtime: true,
-        properties: vec![("CPUWeight".into(), "t".into(), w)],
-    };
-    assert_eq!(calls, [expect(7007), expect(UNSET)]);
+    raise_and_restore(&sd, &units, Property::Cpu, 7007);
 
     let gone = Unit {
         name: "app-exited-1.scope".into(),
@@ -235,29 +216,26 @@ fn a_units_io_weight_is_raised_at_runtime_over_dbus_and_restored() {
     let bus = Bus::start();
     let (_server, units) = fake_systemd(&bus);
     let sd = Systemd::at(&bus.address).unwrap();
-    let unit = scope();
+    raise_and_restore(&sd, &units, Property::Io, 1000);
+    let cpu = sd.weight(&scope(), Property::Cpu).unwrap();
+    assert_eq!(cpu, UNSET, "CPUWeight untouched");
+}
 
-    let original = sd.weight(&unit, Property::Io).unwrap();
-    assert_eq!(original, UNSET);
-    sd.set_weight(&unit, Property::Io, 1000).unwrap();
-    assert_eq!(sd.weight(&unit, Property::Io).unwrap(), 1000);
-    assert_eq!(
-        sd.weight(&unit, Property::Cpu).unwrap(),
-        UNSET,
-        "CPUWeight untouched"
-    );
-    sd.set_weight(&unit, Property::Io, original).unwrap();
-    assert_eq!(
-        sd.weight(&unit, Property::Io).unwrap(),
-        UNSET,
-        "restored to unset"
-    );
-    let calls = units.lock().unwrap().calls.clone();
+/// Raise the scope's `prop` to `w` and put its unset original back, checking what went on the
+/// bus: exactly two runtime `SetUnitProperties` calls, each carrying `prop` alone, as a `t`.
+fn raise_and_restore(sd: &Systemd, units: &Shared, prop: Property, w: u64) {
+    let unit = scope();
+    let original = sd.weight(&unit, prop).unwrap();
+    assert_eq!(original, UNSET, "an unconfigured unit reads as unset");
+    sd.set_weight(&unit, prop, w).unwrap();
+    assert_eq!(sd.weight(&unit, prop).unwrap(), w);
+    sd.set_weight(&unit, prop, original).unwrap();
+    assert_eq!(sd.weight(&unit, prop).unwrap(), UNSET, "restored to unset");
     let expect = |w: u64| Call {
         signature: "sba(sv)".into(),
         name: SCOPE.into(),
         runtime: true,
-        properties: vec![("IOWeight".into(), "t".into(), w)],
+        properties: vec![(prop.name().into(), "t".into(), w)],
     };
-    assert_eq!(calls, [expect(1000), expect(UNSET)]);
+    assert_eq!(units.lock().unwrap().calls, [expect(w), expect(UNSET)]);
 }
