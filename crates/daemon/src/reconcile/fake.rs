@@ -34,8 +34,6 @@ pub struct World {
     pub units: BTreeMap<u64, u64>,
     /// Their IOWeight, the same way.
     pub unit_io: BTreeMap<u64, u64>,
-    /// Tasks that started less than the inheritance grace ago.
-    pub newborn: HashSet<i32>,
     /// Writes that fail with EACCES, by kind.
     pub refuse: HashSet<Kind>,
     /// A tid recycled (exits and is reborn with this start time) right before the next write.
@@ -256,9 +254,6 @@ impl Tasks for FakeTasks {
             .get(&tid)
             .map(|t| t.id)
             .ok_or_else(esrch)
-    }
-    fn newborn(&self, task: &TaskId) -> bool {
-        self.0.borrow().newborn.contains(&task.tid)
     }
 }
 

@@ -72,8 +72,6 @@ pub trait Tasks {
     fn still_same(&self, task: &TaskId) -> bool;
     /// The identity of whatever task has `tid` now.
     fn task_id(&self, tid: i32) -> io::Result<TaskId>;
-    /// Whether `task` started less than [`sweep::INHERIT_GRACE`] ago.
-    fn newborn(&self, task: &TaskId) -> bool;
 }
 
 /// The running kernel's tasks.
@@ -85,9 +83,6 @@ impl Tasks for ProcTasks {
     }
     fn task_id(&self, tid: i32) -> io::Result<TaskId> {
         identity::task_id(tid)
-    }
-    fn newborn(&self, task: &TaskId) -> bool {
-        identity::age(task).is_some_and(|a| a < sweep::INHERIT_GRACE)
     }
 }
 
@@ -313,7 +308,7 @@ impl Reconciler {
             );
             return self.journal.forget(id.0, &id.1);
         };
-        self.sweep_inheritors(act, entry, protected, want.is_some());
+        self.sweep_inheritors(act, entry, protected);
         let Some(via) = self.reach(act, entry) else {
             debug!(
                 object = entry.key.describe(),

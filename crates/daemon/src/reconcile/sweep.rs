@@ -15,14 +15,6 @@ use std::collections::{BTreeMap, HashSet};
 use tracing::{debug, info, warn};
 use uxsched_os::identity;
 
-/// How long a task that inherited a boosted thread's I/O class keeps it while that thread stays
-/// boosted: a program the app in front starts is forked first and exec'd a moment later, and
-/// only its exec tells the launch watcher (`sources/launch.rs`) it is a launch; a pass in
-/// between would put its class back and the next raise it again (seen in the daemon's log as
-/// "put back a setting the task inherited" just before the launch). A restore (the boost ending,
-/// the daemon stopping) puts back heirs of any age.
-pub(super) const INHERIT_GRACE: std::time::Duration = std::time::Duration::from_millis(100);
-
 /// Objects whose I/O priority is uxsched's own to hold: wanted or journalled.
 pub(super) fn protected(wants: &Wants, entries: &[Entry]) -> HashSet<Key> {
     let journalled = entries.iter().map(|e| (e.kind(), e.key));
@@ -43,7 +35,6 @@ impl Reconciler {
         act: &dyn Actuator,
         entry: &Entry,
         protected: &HashSet<Key>,
-        kept: bool,
     ) {
         let heirs = match act.inheritors(&entry.key, &entry.applied) {
             Ok(h) => h,
@@ -58,10 +49,7 @@ impl Reconciler {
         };
         let original = self.restorable(&entry.original);
         for heir in heirs {
-            if protected.contains(&Key::Thread(heir))
-                || !self.tasks.still_same(&heir)
-                || (kept && self.tasks.newborn(&heir))
-            {
+            if protected.contains(&Key::Thread(heir)) || !self.tasks.still_same(&heir) {
                 continue;
             }
             match act.write(heir.tid, &original) {

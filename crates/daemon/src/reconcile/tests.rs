@@ -211,37 +211,6 @@ fn io_priority_inherited_by_children_is_put_back() {
     assert!(rec.journal.entries().unwrap().is_empty());
 }
 
-/// A child forked a moment ago keeps what it inherited while its parent stays boosted (its exec
-/// may make it a launch), and is put back once older; a restore puts back heirs of any age.
-#[test]
-fn a_newborn_heir_keeps_its_inherited_class_while_the_boost_lasts_not_after() {
-    let w = world();
-    let dir = tempfile::tempdir().unwrap();
-    let ui = w.borrow_mut().spawn(100, 100, SHELL_SESSION, None);
-    let mut rec = reconciler(&w, &dir.path().join("j"));
-    let rt4 = encode(CLASS_RT, 4);
-    let rt = Target {
-        ioprio: Some(rt4),
-        ..Target::default()
-    };
-    let d = want(&[(ui, rt)]);
-    rec.reconcile(&d).unwrap();
-    w.borrow_mut().spawn(200, 200, SHELL_SESSION, Some(100));
-    w.borrow_mut().newborn.insert(200);
-    rec.reconcile(&d).unwrap();
-    assert_eq!(w.borrow().task(200).ioprio, rt4, "kept while newborn");
-    w.borrow_mut().newborn.clear();
-    rec.reconcile(&d).unwrap();
-    assert_eq!(w.borrow().task(200).ioprio, BE4, "put back once older");
-    // At the end of the boost a newborn heir goes back with its parent.
-    w.borrow_mut().spawn(201, 201, SHELL_SESSION, Some(100));
-    w.borrow_mut().newborn.insert(201);
-    assert_eq!(w.borrow().task(201).ioprio, rt4);
-    rec.reconcile(&nothing()).unwrap();
-    assert_eq!(w.borrow().task(201).ioprio, BE4);
-    assert!(rec.journal.entries().unwrap().is_empty());
-}
-
 #[test]
 fn threads_the_policy_boosts_are_not_taken_for_inheritors() {
     let w = world();
