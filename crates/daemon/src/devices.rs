@@ -225,7 +225,7 @@ pub fn doctor_lines(cfg: &crate::config::storage::Storage) -> Vec<String> {
     if cfg.group_prio_classes() != (None, None) {
         lines.extend(crate::actuators::io_class::device_lines(&probe.devices));
     }
-    if cfg.front_unit_io_weight > 0 || cfg.background_unit_io_weight > 0 {
+    if cfg.unit_io_weights().is_some() {
         let qos = probe
             .cgroup
             .mount

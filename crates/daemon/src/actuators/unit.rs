@@ -22,6 +22,7 @@
 //! reports an unset weight as [`UNSET`], and setting [`UNSET`] back resets the unit to "not set"
 //! (systemd's `CGROUP_WEIGHT_INVALID`), which is how an unset original is restored.
 
+use crate::types::{Kind, Value as Setting};
 use std::io;
 use std::path::{Path, PathBuf};
 use zbus::blocking::Connection;
@@ -49,6 +50,31 @@ impl Property {
         match self {
             Property::Cpu => "CPUWeight",
             Property::Io => "IOWeight",
+        }
+    }
+
+    /// The journal's kind of setting for it.
+    pub fn kind(self) -> Kind {
+        match self {
+            Property::Cpu => Kind::Unit,
+            Property::Io => Kind::UnitIo,
+        }
+    }
+
+    /// A weight of this property as a setting's value.
+    pub fn value(self, weight: u64) -> Setting {
+        match self {
+            Property::Cpu => Setting::Unit(weight),
+            Property::Io => Setting::UnitIo(weight),
+        }
+    }
+
+    /// The property and weight a setting's value holds, if it is a unit's weight.
+    pub fn of(value: &Setting) -> Option<(Property, u64)> {
+        match value {
+            Setting::Unit(w) => Some((Property::Cpu, *w)),
+            Setting::UnitIo(w) => Some((Property::Io, *w)),
+            _ => None,
         }
     }
 
@@ -173,7 +199,7 @@ pub fn set_weight(unit: &Unit, prop: Property, weight: u64) -> io::Result<()> {
 
 /// A delegated unit's weight from its file: `cpu.weight` holds a number, `io.weight` a
 /// `default N` line (then one line per device with a weight of its own).
-pub(crate) fn read_weight(dir: &Path, prop: Property) -> io::Result<u64> {
+fn read_weight(dir: &Path, prop: Property) -> io::Result<u64> {
     let file = dir.join(prop.file());
     let text = uxsched_os::procfs::read_to_string(&file).map_err(|e| {
         let hint = match (prop, e.kind()) {
@@ -194,7 +220,7 @@ pub(crate) fn read_weight(dir: &Path, prop: Property) -> io::Result<u64> {
 
 /// Write a delegated unit's weight as systemd would: for I/O, `io.bfq.weight` converted beside
 /// `io.weight` where the unit has one (a disk on BFQ).
-pub(crate) fn write_weight(dir: &Path, prop: Property, weight: u64) -> io::Result<()> {
+fn write_weight(dir: &Path, prop: Property, weight: u64) -> io::Result<()> {
     // The kernel default stands for "unset" in a file that always holds a number.
     let value = if weight == UNSET { 100 } else { weight };
     let write = |name: &str, text: String| {

@@ -84,10 +84,7 @@ fn member_of(dir: &Path, id: u64, inside: bool) -> Option<i32> {
 
 impl Actuator for UnitWeight {
     fn kind(&self) -> Kind {
-        match self.prop {
-            Property::Cpu => Kind::Unit,
-            Property::Io => Kind::UnitIo,
-        }
+        self.prop.kind()
     }
 
     fn key(&self, task: &TaskId) -> io::Result<Option<Key>> {
@@ -119,15 +116,12 @@ impl Actuator for UnitWeight {
             Owner::System => self.on_bus(|b| b.weight(&u, self.prop)),
             Owner::User { .. } => unit::weight(&u, self.prop),
         }?;
-        Ok(match self.prop {
-            Property::Cpu => Value::Unit(w),
-            Property::Io => Value::UnitIo(w),
-        })
+        Ok(self.prop.value(w))
     }
 
     fn write(&self, via: i32, value: &Value) -> io::Result<()> {
-        let w = match (self.prop, value) {
-            (Property::Cpu, Value::Unit(w)) | (Property::Io, Value::UnitIo(w)) => *w,
+        let w = match Property::of(value) {
+            Some((prop, w)) if prop == self.prop => w,
             _ => return Err(super::wrong_kind(self.kind(), value)),
         };
         let u = self.unit_at(via)?;

@@ -120,6 +120,12 @@ impl Storage {
         }
     }
 
+    /// `(front_unit_io_weight, background_unit_io_weight)`; `None` while both are 0 (off).
+    pub fn unit_io_weights(&self) -> Option<(u64, u64)> {
+        let w = (self.front_unit_io_weight, self.background_unit_io_weight);
+        (w != (0, 0)).then_some(w)
+    }
+
     /// The `io.prio.class` policy (the kernel's word) of uxsched's foreground and background
     /// groups, where one is asked for (Documentation/admin-guide/cgroup-v2.rst, "IO Priority").
     pub fn group_prio_classes(&self) -> (Option<&'static str>, Option<&'static str>) {

@@ -304,7 +304,7 @@ pub(super) fn reconciler(
     events: &std::sync::mpsc::Sender<crate::types::Event>,
 ) -> (Reconciler, String) {
     let hierarchy = Hierarchy::detect();
-    let unit_io = cfg.storage.front_unit_io_weight > 0 || cfg.storage.background_unit_io_weight > 0;
+    let unit_io = cfg.storage.unit_io_weights().is_some();
     if let Some(Hierarchy::V2 { mount, cpu: true }) = &hierarchy {
         if crate::actuators::unit::systemd_running() {
             if unit_io {

@@ -166,12 +166,10 @@ impl Daemon {
             Value::Autogroup(_) => Value::Autogroup(autogroup::get(tid)?),
             Value::Unit(_) | Value::UnitIo(_) => {
                 use crate::actuators::unit::{self, Property};
+                let (prop, _) = Property::of(like).expect("a unit's weight");
                 let pid = uxsched_os::identity::tgid(tid)?;
                 let u = unit::unit_of(pid)?.ok_or(std::io::ErrorKind::NotFound)?;
-                match like {
-                    Value::Unit(_) => Value::Unit(unit::weight(&u, Property::Cpu)?),
-                    _ => Value::UnitIo(unit::weight(&u, Property::Io)?),
-                }
+                prop.value(unit::weight(&u, prop)?)
             }
             Value::Cgroup(_) => match &self.rec.groups {
                 Some(g) => Value::Cgroup(g.hierarchy.current(tid)?),

@@ -28,10 +28,7 @@ impl Desired {
             threads: BTreeMap::new(),
             fg_shares: cfg.fg_shares,
             bg_shares: cfg.bg_shares,
-            unit_io_weights: (
-                cfg.storage.front_unit_io_weight,
-                cfg.storage.background_unit_io_weight,
-            ),
+            unit_io_weights: cfg.storage.unit_io_weights().unwrap_or_default(),
         }
     }
 

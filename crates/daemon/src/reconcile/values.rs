@@ -92,25 +92,10 @@ impl Reconciler {
                 (v != *orig).then_some(Value::Ioprio(v))
             }
             (Kind::Unit, Value::Unit(orig)) => {
-                // An unset weight is the default, 100. The fg weight only ever raises a unit,
-                // the bg weight only ever lowers one.
-                let now = if *orig == unit::UNSET { 100 } else { *orig };
-                let w = match target.group? {
-                    Group::Fg => self.unit_weights.0.max(now),
-                    Group::Bg => self.unit_weights.1.min(now),
-                };
-                (w != now).then_some(Value::Unit(w))
+                toward(*orig, target.group?, self.unit_weights).map(Value::Unit)
             }
             (Kind::UnitIo, Value::UnitIo(orig)) => {
-                // The same rule for the I/O weight: the front only ever raised, the background
-                // only ever lowered.
-                let now = if *orig == unit::UNSET { 100 } else { *orig };
-                let w = match (target.unit_io?, self.unit_io_weights) {
-                    (Group::Fg, (fg, _)) if fg > 0 => fg.max(now),
-                    (Group::Bg, (_, bg)) if bg > 0 => bg.min(now),
-                    _ => return None,
-                };
-                (w != now).then_some(Value::UnitIo(w))
+                toward(*orig, target.unit_io?, self.unit_io_weights).map(Value::UnitIo)
             }
             (Kind::Autogroup, Value::Autogroup(orig)) => {
                 let n = target.autogroup_nice?.min(*orig); // only ever raise the session
@@ -128,4 +113,17 @@ impl Reconciler {
             other => other.clone(),
         }
     }
+}
+
+/// A unit's weight moved toward `(fg, bg)` for `group` — the front's only ever raised, a
+/// background unit's only ever lowered, a weight of 0 leaving it — or `None` when that changes
+/// nothing. An unset weight counts as systemd's default, 100.
+fn toward(orig: u64, group: Group, (fg, bg): (u64, u64)) -> Option<u64> {
+    let now = if orig == unit::UNSET { 100 } else { orig };
+    let w = match group {
+        Group::Fg if fg > 0 => fg.max(now),
+        Group::Bg if bg > 0 => bg.min(now),
+        _ => return None,
+    };
+    (w != now).then_some(w)
 }
