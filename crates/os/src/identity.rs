@@ -100,6 +100,16 @@ pub fn still_same(id: &TaskId) -> bool {
     alive
 }
 
+/// How long ago `id` started (its start time is in clock ticks since boot, on the boot-time
+/// clock); `None` if the tick rate cannot be read.
+pub fn age(id: &TaskId) -> Option<std::time::Duration> {
+    // SAFETY: sysconf has no memory preconditions.
+    let hz = u64::try_from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).ok()?;
+    let now = crate::clock::ns(libc::CLOCK_BOOTTIME);
+    let start = id.start.checked_mul(1_000_000_000)? / hz.max(1);
+    Some(std::time::Duration::from_nanos(now.saturating_sub(start)))
+}
+
 /// How many tasks' stat descriptors [`still_same`] keeps open: the critical sets and the
 /// focused app's boosted threads fit; the least recently checked is closed first.
 pub const HANDLES: usize = 256;
@@ -243,6 +253,21 @@ pub fn observe(pid: i32) -> io::Result<(Process, Pidfd)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_task_just_started_is_young_and_init_is_old() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        let id = task_id(child.id() as i32).unwrap();
+        let young = age(&id).unwrap();
+        let init = age(&task_id(1).unwrap()).unwrap();
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(young < std::time::Duration::from_secs(1), "{young:?}");
+        assert!(init > young, "init {init:?}, child {young:?}");
+    }
 
     #[test]
     fn parses_comm_with_spaces_and_parentheses() {

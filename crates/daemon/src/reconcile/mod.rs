@@ -72,6 +72,8 @@ pub trait Tasks {
     fn still_same(&self, task: &TaskId) -> bool;
     /// The identity of whatever task has `tid` now.
     fn task_id(&self, tid: i32) -> io::Result<TaskId>;
+    /// Whether `task` started less than [`sweep::INHERIT_GRACE`] ago.
+    fn newborn(&self, task: &TaskId) -> bool;
 }
 
 /// The running kernel's tasks.
@@ -83,6 +85,9 @@ impl Tasks for ProcTasks {
     }
     fn task_id(&self, tid: i32) -> io::Result<TaskId> {
         identity::task_id(tid)
+    }
+    fn newborn(&self, task: &TaskId) -> bool {
+        identity::age(task).is_some_and(|a| a < sweep::INHERIT_GRACE)
     }
 }
 
@@ -308,7 +313,12 @@ impl Reconciler {
             );
             return self.journal.forget(id.0, &id.1);
         };
-        self.sweep_inheritors(act, entry, protected);
+        let wanted = want.and_then(|(task, target)| {
+            let v = self.wanted(entry.kind(), &entry.original, target)?;
+            Some((*task, v))
+        });
+        let unchanged = wanted.as_ref().is_some_and(|(_, v)| *v == entry.applied);
+        self.sweep_inheritors(act, entry, protected, unchanged);
         let Some(via) = self.reach(act, entry) else {
             debug!(
                 object = entry.key.describe(),
@@ -318,10 +328,6 @@ impl Reconciler {
             self.failures.remove(&id);
             return self.journal.forget(id.0, &id.1);
         };
-        let wanted = want.and_then(|(task, target)| {
-            let v = self.wanted(entry.kind(), &entry.original, target)?;
-            Some((*task, v))
-        });
         match wanted {
             None => self.restore(entry, via),
             Some((task, v)) => self.keep(entry, via, task, v).map(|_| ()),
@@ -435,6 +441,9 @@ impl Reconciler {
             return Ok(None);
         };
         let now = act.read(task.tid)?;
+        if let Some(inherited) = self.inherited_original(act, task, &now)? {
+            return Ok(Some(inherited));
+        }
         if let (Value::Sched(a), true) = (&now, self.ext_inherited) {
             if a.is_ext() {
                 return Ok(Some(Value::Sched(a.inherited_ext_origin())));
@@ -449,6 +458,31 @@ impl Reconciler {
             }
         }
         Ok(Some(now))
+    }
+
+    /// The original of a task that holds what uxsched applied to a thread it was forked from
+    /// (the kernel copies the I/O class on fork): that thread's original. A child raised while
+    /// it still holds the inherited class (a launch exec'd within the inheritance grace) would
+    /// otherwise be journalled with nothing to restore, and keep the class after the boost.
+    fn inherited_original(
+        &self,
+        act: &dyn Actuator,
+        task: &TaskId,
+        now: &Value,
+    ) -> io::Result<Option<Value>> {
+        if act.kind() != Kind::Ioprio {
+            return Ok(None); // the only setting a fork copies that uxsched does not reset
+        }
+        let entries = self.journal.entries().map_err(io::Error::other)?;
+        for e in entries
+            .iter()
+            .filter(|e| e.kind() == act.kind() && e.applied == *now && e.key != Key::Thread(*task))
+        {
+            if act.inheritors(&e.key, &e.applied)?.contains(task) {
+                return Ok(Some(e.original.clone()));
+            }
+        }
+        Ok(None)
     }
 
     /// rtkit's "after" check: if the tid no longer names the task we meant, the change may

@@ -15,6 +15,14 @@ use std::collections::{BTreeMap, HashSet};
 use tracing::{debug, info, warn};
 use uxsched_os::identity;
 
+/// How long a task that inherited a boosted thread's I/O class keeps it while that thread stays
+/// boosted: a program the app in front starts is forked first and exec'd a moment later, and
+/// only its exec tells the launch watcher (`sources/launch.rs`) it is a launch; a pass in
+/// between would put its class back and the next raise it again (seen in the daemon's log as
+/// "put back a setting the task inherited" just before the launch). A restore (the boost ending,
+/// the daemon stopping) puts back heirs of any age.
+pub(super) const INHERIT_GRACE: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// Objects whose I/O priority is uxsched's own to hold: wanted or journalled.
 pub(super) fn protected(wants: &Wants, entries: &[Entry]) -> HashSet<Key> {
     let journalled = entries.iter().map(|e| (e.kind(), e.key));
@@ -29,27 +37,42 @@ pub(super) fn protected(wants: &Wants, entries: &[Entry]) -> HashSet<Key> {
 
 impl Reconciler {
     /// Put back the value the boosted object had on every task that inherited what uxsched
-    /// applied to it and is not itself boosted.
+    /// applied to it (or before its latest update: a fork may have copied that) and is not
+    /// itself boosted. `kept`: the policy still wants exactly what was applied — young heirs
+    /// then keep it ([`INHERIT_GRACE`]), but only while the boosted thread lives. An heir
+    /// skipped when the value is about to change, or when the thread has exited and its row is
+    /// forgotten, would never be looked for again (both seen in the reliability smoke test: a
+    /// forked `sleep` left real-time).
     pub(super) fn sweep_inheritors(
         &self,
         act: &dyn Actuator,
         entry: &Entry,
         protected: &HashSet<Key>,
+        kept: bool,
     ) {
-        let heirs = match act.inheritors(&entry.key, &entry.applied) {
-            Ok(h) => h,
-            Err(e) => {
-                warn!(
-                    object = entry.key.describe(),
-                    "cannot look for tasks that inherited its {}: {e}",
-                    entry.kind().name()
-                );
-                return;
+        let previous = entry.previous.as_ref().filter(|p| **p != entry.applied);
+        let values = std::iter::once(&entry.applied).chain(previous);
+        let mut heirs = Vec::new();
+        for value in values {
+            match act.inheritors(&entry.key, value) {
+                Ok(h) => heirs.extend(h),
+                Err(e) => {
+                    warn!(
+                        object = entry.key.describe(),
+                        "cannot look for tasks that inherited its {}: {e}",
+                        entry.kind().name()
+                    );
+                    return;
+                }
             }
-        };
+        }
         let original = self.restorable(&entry.original);
+        let grace = kept && matches!(entry.key, Key::Thread(t) if self.tasks.still_same(&t));
         for heir in heirs {
-            if protected.contains(&Key::Thread(heir)) || !self.tasks.still_same(&heir) {
+            if protected.contains(&Key::Thread(heir))
+                || !self.tasks.still_same(&heir)
+                || (grace && self.tasks.newborn(&heir))
+            {
                 continue;
             }
             match act.write(heir.tid, &original) {

@@ -211,6 +211,120 @@ fn io_priority_inherited_by_children_is_put_back() {
     assert!(rec.journal.entries().unwrap().is_empty());
 }
 
+/// A child forked a moment ago keeps what it inherited while its parent stays boosted (its exec
+/// may make it a launch), and is put back once older; a restore puts back heirs of any age.
+#[test]
+fn a_newborn_heir_keeps_its_inherited_class_while_the_boost_lasts_not_after() {
+    let w = world();
+    let dir = tempfile::tempdir().unwrap();
+    let ui = w.borrow_mut().spawn(100, 100, SHELL_SESSION, None);
+    let mut rec = reconciler(&w, &dir.path().join("j"));
+    let rt4 = encode(CLASS_RT, 4);
+    let rt = Target {
+        ioprio: Some(rt4),
+        ..Target::default()
+    };
+    let d = want(&[(ui, rt)]);
+    rec.reconcile(&d).unwrap();
+    w.borrow_mut().spawn(200, 200, SHELL_SESSION, Some(100));
+    w.borrow_mut().newborn.insert(200);
+    rec.reconcile(&d).unwrap();
+    assert_eq!(w.borrow().task(200).ioprio, rt4, "kept while newborn");
+    w.borrow_mut().newborn.clear();
+    rec.reconcile(&d).unwrap();
+    assert_eq!(w.borrow().task(200).ioprio, BE4, "put back once older");
+    // At the end of the boost a newborn heir goes back with its parent.
+    w.borrow_mut().spawn(201, 201, SHELL_SESSION, Some(100));
+    w.borrow_mut().newborn.insert(201);
+    assert_eq!(w.borrow().task(201).ioprio, rt4);
+    rec.reconcile(&nothing()).unwrap();
+    assert_eq!(w.borrow().task(201).ioprio, BE4);
+    assert!(rec.journal.entries().unwrap().is_empty());
+}
+
+/// The boosted thread exits while the policy still wants it (the focus has not moved yet): its
+/// row is forgotten in that pass, so a newborn heir is put back then — not left for a later
+/// pass that would never look for it.
+#[test]
+fn a_newborn_heir_of_a_thread_that_exited_while_wanted_is_put_back() {
+    let w = world();
+    let dir = tempfile::tempdir().unwrap();
+    let ui = w.borrow_mut().spawn(100, 100, SHELL_SESSION, None);
+    let mut rec = reconciler(&w, &dir.path().join("j"));
+    let rt = Target {
+        ioprio: Some(encode(CLASS_RT, 4)),
+        ..Target::default()
+    };
+    let d = want(&[(ui, rt)]);
+    rec.reconcile(&d).unwrap();
+    w.borrow_mut().spawn(200, 200, SHELL_SESSION, Some(100));
+    w.borrow_mut().newborn.insert(200);
+    w.borrow_mut().tasks.get_mut(&200).unwrap().parent = None; // re-parented to init
+    w.borrow_mut().exit(100);
+    rec.reconcile(&d).unwrap();
+    assert_eq!(w.borrow().task(200).ioprio, BE4);
+    assert!(rec.journal.entries().unwrap().is_empty());
+}
+
+/// The boosted thread's wish changes (the app leaves the front and the policy lowers it): a
+/// newborn heir of the value it held is put back in that pass — after the update nothing
+/// applies that value any more, and no later pass would look for it.
+#[test]
+fn a_newborn_heir_is_put_back_when_its_parents_value_changes() {
+    let w = world();
+    let dir = tempfile::tempdir().unwrap();
+    let ui = w.borrow_mut().spawn(100, 100, SHELL_SESSION, None);
+    let mut rec = reconciler(&w, &dir.path().join("j"));
+    let to = |class, level| Target {
+        ioprio: Some(encode(class, level)),
+        ..Target::default()
+    };
+    rec.reconcile(&want(&[(ui, to(CLASS_RT, 4))])).unwrap();
+    w.borrow_mut().spawn(200, 200, SHELL_SESSION, Some(100));
+    w.borrow_mut().newborn.insert(200);
+    rec.reconcile(&want(&[(ui, to(CLASS_BE, 7))])).unwrap();
+    assert_eq!(w.borrow().task(100).ioprio, encode(CLASS_BE, 7));
+    assert_eq!(w.borrow().task(200).ioprio, BE4, "not left real-time");
+    rec.reconcile(&nothing()).unwrap();
+    assert!(rec.journal.entries().unwrap().is_empty());
+}
+
+/// A newborn heir that is raised itself (its exec made it a launch) while it still holds the
+/// class it inherited: its original is what its boosted parent had, not the inherited class, so
+/// its restore puts it back to best effort (reading the inherited class as its own left a
+/// forked child in the real-time class after the daemon stopped).
+#[test]
+fn a_raised_heir_is_restored_to_its_parents_original_not_the_class_it_inherited() {
+    let w = world();
+    let dir = tempfile::tempdir().unwrap();
+    let ui = w.borrow_mut().spawn(100, 100, SHELL_SESSION, None);
+    let mut rec = reconciler(&w, &dir.path().join("j"));
+    let rt4 = encode(CLASS_RT, 4);
+    let rt = Target {
+        ioprio: Some(rt4),
+        ..Target::default()
+    };
+    rec.reconcile(&want(&[(ui, rt.clone())])).unwrap();
+    let launch = w.borrow_mut().spawn(200, 200, SHELL_SESSION, Some(100));
+    w.borrow_mut().newborn.insert(200);
+    rec.reconcile(&want(&[(ui, rt.clone()), (launch, rt)]))
+        .unwrap();
+    let row = rec.journal.entries().unwrap();
+    let row = row
+        .iter()
+        .find(|e| e.via.tid == 200)
+        .expect("the launch is journalled");
+    assert_eq!(
+        row.original,
+        crate::types::Value::Ioprio(BE4),
+        "its parent's original"
+    );
+    rec.reconcile(&nothing()).unwrap();
+    assert_eq!(w.borrow().task(200).ioprio, BE4);
+    assert_eq!(w.borrow().task(100).ioprio, BE4);
+    assert!(rec.journal.entries().unwrap().is_empty());
+}
+
 #[test]
 fn threads_the_policy_boosts_are_not_taken_for_inheritors() {
     let w = world();
