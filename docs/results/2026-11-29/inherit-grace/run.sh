@@ -11,7 +11,7 @@ tmp=$(mktemp -d /tmp/inherit-grace.XXXXXX)
 chmod 755 "$tmp"
 trap 'kill "${d:-}" 2>/dev/null; rm -rf "$tmp"' EXIT
 printf 'socket = "%s/s.sock"\njournal = "%s/j.sqlite"\n' "$tmp" "$tmp" >"$tmp/cfg.toml"
-tot=0 launches=0
+tot=0 launches=0 seen=0
 for rep in $(seq "${2:-5}"); do
   "$B" daemon --mode uxsched --config "$tmp/cfg.toml" 2>"$tmp/d.log" &
   d=$!
@@ -22,7 +22,7 @@ for rep in $(seq "${2:-5}"); do
   "$B" focus "$a" --socket "$tmp/s.sock" >/dev/null
   wait "$a"
   kill "$d"; wait "$d" || true
-  read -r n l < <(python3 "$here/count.py" "$tmp/d.log")
-  tot=$((tot + n)) launches=$((launches + l))
+  read -r n l s < <(python3 "$here/count.py" "$tmp/d.log")
+  tot=$((tot + n)) launches=$((launches + l)) seen=$((seen + s))
 done
-echo "$B: heirs put back: $tot, of them launches: $launches"
+echo "$B: heirs put back: $tot, of them launches: $launches; launches seen: $seen"
