@@ -153,6 +153,84 @@ fn a_launch_by_the_front_apps_launcher_is_raised() {
     }
 }
 
+/// A program started by the compositor of the app in front is a launch, though the compositor
+/// is not the app's parent (GNOME Shell's dash, sway's `exec` while a D-Bus-activated terminal
+/// is in front): the compositor is the process listening on the socket the app's environment
+/// names (`$XDG_RUNTIME_DIR/$WAYLAND_DISPLAY`). Here a `nobody` process listening on a Unix
+/// socket stands for it, and the app is `nobody`'s `sleep` in a session of its own.
+#[test]
+#[ignore = "needs root: make test runs it as root"]
+fn a_launch_by_the_front_apps_compositor_is_raised() {
+    require_root();
+    let _s = serial();
+    let d = Daemon::start("uxsched", "[storage]\nlaunch_budget_ms = 3000\n");
+    let run = tempfile::tempdir().unwrap();
+    let dir = run.path();
+    std::os::unix::fs::chown(dir, Some(NOBODY), Some(NOBODY)).unwrap();
+    let serve = format!(
+        "import os, socket, subprocess, time\n\
+         s = socket.socket(socket.AF_UNIX)\n\
+         s.bind('{0}/wayland-7')\n\
+         s.listen(8)\n\
+         while not os.path.exists('{0}/go'): time.sleep(0.02)\n\
+         subprocess.Popen(['sleep', '36'])\n\
+         time.sleep(60)\n",
+        dir.display()
+    );
+    let mut compositor = user_program(&["/usr/bin/python3", "-c", &serve], &[]);
+    let socket = dir.join("wayland-7");
+    wait_until("the compositor's socket", T, || socket.exists());
+    let runtime = dir.display().to_string();
+    let env = [
+        ("XDG_RUNTIME_DIR", runtime.as_str()),
+        ("WAYLAND_DISPLAY", "wayland-7"),
+    ];
+    let mut app = user_program(&["sleep", "61"], &env);
+    let front = app.id() as i32;
+    d.focus(Some(front));
+    std::thread::sleep(Duration::from_millis(200));
+    std::fs::write(dir.join("go"), "").unwrap();
+    let root = compositor.id() as i32;
+    let mut launched = None;
+    wait_until("the compositor's program", T, || {
+        launched = sleeper(root, "36");
+        launched.is_some()
+    });
+    let launched = launched.unwrap();
+    let rt4 = encode(CLASS_RT, 4);
+    wait_until("the compositor's program raised", T, || {
+        nice(launched) == -19 && ioprio::get(launched).unwrap() == rt4
+    });
+    wait_until("restored at its budget", T, || {
+        nice(launched) == 0 && ioprio::get(launched).unwrap() == 0
+    });
+    for c in [&mut compositor, &mut app] {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+    // SAFETY: kill has no memory preconditions; this is the test's grandchild.
+    unsafe { libc::kill(launched, libc::SIGKILL) };
+}
+
+/// `argv` as `nobody` with the environment `env` added, in a session of its own.
+fn user_program(argv: &[&str], env: &[(&str, &str)]) -> std::process::Child {
+    let mut c = Command::new(argv[0]);
+    c.args(&argv[1..])
+        .envs(env.iter().copied())
+        .current_dir("/")
+        .stdin(Stdio::null())
+        .uid(NOBODY)
+        .gid(NOBODY);
+    // SAFETY: setsid is async-signal-safe.
+    unsafe {
+        c.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    c.spawn().unwrap()
+}
+
 /// A loop device over a small file, detached on drop.
 struct Loop {
     name: String,

@@ -10,22 +10,30 @@
 //! Deeper descendants (the compilers of a `make` typed into the terminal) are not launches.
 //!
 //! A desktop launches most programs from elsewhere: the compositor (sway's `exec`, a key
-//! binding), the window manager's menu, a launcher, or the user's service manager, which KDE
-//! asks to start apps as `app-*.service` units (GNOME Shell forks them itself, then moves them
-//! into `app-*.scope` units). So the app in front's **launcher** — its parent, when that is the
-//! user's own process and not init — launches too: within two generations of it, and, when it
-//! is the user's `systemd --user`, only into an `app-*` unit (its other children are the
-//! user's services). A helper the compositor itself starts while an app is in front
-//! (a status bar's command) is taken for a launch too, for its budget.
+//! binding, GNOME Shell's dash and overview, which fork the app themselves), a launcher, or the
+//! user's service manager, which KDE asks to start apps as `app-*.service` units. So three
+//! **launchers** of the app in front launch too, within two generations of them, each only when
+//! it is the app's user's own process and not init:
+//! - its parent (a launcher, a dock, a terminal's shell);
+//! - the compositor serving its Wayland display: the process listening on
+//!   `$XDG_RUNTIME_DIR/$WAYLAND_DISPLAY` of the app's environment (`SO_PEERCRED`, as discovery
+//!   finds compositors) — whatever started the app in front;
+//! - the user's `systemd --user` (`user@<uid>.service/init.scope`), whose children count only
+//!   in an `app-*` unit (its other children are the user's services).
+//!
+//! A helper a launcher starts while an app is in front (a status bar's command, Xwayland) is
+//! taken for a launch too, for its budget. An X11 window manager or panel is none of these:
+//! its launches are seen only when it is the app in front's parent.
 //!
 //! The same events tell the loop when a program starts in the app's session outside its tree
 //! (`Event::SessionExec`): raising the session's autogroup would then raise that program too,
 //! so the loop checks the app's placement again at once instead of at its next recheck.
 //!
-//! What it costs: one `/proc/<pid>/stat` read per exec while something is in front (two for a
-//! grandchild, up to four when the app's launcher is checked too, one more for the session),
-//! on this thread; the launcher and the session are read once per app in front; the loop hears
-//! only of the launches and of programs joining the app's session.
+//! What it costs: two `/proc/<pid>/stat` reads per exec while something is in front (its
+//! parent and grandparent, checked against the app and its launchers; one more for the session),
+//! on this thread; the launchers (the app's environment, a connection to its compositor's
+//! socket once per socket, the manager's `cgroup.procs`) and the session are read once per app
+//! in front; the loop hears only of the launches and of programs joining the app's session.
 
 use super::{admit, Owner};
 use crate::types::{AppId, Event};
@@ -91,8 +99,8 @@ fn subscribe() -> anyhow::Result<ProcConnector> {
 fn watch(conn: ProcConnector, front: Front, tx: Sender<Event>) {
     let mut buf = vec![0u8; 16 * 1024];
     let mut last_error: Option<Instant> = None;
-    // The launcher and the session of the app last in front, read once per app.
-    let mut launcher: Option<(AppId, Option<Launcher>, Option<i32>)> = None;
+    // The launchers and the session of the app last in front, read once per app.
+    let mut launcher: Option<(AppId, Vec<Launcher>, Option<i32>)> = None;
     // A build in the app's session execs hundreds of programs a second: the loop hears of
     // them at most every SESSION_NEWS.
     let mut session_told: Option<Instant> = None;
@@ -110,17 +118,17 @@ fn watch(conn: ProcConnector, front: Front, tx: Sender<Event>) {
             }
         };
         let now_front = front.get();
-        let (via, sid) = match (now_front, launcher) {
-            (Some((app, _)), Some((seen, l, sid))) if seen == app => (l, sid),
-            (Some((app, uid)), _) => {
-                let (l, sid) = (
-                    launcher_of(app.pid, uid),
-                    process_tree::session(app.pid).ok(),
-                );
-                launcher = Some((app, l, sid));
-                (l, sid)
-            }
-            (None, _) => (None, None),
+        let fresh = match (now_front, &launcher) {
+            (Some((app, _)), Some((seen, ..))) => *seen != app,
+            (front, _) => front.is_some(),
+        };
+        if let (true, Some((app, uid))) = (fresh, now_front) {
+            let sid = process_tree::session(app.pid).ok();
+            launcher = Some((app, launchers_of(app.pid, uid), sid));
+        }
+        let (via, sid): (&[Launcher], _) = match (now_front, &launcher) {
+            (Some(_), Some((_, l, sid))) => (l, *sid),
+            _ => (&[], None),
         };
         let event = match launched_from(tgid, now_front, via) {
             Some(app) => Event::Launch { app },
@@ -149,7 +157,7 @@ fn joins_session(pid: i32, front: Option<(AppId, u32)>, sid: Option<i32>) -> boo
         && !process_tree::descends_from(pid, app.pid, 64)
 }
 
-/// The process that started an app, when it may launch more (module doc).
+/// A process that may start programs while an app is in front (module doc).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Launcher {
     pid: i32,
@@ -157,18 +165,82 @@ struct Launcher {
     manager: bool,
 }
 
-/// `app`'s parent, if it is `uid`'s own process (all four uids), not init and not root's.
-fn launcher_of(app: i32, uid: u32) -> Option<Launcher> {
-    let parent = process_tree::parent(app).ok().filter(|&p| p > 1)?;
-    let (p, _pidfd) = uxsched_os::identity::observe(parent).ok()?;
-    if uid == 0 || !p.owned_by(uid) {
-        return None;
+/// `app`'s launchers (module doc): its parent, the compositor of its Wayland display and the
+/// user's service manager, each only when it is `uid`'s own process (all four uids), not init
+/// and not root's.
+fn launchers_of(app: i32, uid: u32) -> Vec<Launcher> {
+    if uid == 0 {
+        return Vec::new();
     }
-    let comm = uxsched_os::procfs::read_to_string(format!("/proc/{parent}/comm")).ok()?;
-    Some(Launcher {
-        pid: parent,
-        manager: comm.trim() == "systemd",
-    })
+    let parent = process_tree::parent(app).ok();
+    let mut found: Vec<Launcher> = [parent, compositor_of(app), manager_of(uid)]
+        .into_iter()
+        .flatten()
+        .filter(|&pid| pid > 1 && pid != app && owned_by(pid, uid))
+        .map(|pid| Launcher {
+            pid,
+            manager: comm(pid) == "systemd",
+        })
+        .collect();
+    found.sort_by_key(|l| l.pid);
+    found.dedup_by_key(|l| l.pid);
+    tracing::debug!(app, launchers = ?found, "the app in front's launchers");
+    found
+}
+
+fn owned_by(pid: i32, uid: u32) -> bool {
+    uxsched_os::identity::observe(pid).is_ok_and(|(p, _pidfd)| p.owned_by(uid))
+}
+
+fn comm(pid: i32) -> String {
+    uxsched_os::procfs::read_to_string(format!("/proc/{pid}/comm"))
+        .map(|c| c.trim().to_owned())
+        .unwrap_or_default()
+}
+
+/// The process listening on the Wayland socket `app`'s environment names
+/// (`$XDG_RUNTIME_DIR/$WAYLAND_DISPLAY`, or `$WAYLAND_DISPLAY` when it is a path); `None` for an
+/// app without one (an X11 client) or a socket nobody serves. Who listens is the kernel's word
+/// (`SO_PEERCRED`), so an environment naming another user's socket names no launcher of this
+/// user ([`launchers_of`] checks the owner).
+fn compositor_of(app: i32) -> Option<i32> {
+    use super::auto::procs;
+    let env = procs::environ(app, &["WAYLAND_DISPLAY", "XDG_RUNTIME_DIR"]);
+    let display = std::path::Path::new(env.get("WAYLAND_DISPLAY")?);
+    let socket = if display.is_absolute() {
+        display.to_owned()
+    } else {
+        let dir = std::path::Path::new(env.get("XDG_RUNTIME_DIR")?);
+        (dir.is_absolute() && display.components().count() == 1).then(|| dir.join(display))?
+    };
+    match procs::listener_in(&socket, &procs::listening()) {
+        Ok((pid, _uid)) => Some(pid),
+        Err(e) => {
+            tracing::debug!(app, socket = %socket.display(), "no compositor: {e}");
+            None
+        }
+    }
+}
+
+/// `uid`'s service manager: the process of its `user@<uid>.service/init.scope` (cgroup v2, or
+/// the v1 `name=systemd` hierarchy); `None` where systemd does not run the user's session.
+fn manager_of(uid: u32) -> Option<i32> {
+    let roots = [
+        "/sys/fs/cgroup",
+        "/sys/fs/cgroup/systemd",
+        "/sys/fs/cgroup/unified",
+    ];
+    manager_in(&roots.map(std::path::Path::new), uid)
+}
+
+/// [`manager_of`] under the cgroup mounts `roots`, the first that has the unit.
+fn manager_in(roots: &[&std::path::Path], uid: u32) -> Option<i32> {
+    let unit = format!("user.slice/user-{uid}.slice/user@{uid}.service/init.scope/cgroup.procs");
+    roots
+        .iter()
+        .find_map(|root| uxsched_os::procfs::read_to_string(root.join(&unit)).ok())?
+        .lines()
+        .find_map(|l| l.trim().parse().ok())
 }
 
 /// Whether a cgroup path names a desktop app's unit: `app-*.scope` or `app-*.service`, the
@@ -180,13 +252,17 @@ fn in_app_unit(cgroup: &str) -> bool {
 }
 
 /// `pid`'s identity if it is a launch from `front` (within [`DEPTH`] generations of it, or of
-/// its launcher `via`; the front app's user's, not the front app itself).
-fn launched_from(pid: i32, front: Option<(AppId, u32)>, via: Option<Launcher>) -> Option<AppId> {
+/// one of its launchers `via`; the front app's user's, not the front app itself).
+fn launched_from(pid: i32, front: Option<(AppId, u32)>, via: &[Launcher]) -> Option<AppId> {
     let (app, uid) = front?;
-    let from = if below(pid, app.pid) {
+    if pid == app.pid {
+        return None;
+    }
+    let line = process_tree::ancestors(pid, DEPTH);
+    let from = if line.contains(&app.pid) {
         app.pid
     } else {
-        let l = via.filter(|l| pid != app.pid && below(pid, l.pid))?;
+        let l = via.iter().find(|l| line.contains(&l.pid))?;
         if l.manager {
             let (p, _pidfd) = uxsched_os::identity::observe(pid).ok()?;
             if !p.cgroup.as_deref().is_some_and(in_app_unit) {
@@ -213,6 +289,7 @@ fn launched_from(pid: i32, front: Option<(AppId, u32)>, via: Option<Launcher>) -
 }
 
 /// Whether `pid` is a child or grandchild of `app`.
+#[cfg(test)]
 fn below(pid: i32, app: i32) -> bool {
     pid != app && process_tree::descends_from(pid, app, DEPTH)
 }
@@ -277,6 +354,23 @@ mod tests {
         );
     }
 
+    /// The user's manager is the process of its `init.scope`, under whichever mount has it.
+    #[test]
+    fn the_users_manager_is_its_init_scope_process() {
+        let v1 = tempfile::tempdir().unwrap();
+        let v2 = tempfile::tempdir().unwrap();
+        let unit = v1
+            .path()
+            .join("user.slice/user-1000.slice/user@1000.service/init.scope");
+        std::fs::create_dir_all(&unit).unwrap();
+        std::fs::write(unit.join("cgroup.procs"), "1234\n").unwrap();
+        let roots = [v2.path(), v1.path()];
+        assert_eq!(manager_in(&roots, 1000), Some(1234));
+        assert_eq!(manager_in(&roots, 1001), None, "another user's");
+        std::fs::write(unit.join("cgroup.procs"), "").unwrap();
+        assert_eq!(manager_in(&roots, 1000), None, "a manager that exited");
+    }
+
     #[test]
     fn desktop_app_units_are_app_scopes_and_services() {
         let user = "/user.slice/user-1000.slice/user@1000.service/app.slice";
@@ -321,7 +415,7 @@ mod tests {
             .filter(|&&p| process_tree::parent(p).ok() == Some(top))
             .count();
         let others = [below(me, me), below(1, me)];
-        let nothing_in_front = launched_from(top, None, None);
+        let nothing_in_front = launched_from(top, None, &[]);
         for p in chain.iter().rev() {
             // SAFETY: kill has no memory preconditions; these are our own children.
             unsafe { libc::kill(*p, libc::SIGKILL) };
