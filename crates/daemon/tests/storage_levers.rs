@@ -212,6 +212,91 @@ fn a_launch_by_the_front_apps_compositor_is_raised() {
     unsafe { libc::kill(launched, libc::SIGKILL) };
 }
 
+/// sway for real (headless, as `nobody`): a program its `exec` starts while an app it did not
+/// start is in front is a launch — though sway double-forks (the program's parent is init by
+/// the time it runs) and the app is not sway's child.
+#[test]
+#[ignore = "needs root: runs sway headless as uid 65534 and the daemon"]
+fn a_program_sways_exec_starts_is_a_launch_of_the_app_in_front() {
+    require_root();
+    let _s = serial();
+    let d = Daemon::start("uxsched", "[storage]\nlaunch_budget_ms = 3000\n");
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = dir.path().join("runtime");
+    std::fs::create_dir(&runtime).unwrap();
+    std::os::unix::fs::chown(&runtime, Some(NOBODY), Some(NOBODY)).unwrap();
+    let rt = runtime.display().to_string();
+    let env = [
+        ("XDG_RUNTIME_DIR", rt.as_str()),
+        ("HOME", "/"),
+        ("WLR_BACKENDS", "headless"),
+        ("WLR_LIBINPUT_NO_DEVICES", "1"),
+        ("WLR_RENDERER", "pixman"),
+    ];
+    let mut sway = user_program(&["sway", "-c", "/dev/null"], &env);
+    let named = |prefix: &str| {
+        std::fs::read_dir(&runtime)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .find(|n| n.starts_with(prefix) && !n.ends_with(".lock"))
+    };
+    wait_until("sway's sockets", T, || {
+        named("wayland-").is_some() && named("sway-ipc.").is_some()
+    });
+    let display = named("wayland-").unwrap();
+    let app_env = [
+        ("XDG_RUNTIME_DIR", rt.as_str()),
+        ("WAYLAND_DISPLAY", display.as_str()),
+    ];
+    let mut app = user_program(&["sleep", "62"], &app_env);
+    d.focus(Some(app.id() as i32));
+    std::thread::sleep(Duration::from_millis(200));
+    let out = Command::new("swaymsg")
+        .arg("-s")
+        .arg(runtime.join(named("sway-ipc.").unwrap()))
+        .arg("exec sleep 38")
+        .output()
+        .expect("swaymsg (Debian package sway)");
+    assert!(out.status.success(), "swaymsg: {out:?}");
+    let mut launched = None;
+    wait_until("sway's program", T, || {
+        launched = process_tree::all_processes()
+            .unwrap()
+            .into_iter()
+            .find(|&p| comm(p) == "sleep" && cmdline_has(p, "38"));
+        launched.is_some()
+    });
+    let launched = launched.unwrap();
+    let (raised, rt4) = (Instant::now(), encode(CLASS_RT, 4));
+    let parent = process_tree::parent(launched).unwrap();
+    wait_until("sway's program raised", T, || {
+        nice(launched) == -19 && ioprio::get(launched).unwrap() == rt4
+    });
+    let waited = raised.elapsed();
+    wait_until("restored at its budget", T, || {
+        nice(launched) == 0 && ioprio::get(launched).unwrap() == 0
+    });
+    for c in [&mut app, &mut sway] {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+    // SAFETY: kill has no memory preconditions; sway's `sh` and its `sleep` are this test's.
+    unsafe {
+        libc::kill(launched, libc::SIGKILL);
+        libc::kill(parent, libc::SIGKILL);
+    }
+    assert!(
+        waited < Duration::from_millis(500),
+        "raised after {waited:?}"
+    );
+}
+
+fn cmdline_has(pid: i32, arg: &str) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .is_ok_and(|c| c.split(|b| *b == 0).any(|w| w == arg.as_bytes()))
+}
+
 /// `argv` as `nobody` with the environment `env` added, in a session of its own.
 fn user_program(argv: &[&str], env: &[(&str, &str)]) -> std::process::Child {
     let mut c = Command::new(argv[0]);
@@ -219,6 +304,8 @@ fn user_program(argv: &[&str], env: &[(&str, &str)]) -> std::process::Child {
         .envs(env.iter().copied())
         .current_dir("/")
         .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
         .uid(NOBODY)
         .gid(NOBODY);
     // SAFETY: setsid is async-signal-safe.

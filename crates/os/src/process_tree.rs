@@ -123,22 +123,6 @@ pub fn descends_from(pid: i32, ancestor: i32, depth: usize) -> bool {
     false
 }
 
-/// `pid`'s parent, grandparent, … up to `depth` generations, stopping below init.
-pub fn ancestors(pid: i32, depth: usize) -> Vec<i32> {
-    let mut line = Vec::with_capacity(depth);
-    let mut p = pid;
-    while line.len() < depth {
-        match parent(p) {
-            Ok(up) if up > 1 => {
-                line.push(up);
-                p = up;
-            }
-            _ => break,
-        }
-    }
-    line
-}
-
 /// Every process on the machine now.
 pub fn all_processes() -> io::Result<Vec<i32>> {
     Ok(std::fs::read_dir("/proc")?

@@ -21,6 +21,10 @@
 //! - the user's `systemd --user` (`user@<uid>.service/init.scope`), whose children count only
 //!   in an `app-*` unit (its other children are the user's services).
 //!
+//! Generations are counted by the fork events (`lineage.rs`): a compositor's double fork
+//! (fork, `setsid`, fork again, the middle process exiting at once) leaves the program's
+//! `/proc` parent init or a subreaper, and its middle process is not a generation.
+//!
 //! A helper a launcher starts while an app is in front (a status bar's command, Xwayland) is
 //! taken for a launch too, for its budget. An X11 window manager or panel is none of these:
 //! its launches are seen only when it is the app in front's parent.
@@ -29,14 +33,18 @@
 //! (`Event::SessionExec`): raising the session's autogroup would then raise that program too,
 //! so the loop checks the app's placement again at once instead of at its next recheck.
 //!
-//! What it costs: two `/proc/<pid>/stat` reads per exec while something is in front (its
-//! parent and grandparent, checked against the app and its launchers; one more for the session),
+//! What it costs: a map insert per process fork (the fork events of the last 5 s, at most
+//! 65,536); up to two `/proc/<pid>/stat` reads per exec while something is in front (parents the
+//! fork events did not name; one more for the session),
 //! on this thread; the launchers (the app's environment, a connection to its compositor's
 //! socket once per socket, the manager's `cgroup.procs`) and the session are read once per app
 //! in front; the loop hears only of the launches and of programs joining the app's session.
 
+mod lineage;
+
 use super::{admit, Owner};
 use crate::types::{AppId, Event};
+use lineage::Lineage;
 use proc_connector::{EventMask, ProcConnector, ProcEvent};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
@@ -90,9 +98,10 @@ fn subscribe() -> anyhow::Result<ProcConnector> {
             "launch watcher: cannot enlarge its socket buffer ({e}); exec storms may drop events"
         );
     }
-    conn.subscribe_filtered(EventMask::EXEC).map_err(|e| {
-        anyhow::anyhow!("cannot subscribe to exec events ({e}): launches are not followed")
-    })?;
+    conn.subscribe_filtered(EventMask::EXEC | EventMask::FORK)
+        .map_err(|e| {
+            anyhow::anyhow!("cannot subscribe to exec events ({e}): launches are not followed")
+        })?;
     Ok(conn)
 }
 
@@ -104,9 +113,25 @@ fn watch(conn: ProcConnector, front: Front, tx: Sender<Event>) {
     // A build in the app's session execs hundreds of programs a second: the loop hears of
     // them at most every SESSION_NEWS.
     let mut session_told: Option<Instant> = None;
+    let mut lineage = Lineage::default();
     loop {
         let tgid = match conn.recv(&mut buf) {
-            Ok(ProcEvent::Exec { tgid, .. }) => tgid as i32,
+            Ok(ProcEvent::Exec { tgid, .. }) => {
+                lineage.execed(tgid as i32);
+                tgid as i32
+            }
+            Ok(ProcEvent::Fork {
+                parent_tgid,
+                child_pid,
+                child_tgid,
+                ..
+            }) => {
+                if child_pid == child_tgid {
+                    // A process, not a thread.
+                    lineage.forked(child_tgid as i32, parent_tgid as i32, Instant::now());
+                }
+                continue;
+            }
             Ok(_) => continue,
             Err(e) => {
                 // ENOBUFS after a storm, mostly: events were lost, the next ones still come.
@@ -130,7 +155,7 @@ fn watch(conn: ProcConnector, front: Front, tx: Sender<Event>) {
             (Some(_), Some((_, l, sid))) => (l, *sid),
             _ => (&[], None),
         };
-        let event = match launched_from(tgid, now_front, via) {
+        let event = match launched_from(tgid, now_front, via, &lineage) {
             Some(app) => Event::Launch { app },
             None if session_told.is_none_or(|t| t.elapsed() >= SESSION_NEWS)
                 && joins_session(tgid, now_front, sid) =>
@@ -252,13 +277,18 @@ fn in_app_unit(cgroup: &str) -> bool {
 }
 
 /// `pid`'s identity if it is a launch from `front` (within [`DEPTH`] generations of it, or of
-/// one of its launchers `via`; the front app's user's, not the front app itself).
-fn launched_from(pid: i32, front: Option<(AppId, u32)>, via: &[Launcher]) -> Option<AppId> {
+/// one of its launchers `via`, by `lineage`; the front app's user's, not the front app itself).
+fn launched_from(
+    pid: i32,
+    front: Option<(AppId, u32)>,
+    via: &[Launcher],
+    lineage: &Lineage,
+) -> Option<AppId> {
     let (app, uid) = front?;
     if pid == app.pid {
         return None;
     }
-    let line = process_tree::ancestors(pid, DEPTH);
+    let line = lineage.ancestors(pid, DEPTH);
     let from = if line.contains(&app.pid) {
         app.pid
     } else {
@@ -415,7 +445,7 @@ mod tests {
             .filter(|&&p| process_tree::parent(p).ok() == Some(top))
             .count();
         let others = [below(me, me), below(1, me)];
-        let nothing_in_front = launched_from(top, None, &[]);
+        let nothing_in_front = launched_from(top, None, &[], &Lineage::default());
         for p in chain.iter().rev() {
             // SAFETY: kill has no memory preconditions; these are our own children.
             unsafe { libc::kill(*p, libc::SIGKILL) };
