@@ -10,11 +10,12 @@ fn uxsched(args: &[&str]) -> std::process::Output {
         .expect("uxsched runs")
 }
 
-fn tmpdir(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("uxsched-sim-cli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A scratch directory, removed when the test ends (kept by nothing else).
+fn tmpdir(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("uxsched-sim-cli-{name}-"))
+        .tempdir()
+        .unwrap()
 }
 
 #[test]
@@ -46,7 +47,8 @@ fn debian_rt_app_example_runs_end_to_end() {
 
 #[test]
 fn trace_gantt_and_determinism_check() {
-    let d = tmpdir("outputs");
+    let dir = tmpdir("outputs");
+    let d = dir.path();
     let trace = d.join("t.json");
     let gantt = d.join("g.svg");
     let out = uxsched(&[
@@ -93,7 +95,8 @@ fn trace_gantt_and_determinism_check() {
 
 #[test]
 fn malformed_workload_exits_2_with_location_and_writes_nothing() {
-    let d = tmpdir("bad");
+    let dir = tmpdir("bad");
+    let d = dir.path();
     let bad = d.join("bad.toml");
     std::fs::write(&bad, "name = \"x\"\n[[task]]\nname = \"a\"\nnice = 99\n").unwrap();
     let trace = d.join("trace.json");
@@ -120,7 +123,8 @@ fn unknown_option_values_list_the_valid_ones() {
 
 #[test]
 fn reproduce_writes_figures_and_refuses_unknown_seeds() {
-    let d = tmpdir("reproduce");
+    let dir = tmpdir("reproduce");
+    let d = dir.path();
     let out = uxsched(&[
         "sim",
         "reproduce",
@@ -154,7 +158,6 @@ fn reproduce_writes_figures_and_refuses_unknown_seeds() {
         "10ms",
     ]);
     assert_eq!(out.status.code(), Some(2));
-    std::fs::remove_dir_all(&d).ok();
 }
 
 #[test]

@@ -5,11 +5,12 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("uxsched-validate-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A scratch directory, removed when the test ends (kept by nothing else).
+fn tmpdir(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("uxsched-validate-{name}-"))
+        .tempdir()
+        .unwrap()
 }
 
 fn validate(rtapp: &Path, files: &[&Path]) -> Output {
@@ -55,7 +56,8 @@ fn a_workload_rt_app_rejects_is_reported_with_rt_apps_reason() {
         rtapp.exists(),
         "rt-app not installed: scripts/setup.sh installs it (make test runs it)"
     );
-    let d = tmpdir("rejected");
+    let dir = tmpdir("rejected");
+    let d = dir.path();
     let f = d.join("bad-cpu.json");
     std::fs::write(
         &f,
@@ -72,7 +74,8 @@ fn a_workload_rt_app_rejects_is_reported_with_rt_apps_reason() {
 
 #[test]
 fn a_file_the_simulator_cannot_read_stops_before_rt_app_runs() {
-    let d = tmpdir("unreadable");
+    let dir = tmpdir("unreadable");
+    let d = dir.path();
     // A stand-in rt-app that leaves a mark if it is ever started.
     let mark = d.join("rt-app-ran");
     let fake = d.join("rt-app");
@@ -106,7 +109,8 @@ fn a_file_the_simulator_cannot_read_stops_before_rt_app_runs() {
 #[test]
 #[ignore = "needs root (the SCHED_FIFO probe, sched_setattr on rt-app's threads) and ~10 s of rt-app"]
 fn the_report_names_the_kernel_and_gives_each_side_a_range() {
-    let d = tmpdir("report");
+    let dir = tmpdir("report");
+    let d = dir.path();
     let f = d.join("slice.json");
     std::fs::write(
         &f,

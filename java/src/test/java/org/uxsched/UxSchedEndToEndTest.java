@@ -93,6 +93,12 @@ class UxSchedEndToEndTest {
                 fail("the daemon did not stop within 10 s of SIGTERM; log: " + log());
             }
         }
+        // Stopped cleanly: its scratch directory goes (a failure above keeps it, log included).
+        if (dir != null) {
+            try (var paths = Files.walk(dir)) {
+                paths.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+            }
+        }
     }
 
     static String log() {
