@@ -5,11 +5,13 @@
 //! `/uxsched-fg`, the app in front before it in `/uxsched-bg`. The script only observes and prints
 //! `fact key=value` lines; the assertions are here.
 //!
-//! Three rounds in one boot. A: the io controller is not enabled for the root's children (the
+//! Four rounds in one boot. A: the io controller is not enabled for the root's children (the
 //! guest's init enables `cpu` only), so the daemon enables it, and must disable it again after
 //! SIGTERM, and a start after SIGKILL must. B: someone enabled it before, and left a class of
 //! their own on `/uxsched-bg`: both must be as they were after the next start. C: the daemon
-//! enables io, then another group sets an `io.weight`: the controller stays on at stop. In
+//! enables io, then another group sets an `io.weight`: the controller stays on at stop. D:
+//! `switch_to_iocost` enables blk-iocost on the loop device and disables it after SIGTERM, and
+//! after SIGKILL at the next start. In
 //! round A a loop device (the `none` elevator by default; switched to `mq-deadline` in the
 //! guest) shows `uxsched status --json` saying which elevator honours the groups' class.
 //!
@@ -98,11 +100,25 @@ echo "fact c_other_weight=$(head -n1 $C/other/io.weight)"
 kill -TERM $D; wait $D; echo "fact c_term_rc=$?"
 echo "fact c_term_subtree=$(cat $C/cgroup.subtree_control)"
 rmdir $C/other
+qos() { grep "^$(cat /sys/block/loop0/dev) " $C/io.cost.qos | cut -d' ' -f1-2; }
+echo "fact d_qos_before=$(qos)"
+start /etc/iocost.toml
+echo "fact d_qos=$(qos)"
+uxsched status --json --socket $S > /tmp/st-iocost.json
+kill -TERM $D; wait $D; echo "fact d_term_rc=$?"
+echo "fact d_term_qos=$(qos)"
+start /etc/iocost.toml
+kill -KILL $D; wait $D
+echo "fact d_killed_qos=$(qos)"
+start /etc/off.toml
+echo "fact d_next_qos=$(qos)"
+kill -TERM $D; wait $D; echo "fact d_next_rc=$?"
 kill $APP $BG
 losetup -d /dev/loop0
 echo "--- daemon log (tail)"; grep -i "class\|io controller\|error" /tmp/daemon.log | tail -n 30
 echo "fact st_none=$(tr -d '\n' < /tmp/st-none.json)"
 echo "fact st_mq=$(tr -d '\n' < /tmp/st-mq.json)"
+echo "fact st_iocost=$(tr -d '\n' < /tmp/st-iocost.json)"
 "#;
 
 const COMMON: &str = "socket = \"/tmp/u/s.sock\"\njournal = \"/tmp/u/journal.sqlite\"\n\
@@ -125,6 +141,9 @@ fn boot() -> Facts {
         format!("{COMMON}[storage]\nbackground_io_class = \"idle\"\nfront_group_class = \"rt\"\n");
     fs.bytes("/etc/on.toml", on, 0o644);
     fs.bytes("/etc/off.toml", COMMON, 0o644);
+    let iocost =
+        format!("{COMMON}[storage]\nswitch_to_iocost = true\niocost_devices = [\"loop0\"]\n");
+    fs.bytes("/etc/iocost.toml", iocost, 0o644);
     let out = guest.run(&fs, SCRIPT).unwrap_or_else(|e| panic!("{e}"));
     eprintln!("guest run: {:.2?}", out.wall);
     for l in out.console.lines().filter(|l| l.starts_with("fact ")) {
@@ -263,4 +282,46 @@ fn status_says_which_elevator_honours_the_groups_class() {
             .any(|l| l.starts_with("io controller enabled in")),
         "{none:#?}"
     );
+}
+
+/// Round D: `switch_to_iocost` on the loop device — blk-iocost enabled in the root's
+/// `io.cost.qos` while the daemon runs, disabled at SIGTERM, and after a SIGKILL by the next
+/// start (its lever off); `status` names it while it holds.
+#[test]
+#[ignore = "needs root + qemu + ../shared/kernels (scripts/test.sh runs it as root)"]
+fn iocost_is_enabled_while_the_daemon_runs_and_disabled_after_sigterm_and_sigkill() {
+    let f = facts();
+    let before = f.one("d_qos_before");
+    assert!(
+        before.is_empty() || before.ends_with(" enable=0"),
+        "iocost off before: {before:?}"
+    );
+    let dev = f.one("d_qos");
+    assert!(dev.ends_with(" enable=1"), "enabled while running: {dev:?}");
+    let dev = dev.split(' ').next().unwrap().to_owned();
+    let st = json(f, "st_iocost");
+    assert!(
+        storage(&st)
+            .iter()
+            .any(|l| l.starts_with(&format!("loop0 ({dev}): blk-iocost enabled"))),
+        "{:#?}",
+        storage(&st)
+    );
+    assert_eq!(f.one("d_term_rc"), "0");
+    assert_eq!(
+        f.one("d_term_qos"),
+        format!("{dev} enable=0"),
+        "off at stop"
+    );
+    assert_eq!(
+        f.one("d_killed_qos"),
+        format!("{dev} enable=1"),
+        "SIGKILL leaves it (the journal's row says so)"
+    );
+    assert_eq!(
+        f.one("d_next_qos"),
+        format!("{dev} enable=0"),
+        "the next start disabled it"
+    );
+    assert_eq!(f.one("d_next_rc"), "0");
 }

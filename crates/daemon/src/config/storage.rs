@@ -27,6 +27,14 @@ pub struct Storage {
     /// The disks `switch_to_bfq` switches, by kernel name (`vda`, `nvme0n1`); empty: every
     /// whole disk with an elevator.
     pub bfq_devices: Vec<String>,
+    /// Enable blk-iocost on each chosen disk while the daemon runs, and disable it again at
+    /// stop (journalled like the BFQ switch; `devices/iocost.rs`): with it `io.weight`, hence
+    /// the units' `IOWeight` (`*_unit_io_weight`), acts under any elevator, `none` included.
+    /// Off by default: unmeasured here, and the setting is the whole machine's.
+    pub switch_to_iocost: bool,
+    /// The disks `switch_to_iocost` acts on, by kernel name; empty: every whole disk with an
+    /// elevator.
+    pub iocost_devices: Vec<String>,
     /// The `io.prio.class` of uxsched's own background group (cgroup v2 without systemd,
     /// `actuators/io_class.rs`): reaches the group's page-cache writeback too, where the kernel
     /// charges writeback to cgroups. Off by default: unmeasured, and the idle class can starve.
@@ -101,6 +109,8 @@ impl Default for Storage {
             launch_max: 4,
             switch_to_bfq: false,
             bfq_devices: Vec::new(),
+            switch_to_iocost: false,
+            iocost_devices: Vec::new(),
             background_io_class: BackgroundClass::Off,
             front_group_class: FrontClass::Off,
             front_unit_io_weight: 0,

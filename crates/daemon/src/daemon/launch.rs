@@ -62,8 +62,8 @@ impl super::Daemon {
         }
     }
 
-    /// `status`'s storage lines: the disks and what they honour, the groups' I/O classes and
-    /// the BFQ switches this daemon holds, the launches in front.
+    /// `status`'s storage lines: the disks and what they honour, the groups' I/O classes, the
+    /// BFQ switches and blk-iocost this daemon holds, the launches in front.
     pub(super) fn storage_status(&self) -> Vec<String> {
         let probe = uxsched_os::block::Probe::read();
         let mut lines: Vec<String> = match &probe {
@@ -83,6 +83,12 @@ impl super::Daemon {
             Err(e) => lines.push(format!(
                 "cannot read the device switches from the journal: {e}"
             )),
+        }
+        match crate::devices::iocost::rows(&self.rec.journal) {
+            Ok(rows) => lines.extend(rows.iter().map(|(dev, name)| {
+                format!("{name} ({dev}): blk-iocost enabled while the daemon runs (was off)")
+            })),
+            Err(e) => lines.push(format!("cannot read the iocost rows from the journal: {e}")),
         }
         let budget = self.launch_budget();
         if budget.is_zero() {

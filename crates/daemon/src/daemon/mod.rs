@@ -183,13 +183,26 @@ impl Daemon {
     ) -> anyhow::Result<Daemon> {
         setup::check_cpu_levers(&cfg)?;
         let leftovers = journal.entries()?.len();
-        // Elevators a killed predecessor switched go back first; then this one's, if asked.
+        // Elevators and iocost a killed predecessor switched go back first; then this one's.
         let devices = crate::devices::Devices::default();
         devices.restore(&journal)?;
+        let iocost = crate::devices::iocost::Iocost::here();
+        if let Some(io) = &iocost {
+            io.restore(&journal)?;
+        }
         crate::actuators::io_class::restore(journal.connection())?;
         if cfg.storage.switch_to_bfq {
             let names = crate::devices::chosen(&cfg.storage.bfq_devices, &devices.sys);
             devices.switch_to_bfq(&journal, &names)?;
+        }
+        if cfg.storage.switch_to_iocost {
+            match &iocost {
+                Some(io) => {
+                    let names = crate::devices::chosen(&cfg.storage.iocost_devices, &io.sys);
+                    io.enable(&journal, &names)?;
+                }
+                None => warn!("`[storage] switch_to_iocost`: no cgroup2 with io.cost.qos here (cgroup v1, or a kernel without CONFIG_BLK_CGROUP_IOCOST): blk-iocost not enabled"),
+            }
         }
         let (mut rec, placement) = reconciler(&cfg, journal, features.default_slice_ns, tx);
         let bfq = devices.on_bfq();
@@ -534,6 +547,11 @@ impl Daemon {
     fn stop(&mut self) -> anyhow::Result<()> {
         if let Err(e) = crate::devices::Devices::default().restore(&self.rec.journal) {
             error!("cannot restore the devices' elevators from the journal: {e}");
+        }
+        if let Some(io) = crate::devices::iocost::Iocost::here() {
+            if let Err(e) = io.restore(&self.rec.journal) {
+                error!("cannot disable the blk-iocost the daemon enabled (journal): {e}");
+            }
         }
         if let Err(e) = crate::actuators::io_class::restore(self.rec.journal.connection()) {
             error!("cannot restore the groups' I/O classes from the journal: {e}");

@@ -1,4 +1,5 @@
-//! The opt-in device lever, `[storage] switch_to_bfq`: each chosen disk runs BFQ while the
+//! The opt-in device levers: `[storage] switch_to_iocost` (`iocost.rs`), and here
+//! `[storage] switch_to_bfq`: each chosen disk runs BFQ while the
 //! daemon runs and its own elevator again after. BFQ is the one Linux elevator that raises a
 //! new, interactive queue's weight by itself and honours I/O classes and cgroup weights alike;
 //! on the 2-vCPU VM a cold GTK launch under two fsync'ing writers went from a median of 3.1 s
@@ -11,6 +12,8 @@
 //! leaves the row; the next start puts the original back before anything else. A device whose
 //! elevator someone changed since is left as they set it, and a device that is gone, or whose
 //! name now belongs to another device (another `major:minor`), is forgotten.
+
+pub mod iocost;
 
 use crate::journal::{Journal, JournalError};
 use rusqlite::params;
@@ -225,6 +228,18 @@ pub fn doctor_lines(cfg: &crate::config::storage::Storage) -> Vec<String> {
     if cfg.group_prio_classes() != (None, None) {
         lines.extend(crate::actuators::io_class::device_lines(&probe.devices));
     }
+    if cfg.switch_to_iocost {
+        lines.push(match iocost::Iocost::here() {
+            Some(io) => format!(
+                "switch_to_iocost: blk-iocost is enabled on {} while the daemon runs ({})",
+                chosen(&cfg.iocost_devices, &io.sys).join(", "),
+                io.qos.display()
+            ),
+            None => "switch_to_iocost: no cgroup2 io.cost.qos here (cgroup v1, or a kernel \
+                     without CONFIG_BLK_CGROUP_IOCOST): it does nothing"
+                .to_owned(),
+        });
+    }
     if cfg.unit_io_weights().is_some() {
         let qos = probe
             .cgroup
@@ -248,13 +263,7 @@ pub fn doctor_lines(cfg: &crate::config::storage::Storage) -> Vec<String> {
 /// BFQ through `io.bfq.weight`, elsewhere only where blk-iocost is enabled for it (a line
 /// `MAJ:MIN enable=1 …` of the root's `io.cost.qos`, the text given here).
 pub(crate) fn unit_io_lines(devices: &[uxsched_os::block::Device], qos: &str) -> Vec<String> {
-    let iocost = |(major, minor): (u32, u32)| {
-        let dev = format!("{major}:{minor}");
-        qos.lines().any(|l| {
-            let mut words = l.split_whitespace();
-            words.next() == Some(dev.as_str()) && words.any(|w| w == "enable=1")
-        })
-    };
+    let iocost = |(major, minor): (u32, u32)| iocost::enabled_in(qos, &format!("{major}:{minor}"));
     devices
         .iter()
         .filter_map(|d| {
@@ -272,7 +281,7 @@ pub(crate) fn unit_io_lines(devices: &[uxsched_os::block::Device], qos: &str) ->
             } else {
                 format!(
                     "{}: the units' IOWeight does nothing under {elevator} without blk-iocost \
-                     (`switch_to_bfq = true`, or enable it in io.cost.qos)",
+                     (`switch_to_bfq = true` or `switch_to_iocost = true`)",
                     d.name
                 )
             })
