@@ -325,12 +325,17 @@ rows=$(sqlite3 "$j" 'SELECT count(*) FROM settings' 2>&1)
 fact journal_rows_after_stop "$rows"
 check journal_empty "$j: $rows rows (kept by RuntimeDirectoryPreserve=yes)" [ "$rows" = 0 ]
 
-# 3b. The storage lever on this systemd: with `front_unit_io_weight = 500` the probe's unit
+# 3b. The storage levers on this systemd: with `front_unit_io_weight = 500` the probe's unit
 # IOWeight is raised through systemd while focused (systemd writes io.weight), and after a
-# SIGKILL the restart (Restart=on-failure) puts it back before anything else.
+# SIGKILL the restart (Restart=on-failure) puts it back before anything else; with
+# `switch_to_iocost = true` blk-iocost is on for the disk while the daemon runs, and off after.
 conf=/etc/uxsched/uxsched.toml
 sed -i 's/^front_unit_io_weight = 0$/front_unit_io_weight = 500/' $conf
+sed -i 's/^switch_to_iocost = false$/switch_to_iocost = true/' $conf
 check io_conf "$(grep '^front_unit_io_weight' $conf)" grep -q '^front_unit_io_weight = 500$' $conf
+vda=$(cat /sys/block/vda/dev)
+iocost() { grep "^$vda " /sys/fs/cgroup/io.cost.qos | cut -d' ' -f2; }
+fact iocost_before "$(iocost)"
 io_of() { systemctl show -p IOWeight --value uxsched-probe; }
 io_file=/sys/fs/cgroup/system.slice/uxsched-probe.service/io.weight
 i0=$(io_of)
@@ -342,14 +347,54 @@ wait_for 30 sh -c '[ "$(systemctl show -p IOWeight --value uxsched-probe)" = 500
 fact probe_io_focused "$(io_of); $(cat $io_file 2>&1 | head -1)"
 check io_weight_raised "IOWeight $i0 -> $(io_of)" [ "$(io_of)" = 500 ]
 check io_weight_file "$io_file: $(head -1 $io_file 2>&1)" sh -c "head -1 $io_file | grep -qx 'default 500'"
+check iocost_enabled "vda ($vda): $(iocost)" [ "$(iocost)" = enable=1 ]
 pid0=$(systemctl show -p MainPID --value $unit)
 systemctl kill -s KILL $unit
 wait_for 60 sh -c "[ \"\$(systemctl show -p MainPID --value $unit)\" != $pid0 ] && uxsched status >/dev/null 2>&1"
 fact restarts_after_kill "$(systemctl show -p NRestarts --value $unit)"
 wait_for 30 sh -c "[ \"\$(systemctl show -p IOWeight --value uxsched-probe)\" = \"$i0\" ]"
 check io_weight_restored_after_kill "IOWeight after the restart: $(io_of) (was $i0)" [ "$(io_of)" = "$i0" ]
+check iocost_after_kill "vda: $(iocost) (the successor disabled it, then enabled it again)" [ "$(iocost)" = enable=1 ]
 systemctl stop $unit
+check iocost_disabled_at_stop "vda: $(iocost)" [ "$(iocost)" = enable=0 ]
+
+# 3c. A measurement, not a check: two direct-I/O readers in two services, one focused (its
+# unit's IOWeight 500 through uxsched, the other's systemd's default 100), 8 s each way:
+# without the daemon, with it but iocost off, with it and iocost on. Whole 64 MiB passes per
+# reader are the figures (the disk is QEMU's emulated virtio, under TCG).
+for x in a b; do dd if=/dev/zero of=/var/tmp/rd.$x bs=1M count=64 oflag=direct 2>/dev/null; done
+chown nobody /var/tmp/rd.a /var/tmp/rd.b
+readers() { # $1: the phase's name; prints the passes of reader a and b
+	for x in a b; do
+		: >/tmp/passes.$x; chmod 666 /tmp/passes.$x
+		systemd-run --quiet --unit=uxsched-rd-$x -p User=nobody sh -c \
+			"while :; do dd if=/var/tmp/rd.$x of=/dev/null bs=256k iflag=direct 2>/dev/null && echo x >>/tmp/passes.$x; done"
+	done
+	wait_for 10 sh -c '[ "$(systemctl show -p MainPID --value uxsched-rd-a)" -gt 0 ]'
+	if [ "$2" = focus ]; then
+		uxsched focus "$(systemctl show -p MainPID --value uxsched-rd-a)" >/dev/null 2>&1
+		wait_for 30 sh -c '[ "$(systemctl show -p IOWeight --value uxsched-rd-a)" = 500 ]'
+	fi
+	: >/tmp/passes.a; : >/tmp/passes.b
+	sleep 8
+	fact "io_$1" "a=$(wc -l </tmp/passes.a) b=$(wc -l </tmp/passes.b) passes; IOWeight a=$(systemctl show -p IOWeight --value uxsched-rd-a) b=$(systemctl show -p IOWeight --value uxsched-rd-b); iocost=$(iocost)"
+	systemctl stop uxsched-rd-a uxsched-rd-b
+}
+readers no_daemon none
+sed -i 's/^switch_to_iocost = true$/switch_to_iocost = false/' $conf
+systemctl start $unit
+wait_for 60 sh -c "uxsched status >/dev/null 2>&1"
+readers weight_without_iocost focus
+systemctl stop $unit
+sed -i 's/^switch_to_iocost = false$/switch_to_iocost = true/' $conf
+systemctl start $unit
+wait_for 60 sh -c "uxsched status >/dev/null 2>&1"
+readers weight_with_iocost focus
+systemctl stop $unit
+fact iocost_after_measurement "$(iocost)"
+rm -f /var/tmp/rd.a /var/tmp/rd.b
 sed -i 's/^front_unit_io_weight = 500$/front_unit_io_weight = 0/' $conf
+sed -i 's/^switch_to_iocost = true$/switch_to_iocost = false/' $conf
 
 # 4. Removal: started and focused again, `dpkg -r` (prerm stops it) must restore the same way.
 systemctl start $unit
