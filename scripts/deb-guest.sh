@@ -359,7 +359,7 @@ systemctl stop $unit
 check iocost_disabled_at_stop "vda: $(iocost)" [ "$(iocost)" = enable=0 ]
 
 # 3c. A measurement, not a check: two direct-I/O readers in two services, one focused (its
-# unit's IOWeight 500 through uxsched, the other's systemd's default 100), 8 s each way:
+# unit's IOWeight 500 through uxsched, the other's systemd's default 100), two 8-s windows each way:
 # without the daemon, with it but iocost off, with it and iocost on. Whole 64 MiB passes per
 # reader are the figures (the disk is QEMU's emulated virtio, under TCG).
 for x in a b; do dd if=/dev/zero of=/var/tmp/rd.$x bs=1M count=64 oflag=direct 2>/dev/null; done
@@ -375,9 +375,11 @@ readers() { # $1: the phase's name; prints the passes of reader a and b
 		uxsched focus "$(systemctl show -p MainPID --value uxsched-rd-a)" >/dev/null 2>&1
 		wait_for 30 sh -c '[ "$(systemctl show -p IOWeight --value uxsched-rd-a)" = 500 ]'
 	fi
-	: >/tmp/passes.a; : >/tmp/passes.b
-	sleep 8
-	fact "io_$1" "a=$(wc -l </tmp/passes.a) b=$(wc -l </tmp/passes.b) passes; IOWeight a=$(systemctl show -p IOWeight --value uxsched-rd-a) b=$(systemctl show -p IOWeight --value uxsched-rd-b); iocost=$(iocost)"
+	for w in 1 2; do
+		: >/tmp/passes.a; : >/tmp/passes.b
+		sleep 8
+		fact "io_$1_$w" "a=$(wc -l </tmp/passes.a) b=$(wc -l </tmp/passes.b) passes; IOWeight a=$(systemctl show -p IOWeight --value uxsched-rd-a) b=$(systemctl show -p IOWeight --value uxsched-rd-b); iocost=$(iocost)"
+	done
 	systemctl stop uxsched-rd-a uxsched-rd-b
 }
 readers no_daemon none
@@ -389,6 +391,8 @@ systemctl stop $unit
 sed -i 's/^switch_to_iocost = false$/switch_to_iocost = true/' $conf
 systemctl start $unit
 wait_for 60 sh -c "uxsched status >/dev/null 2>&1"
+fact iocost_qos "$(grep "^$vda " /sys/fs/cgroup/io.cost.qos)"
+fact iocost_model "$(grep "^$vda " /sys/fs/cgroup/io.cost.model)"
 readers weight_with_iocost focus
 systemctl stop $unit
 fact iocost_after_measurement "$(iocost)"
