@@ -30,7 +30,8 @@ pub struct Storage {
     /// Enable blk-iocost on each chosen disk while the daemon runs, and disable it again at
     /// stop (journalled like the BFQ switch; `devices/iocost.rs`): with it `io.weight`, hence
     /// the units' `IOWeight` (`*_unit_io_weight`), acts under any elevator, `none` included.
-    /// Off by default: unmeasured here, and the setting is the whole machine's.
+    /// Off by default: with the kernel's default cost model it held a guest's disk to a
+    /// quarter of its throughput (docs/storage.md), and the setting is the whole machine's.
     pub switch_to_iocost: bool,
     /// The disks `switch_to_iocost` acts on, by kernel name; empty: every whole disk with an
     /// elevator.
