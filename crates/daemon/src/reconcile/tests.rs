@@ -30,6 +30,14 @@ fn one_app() -> (Shared, tempfile::TempDir, TaskId, super::Reconciler) {
 
 use super::fake::{nothing, want};
 
+/// A target that names only an I/O priority.
+fn io_target(class: u16, level: u16) -> Target {
+    Target {
+        ioprio: Some(encode(class, level)),
+        ..Target::default()
+    }
+}
+
 fn ui_target() -> Target {
     Target {
         nice: Some(-19),
@@ -178,14 +186,8 @@ fn a_change_that_lands_on_a_recycled_tid_is_undone_at_once() {
 
 #[test]
 fn io_priority_inherited_by_children_is_put_back() {
-    let w = world();
-    let dir = tempfile::tempdir().unwrap();
-    let ui = w.borrow_mut().spawn(100, 100, SHELL_SESSION, None);
-    let mut rec = reconciler(&w, &dir.path().join("j"));
-    let rt = Target {
-        ioprio: Some(encode(CLASS_RT, 4)),
-        ..Target::default()
-    };
+    let (w, _dir, ui, mut rec) = one_app();
+    let rt = io_target(CLASS_RT, 4);
     let d = want(&[(ui, rt)]);
     rec.reconcile(&d).unwrap();
     assert_eq!(w.borrow().task(100).ioprio, encode(CLASS_RT, 4));
@@ -215,15 +217,9 @@ fn io_priority_inherited_by_children_is_put_back() {
 /// may make it a launch), and is put back once older; a restore puts back heirs of any age.
 #[test]
 fn a_newborn_heir_keeps_its_inherited_class_while_the_boost_lasts_not_after() {
-    let w = world();
-    let dir = tempfile::tempdir().unwrap();
-    let ui = w.borrow_mut().spawn(100, 100, SHELL_SESSION, None);
-    let mut rec = reconciler(&w, &dir.path().join("j"));
+    let (w, _dir, ui, mut rec) = one_app();
     let rt4 = encode(CLASS_RT, 4);
-    let rt = Target {
-        ioprio: Some(rt4),
-        ..Target::default()
-    };
+    let rt = io_target(CLASS_RT, 4);
     let d = want(&[(ui, rt)]);
     rec.reconcile(&d).unwrap();
     w.borrow_mut().spawn(200, 200, SHELL_SESSION, Some(100));
@@ -247,14 +243,8 @@ fn a_newborn_heir_keeps_its_inherited_class_while_the_boost_lasts_not_after() {
 /// pass that would never look for it.
 #[test]
 fn a_newborn_heir_of_a_thread_that_exited_while_wanted_is_put_back() {
-    let w = world();
-    let dir = tempfile::tempdir().unwrap();
-    let ui = w.borrow_mut().spawn(100, 100, SHELL_SESSION, None);
-    let mut rec = reconciler(&w, &dir.path().join("j"));
-    let rt = Target {
-        ioprio: Some(encode(CLASS_RT, 4)),
-        ..Target::default()
-    };
+    let (w, _dir, ui, mut rec) = one_app();
+    let rt = io_target(CLASS_RT, 4);
     let d = want(&[(ui, rt)]);
     rec.reconcile(&d).unwrap();
     w.borrow_mut().spawn(200, 200, SHELL_SESSION, Some(100));
@@ -271,18 +261,13 @@ fn a_newborn_heir_of_a_thread_that_exited_while_wanted_is_put_back() {
 /// applies that value any more, and no later pass would look for it.
 #[test]
 fn a_newborn_heir_is_put_back_when_its_parents_value_changes() {
-    let w = world();
-    let dir = tempfile::tempdir().unwrap();
-    let ui = w.borrow_mut().spawn(100, 100, SHELL_SESSION, None);
-    let mut rec = reconciler(&w, &dir.path().join("j"));
-    let to = |class, level| Target {
-        ioprio: Some(encode(class, level)),
-        ..Target::default()
-    };
-    rec.reconcile(&want(&[(ui, to(CLASS_RT, 4))])).unwrap();
+    let (w, _dir, ui, mut rec) = one_app();
+    rec.reconcile(&want(&[(ui, io_target(CLASS_RT, 4))]))
+        .unwrap();
     w.borrow_mut().spawn(200, 200, SHELL_SESSION, Some(100));
     w.borrow_mut().newborn.insert(200);
-    rec.reconcile(&want(&[(ui, to(CLASS_BE, 7))])).unwrap();
+    rec.reconcile(&want(&[(ui, io_target(CLASS_BE, 7))]))
+        .unwrap();
     assert_eq!(w.borrow().task(100).ioprio, encode(CLASS_BE, 7));
     assert_eq!(w.borrow().task(200).ioprio, BE4, "not left real-time");
     rec.reconcile(&nothing()).unwrap();
@@ -295,15 +280,8 @@ fn a_newborn_heir_is_put_back_when_its_parents_value_changes() {
 /// forked child in the real-time class after the daemon stopped).
 #[test]
 fn a_raised_heir_is_restored_to_its_parents_original_not_the_class_it_inherited() {
-    let w = world();
-    let dir = tempfile::tempdir().unwrap();
-    let ui = w.borrow_mut().spawn(100, 100, SHELL_SESSION, None);
-    let mut rec = reconciler(&w, &dir.path().join("j"));
-    let rt4 = encode(CLASS_RT, 4);
-    let rt = Target {
-        ioprio: Some(rt4),
-        ..Target::default()
-    };
+    let (w, _dir, ui, mut rec) = one_app();
+    let rt = io_target(CLASS_RT, 4);
     rec.reconcile(&want(&[(ui, rt.clone())])).unwrap();
     let launch = w.borrow_mut().spawn(200, 200, SHELL_SESSION, Some(100));
     w.borrow_mut().newborn.insert(200);
@@ -332,10 +310,7 @@ fn threads_the_policy_boosts_are_not_taken_for_inheritors() {
     let ui = w.borrow_mut().spawn(100, 100, SHELL_SESSION, None);
     let render = w.borrow_mut().spawn(101, 100, SHELL_SESSION, Some(100));
     let mut rec = reconciler(&w, &dir.path().join("j"));
-    let rt = Target {
-        ioprio: Some(encode(CLASS_RT, 4)),
-        ..Target::default()
-    };
+    let rt = io_target(CLASS_RT, 4);
     let d = want(&[(ui, rt.clone()), (render, rt)]);
     for _ in 0..3 {
         rec.reconcile(&d).unwrap();
