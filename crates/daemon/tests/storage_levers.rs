@@ -25,20 +25,7 @@ fn launcher() -> std::process::Child {
 
 /// `sh -c SCRIPT` as `nobody`, in a session of its own.
 fn user_shell(script: &str) -> std::process::Child {
-    let mut c = Command::new("sh");
-    c.args(["-c", script])
-        .current_dir("/")
-        .stdin(Stdio::null())
-        .uid(NOBODY)
-        .gid(NOBODY);
-    // SAFETY: setsid is async-signal-safe.
-    unsafe {
-        c.pre_exec(|| {
-            libc::setsid();
-            Ok(())
-        });
-    }
-    c.spawn().unwrap()
+    user_program(&["sh", "-c", script], &[])
 }
 
 /// The process under `root` running `sleep ARG`.
