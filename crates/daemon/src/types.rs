@@ -58,7 +58,7 @@ pub enum Event {
         held: Vec<Critical>,
         resolved: u64,
     },
-    /// A program started from the app in front (`sources/launch.rs`): in front itself until
+    /// A program started from the app in front (`sources/launch/`): in front itself until
     /// its window maps or `[storage] launch_budget_ms` runs out.
     Launch { app: AppId },
     /// A program started in the session of the app in front, outside the app's own process

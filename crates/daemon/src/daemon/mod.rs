@@ -114,7 +114,7 @@ struct Daemon {
     idle: idle::Idleness,
     /// Programs started from the app in front, in front until their window maps.
     launches: launch::Launches,
-    /// The app in front as the launch watcher sees it (`sources/launch.rs`).
+    /// The app in front as the launch watcher sees it (`sources/launch/`).
     launch_front: crate::sources::launch::Front,
     /// The processes playing sound (`audible.rs`).
     audible: Vec<AppId>,

@@ -17,7 +17,7 @@ use uxsched_os::identity;
 
 /// How long a task that inherited a boosted thread's I/O class keeps it while that thread stays
 /// boosted: a program the app in front starts is forked first and exec'd a moment later, and
-/// only its exec tells the launch watcher (`sources/launch.rs`) it is a launch; a pass in
+/// only its exec tells the launch watcher (`sources/launch/`) it is a launch; a pass in
 /// between would put its class back and the next raise it again (seen in the daemon's log as
 /// "put back a setting the task inherited" just before the launch). A restore (the boost ending,
 /// the daemon stopping) puts back heirs of any age.

@@ -76,7 +76,7 @@ impl Front {
 
 /// Start the watcher thread; it opens the connector itself, since subscribing can block: with
 /// an event filter the kernel's acknowledgement is filtered out too (its event type is 0), so
-/// the crate's ack check returns at the first exec on the machine, which on a quiet machine
+/// the crate's ack check returns at the first exec or fork on the machine, which on a quiet machine
 /// may be seconds away (measured: a daemon start held 20 s in a test). An error (no
 /// `CAP_NET_ADMIN`, a kernel without `CONFIG_PROC_EVENTS`) is logged with what is lost; the
 /// daemon runs on without launches.
@@ -88,7 +88,7 @@ pub fn start(front: Front, tx: Sender<Event>) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The connector, subscribed to exec events.
+/// The connector, subscribed to exec and fork events.
 fn subscribe() -> anyhow::Result<ProcConnector> {
     let conn = ProcConnector::new().map_err(|e| {
         anyhow::anyhow!("cannot open the process events connector ({e}): launches are not followed; the daemon needs CAP_NET_ADMIN and a kernel with CONFIG_PROC_EVENTS")
@@ -101,7 +101,9 @@ fn subscribe() -> anyhow::Result<ProcConnector> {
     }
     conn.subscribe_filtered(EventMask::EXEC | EventMask::FORK)
         .map_err(|e| {
-            anyhow::anyhow!("cannot subscribe to exec events ({e}): launches are not followed")
+            anyhow::anyhow!(
+                "cannot subscribe to exec and fork events ({e}): launches are not followed"
+            )
         })?;
     Ok(conn)
 }
