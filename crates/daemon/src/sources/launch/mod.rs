@@ -33,13 +33,13 @@
 //! (`Event::SessionExec`): raising the session's autogroup would then raise that program too,
 //! so the loop checks the app's placement again at once instead of at its next recheck.
 //!
-//! What it costs: a wake-up per task created, threads included (about 15 µs each, measured:
-//! docs/results/2026-11-29/watcher-cost/), and a map insert per process fork (the last 5 s, at
-//! most 65,536); up to two `/proc/<pid>/stat` reads per exec while something is in front (parents the
-//! fork events did not name; one more for the session),
-//! on this thread; the launchers (the app's environment, a connection to its compositor's
-//! socket once per socket, the manager's `cgroup.procs`) and the session are read once per app
-//! in front; the loop hears only of the launches and of programs joining the app's session.
+//! What it costs: a wake-up per task created, threads included (about 15 µs each;
+//! docs/storage.md, "The levers"), and a map insert per process fork (the last 5 s, at most
+//! 65,536); up to two `/proc/<pid>/stat` reads per exec while something is in front (parents the
+//! fork events did not name; one more for the session), on this thread; the launchers (the
+//! app's environment, a connection to its compositor's socket once per socket, the manager's
+//! `cgroup.procs`) and the session are read once per app in front; the loop hears only of the
+//! launches and of programs joining the app's session.
 
 mod lineage;
 
