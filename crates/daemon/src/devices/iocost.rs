@@ -47,8 +47,7 @@ impl Iocost {
     }
 
     fn dev(&self, name: &str) -> Option<String> {
-        let p = self.sys.join("block").join(name).join("dev");
-        std::fs::read_to_string(p).ok().map(|s| s.trim().to_owned())
+        super::block_dev(&self.sys, name)
     }
 
     fn enabled(&self, dev: &str) -> std::io::Result<bool> {

@@ -52,8 +52,7 @@ impl Devices {
     }
 
     fn dev(&self, name: &str) -> Option<String> {
-        let p = self.sys.join("block").join(name).join("dev");
-        std::fs::read_to_string(p).ok().map(|s| s.trim().to_owned())
+        block_dev(&self.sys, name)
     }
 
     /// (active, offered) elevators of `name`.
@@ -155,6 +154,13 @@ impl Devices {
             }
         }
     }
+}
+
+/// The `major:minor` of block device `name` under sysfs `sys` (`/sys/block/<name>/dev`):
+/// what identifies a switched disk when its name is reused.
+fn block_dev(sys: &Path, name: &str) -> Option<String> {
+    let p = sys.join("block").join(name).join("dev");
+    std::fs::read_to_string(p).ok().map(|s| s.trim().to_owned())
 }
 
 /// The switches the journal holds.

@@ -470,8 +470,11 @@ impl Reconciler {
         task: &TaskId,
         now: &Value,
     ) -> io::Result<Option<Value>> {
-        if act.kind() != Kind::Ioprio {
-            return Ok(None); // the only setting a fork copies that uxsched does not reset
+        // I/O priority is the only setting a fork copies that uxsched does not reset; and a
+        // task of class none (most) holds nothing uxsched applies, which is always a class:
+        // the journal is read only for a task that may have inherited one.
+        if act.kind() != Kind::Ioprio || *now == Value::Ioprio(0) {
+            return Ok(None);
         }
         let entries = self.journal.entries().map_err(io::Error::other)?;
         for e in entries

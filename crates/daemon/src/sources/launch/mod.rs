@@ -207,7 +207,7 @@ fn launchers_of(app: i32, uid: u32) -> Vec<Launcher> {
         .filter(|&pid| pid > 1 && pid != app && owned_by(pid, uid))
         .map(|pid| Launcher {
             pid,
-            manager: comm(pid) == "systemd",
+            manager: super::auto::procs::comm(pid) == "systemd",
         })
         .collect();
     found.sort_by_key(|l| l.pid);
@@ -218,12 +218,6 @@ fn launchers_of(app: i32, uid: u32) -> Vec<Launcher> {
 
 fn owned_by(pid: i32, uid: u32) -> bool {
     uxsched_os::identity::observe(pid).is_ok_and(|(p, _pidfd)| p.owned_by(uid))
-}
-
-fn comm(pid: i32) -> String {
-    uxsched_os::procfs::read_to_string(format!("/proc/{pid}/comm"))
-        .map(|c| c.trim().to_owned())
-        .unwrap_or_default()
 }
 
 /// The process listening on the Wayland socket `app`'s environment names
