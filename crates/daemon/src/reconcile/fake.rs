@@ -41,6 +41,9 @@ pub struct World {
     /// A tid recycled (exits and is reborn with this start time) right before the next write.
     pub recycle_on_write: Option<(i32, u64)>,
     pub writes: usize,
+    /// A kernel before 6.12: a fair thread has no custom slice (`sched_getattr` reports no
+    /// runtime for it, `sched_setattr` ignores one).
+    pub before_6_12: bool,
 }
 
 pub type Shared = Rc<RefCell<World>>;
@@ -70,11 +73,15 @@ impl World {
         let ioprio = from.map_or(0x4004, |p| p.ioprio); // BE 4, the kernel's default for nice 0
         let session = from.map_or(session, |p| p.session);
         self.sessions.entry(session).or_insert(0);
+        let mut sched = default_attr(0);
+        if self.before_6_12 {
+            sched.runtime = 0;
+        }
         self.tasks.insert(
             tid,
             Task {
                 id,
-                sched: default_attr(0),
+                sched,
                 ioprio,
                 session,
                 parent,
@@ -181,8 +188,12 @@ impl Actuator for FakeActuator {
                 w.sessions.insert(session, *n);
             }
             Value::Sched(a) => {
+                let before_6_12 = w.before_6_12;
                 let t = w.tasks.get_mut(&via).ok_or_else(esrch)?;
                 t.sched = kernel_sched_write(&t.sched, a)?;
+                if before_6_12 {
+                    t.sched.runtime = 0;
+                }
             }
             Value::Ioprio(v) => w.tasks.get_mut(&via).ok_or_else(esrch)?.ioprio = *v,
             Value::Unit(u) => {
@@ -278,6 +289,13 @@ pub fn reconciler(world: &Shared, journal: &std::path::Path) -> Reconciler {
 /// The same on a systemd machine: placement is the unit's weight.
 pub fn reconciler_with_units(world: &Shared, journal: &std::path::Path) -> Reconciler {
     reconciler_of(world, journal, &[Kind::Sched, Kind::Unit, Kind::UnitIo])
+}
+
+/// A reconciler as the daemon makes it on a kernel before 6.12, whose default slice reads 0.
+pub fn reconciler_before_6_12(world: &Shared, journal: &std::path::Path) -> Reconciler {
+    let mut rec = reconciler(world, journal);
+    rec.default_slice = 0;
+    rec
 }
 
 fn reconciler_of(world: &Shared, journal: &std::path::Path, kinds: &[Kind]) -> Reconciler {

@@ -160,3 +160,31 @@ fn a_reniced_thread_keeps_the_io_level_bfq_weight_raises_where_a_disk_runs_bfq()
     assert_eq!([io(100), io(101), io(102)], [0, encode(CLASS_RT, 7), 0]);
     assert!(rec.journal.entries().unwrap().is_empty());
 }
+
+/// On a kernel before 6.12 a fair thread has no custom slice: a boost asks none there, so the
+/// kernel holds all of it, the next pass keeps it as uxsched's, and the end of the wish puts the
+/// nice back. (With the slice asked, the kernel read back no runtime, the pass after took the
+/// boost for someone else's change and left the thread at nice -5: Debian 12's 6.1 kernel.)
+#[test]
+fn before_6_12_a_boost_asks_no_slice_and_is_restored() {
+    use super::fake::{nothing, reconciler_before_6_12, want};
+    let w = std::rc::Rc::new(std::cell::RefCell::new(super::fake::World {
+        before_6_12: true,
+        ..Default::default()
+    }));
+    let dir = tempfile::tempdir().unwrap();
+    let app = w.borrow_mut().spawn(100, 100, 7, None);
+    let mut rec = reconciler_before_6_12(&w, &dir.path().join("j"));
+    let boost = crate::types::Target {
+        nice: Some(-5),
+        slice_ns: Some(100_000),
+        ..Default::default()
+    };
+    rec.reconcile(&want(&[(app, boost.clone())])).unwrap();
+    let t = w.borrow().task(100).sched;
+    assert_eq!((t.nice, t.runtime), (-5, 0));
+    rec.reconcile(&want(&[(app, boost)])).unwrap();
+    assert_eq!(w.borrow().task(100).sched.nice, -5, "held, as uxsched's");
+    rec.reconcile(&nothing()).unwrap();
+    assert_eq!(w.borrow().task(100).sched.nice, 0, "put back");
+}

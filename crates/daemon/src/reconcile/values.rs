@@ -34,7 +34,14 @@ impl Reconciler {
         }
         let base = sched::restorable(orig, self.default_slice);
         let nice = nice.map_or(orig.nice, |n| n.min(orig.nice));
-        let runtime = slice_ns.unwrap_or(base.runtime);
+        // A default slice of 0: a kernel before 6.12, where a fair thread has no custom slice
+        // (`sched_setattr` ignores the runtime, `sched_getattr` reports none). Asking for one
+        // there would never read back, and the coexistence check would take uxsched's own boost
+        // for someone else's and leave it in place (found on Debian 12's 6.1 kernel).
+        let runtime = match self.default_slice {
+            0 => base.runtime,
+            _ => slice_ns.unwrap_or(base.runtime),
+        };
         let uclamp = sched::raised_uclamp(orig, uclamp_min);
         if nice == orig.nice && runtime == base.runtime && uclamp == orig.uclamp {
             return None;

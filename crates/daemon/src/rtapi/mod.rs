@@ -59,6 +59,9 @@ pub struct Grants {
     interactions: interact::Interactions,
     /// The last request changed nothing the kernel holds (a hint report within a level).
     quiet: bool,
+    /// The kernel gives a fair thread a slice of its own (Linux 6.12+: its default slice
+    /// reads back non-zero); a latency request is refused where it cannot.
+    custom_slices: bool,
 }
 
 impl Grants {
@@ -81,6 +84,7 @@ impl Grants {
             hints: hint::Hints::new(3_000_000, uclamp_high),
             interactions: interact::Interactions::new(ui, max),
             quiet: false,
+            custom_slices: true,
         }
     }
 
@@ -90,6 +94,7 @@ impl Grants {
         let max = Duration::from_millis(self.cfg.interaction_max_ms);
         self.interactions = interact::Interactions::new(ui, max);
         self.hints = hint::Hints::new(default_slice_ns, self.cfg.hint_uclamp_max);
+        self.custom_slices = default_slice_ns != 0;
         self
     }
 
@@ -175,6 +180,12 @@ impl Grants {
             )),
             Ask::Latency { slice_us } if !(100..=100_000).contains(&slice_us) => bad(format!(
                 "slice {slice_us} µs is outside the kernel's 100..=100000 µs"
+            )),
+            Ask::Latency { .. } if !self.custom_slices => Err((
+                Refusal::NotApplied,
+                "this kernel gives fair threads no slice of their own (Linux 6.12 added \
+                 custom slices): ask for high_priority instead"
+                    .into(),
             )),
             _ => Ok(()),
         }
