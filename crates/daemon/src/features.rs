@@ -52,6 +52,11 @@ pub fn version(release: &str) -> (u32, u32) {
     (it.next().unwrap_or(0), it.next().unwrap_or(0))
 }
 
+/// Whether any disk's elevator orders requests by I/O class (BFQ, mq-deadline).
+fn honours_classes(elevators: &BTreeMap<String, String>) -> bool {
+    elevators.values().any(|s| s == "bfq" || s == "mq-deadline")
+}
+
 fn io_schedulers() -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     let Ok(dir) = std::fs::read_dir("/sys/block") else {
@@ -95,7 +100,7 @@ impl Features {
             )
             .is_ok_and(|s| s.trim() == "1"),
             cpufreq: cpufreq_root.join("cpu0/cpufreq").is_dir(),
-            ioprio_effective: io.values().any(|s| s == "bfq" || s == "mq-deadline"),
+            ioprio_effective: honours_classes(&io),
             io_schedulers: io,
             pidfd_getfd: v >= (5, 6),
             bpf_btf: Path::new("/sys/kernel/btf/vmlinux").exists(),
@@ -113,7 +118,6 @@ impl Features {
             cgroup = self.cgroup_used.as_deref().unwrap_or("none"),
             autogroup = self.autogroup,
             cpufreq = self.cpufreq,
-            ioprio = self.ioprio_effective,
             bpf_btf = self.bpf_btf,
             uclamp = self.uclamp,
             "kernel features"
@@ -133,6 +137,14 @@ impl Features {
         if !self.cpufreq {
             info!("no cpufreq: facfs scaling is a no-op (ratio 1)");
         }
+    }
+
+    /// Read the disks' elevators again — after the daemon put back the ones a killed
+    /// predecessor switched and made its own switches, which change them — and log them.
+    pub fn refresh_io(&mut self) {
+        self.io_schedulers = io_schedulers();
+        self.ioprio_effective = honours_classes(&self.io_schedulers);
+        info!(elevators = ?self.io_schedulers, "block devices");
         if !self.ioprio_effective {
             warn!("no block device uses bfq or mq-deadline: ioprio settings have no effect");
         }

@@ -273,7 +273,8 @@ pub fn io_in_use(mount: &Path) -> Option<String> {
 
 /// `status`/`doctor`: what the lever holds now, and per disk whether its elevator honours a
 /// group's class (mq-deadline and BFQ do; none and kyber do not: `uxsched_os::block`).
-pub fn status_lines(db: &Connection, devices: &[Device]) -> Vec<String> {
+/// `asked`: the configuration asks for a class (then "none set" says that it did not take).
+pub fn status_lines(db: &Connection, devices: &[Device], asked: bool) -> Vec<String> {
     let rows = match changes(db) {
         Ok(r) => r,
         Err(e) => {
@@ -302,6 +303,13 @@ pub fn status_lines(db: &Connection, devices: &[Device]) -> Vec<String> {
         .collect();
     if rows.iter().any(|c| c.path.ends_with(PRIO)) {
         lines.extend(device_lines(devices));
+    } else if asked {
+        lines.push(
+            "group I/O classes: asked for in `[storage]` but none set — the daemon's start-up \
+             warning says why (no groups of uxsched's own on cgroup v2, or a kernel whose groups \
+             have no io.prio.class: CONFIG_BLK_CGROUP_IOPRIO)"
+                .into(),
+        );
     } else {
         lines.push(
             "group I/O classes: none set (`[storage] background_io_class`, `front_group_class`)"

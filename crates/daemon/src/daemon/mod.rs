@@ -177,7 +177,7 @@ impl Daemon {
     /// backend, the sources, the tracker and the real-time parts.
     fn start(
         cfg: Config,
-        features: Features,
+        mut features: Features,
         journal: Journal,
         tx: &mpsc::Sender<Event>,
     ) -> anyhow::Result<Daemon> {
@@ -204,6 +204,7 @@ impl Daemon {
                 None => warn!("`[storage] switch_to_iocost`: no cgroup2 with io.cost.qos here (cgroup v1, or a kernel without CONFIG_BLK_CGROUP_IOCOST): blk-iocost not enabled"),
             }
         }
+        features.refresh_io();
         let (mut rec, placement) = reconciler(&cfg, journal, features.default_slice_ns, tx);
         let bfq = devices.on_bfq();
         if !bfq.is_empty() {

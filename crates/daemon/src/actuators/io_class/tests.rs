@@ -48,7 +48,7 @@ fn classes_are_journalled_written_and_restored_by_the_next_start() {
         3,
         "every write journalled"
     );
-    let lines = status_lines(j.connection(), &[]);
+    let lines = status_lines(j.connection(), &[], true);
     assert!(
         lines
             .iter()
@@ -160,8 +160,10 @@ fn without_an_io_controller_nothing_is_written() {
         .is_empty());
     assert_eq!(text(&m.join(SUBTREE)), "cpu");
     assert_eq!(text(&m.join("ux-bg").join(PRIO)), "no-change");
-    let lines = status_lines(j.connection(), &[]);
+    let lines = status_lines(j.connection(), &[], false);
     assert!(lines[0].contains("none set"), "{lines:?}");
+    let lines = status_lines(j.connection(), &[], true);
+    assert!(lines[0].contains("asked for"), "{lines:?}");
 }
 
 #[test]
