@@ -74,6 +74,39 @@ if [ ! -x "$RTKIT_DIR/usr/libexec/installed-tests/rtkit/rtkit-test" ]; then
   rm -rf "$tmp"
 fi
 
+# Debian's own kernel for the storage guest test (crates/uxsched/tests/nvme_guest.rs, issue 33):
+# the test kernel in ../shared/kernels/ has no NVMe driver, no BFQ and no memory controller; the
+# kernel `linux-image-amd64` points to has them as modules. Only its image and the modules the
+# test loads (crates/guest/src/debian.rs reads `load-order`) are kept, in /opt/uxsched/debian-kernel;
+# nothing is installed. Redone when `linux-image-amd64` points to another kernel.
+DK_DIR=/opt/uxsched/debian-kernel
+# In load order: each after what it depends on, and the CRC algorithms before the libraries that
+# look them up at load (the guest has no modprobe to fetch them).
+DK_MODULES=(crct10dif_common crct10dif_generic crc-t10dif crc64 crc64_rocksoft_generic crc64-rocksoft
+  t10-pi nvme-core nvme bfq)
+dk_pkg=$(apt-cache depends linux-image-amd64 2>/dev/null | sed -n 's/^ *Depends: \(linux-image-[0-9].*\)$/\1/p' | head -n1)
+if [ -z "$dk_pkg" ]; then
+  echo "setup: warning: apt knows no linux-image-amd64: the NVMe guest test will say its kernel is missing" >&2
+elif [ "$(cat "$DK_DIR/package" 2>/dev/null)" != "$dk_pkg" ]; then
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  echo "setup: unpacking $dk_pkg's image and storage modules into $DK_DIR" >&2
+  tmp=$(mktemp -d); chmod 755 "$tmp"  # apt downloads as _apt
+  (cd "$tmp" && apt-get download "$dk_pkg" >/dev/null)
+  dpkg-deb -x "$tmp"/"$dk_pkg"_*.deb "$tmp/x"
+  $SUDO rm -rf "$DK_DIR"
+  $SUDO mkdir -p "$DK_DIR/modules"
+  $SUDO cp "$tmp"/x/boot/vmlinuz-* "$DK_DIR/vmlinuz"
+  $SUDO cp "$tmp"/x/boot/config-* "$DK_DIR/config"
+  for m in "${DK_MODULES[@]}"; do
+    f=$(find "$tmp/x/lib/modules" -name "$m.ko" | head -n1)
+    [ -n "$f" ] || { echo "setup: error: $dk_pkg has no module $m.ko" >&2; exit 1; }
+    $SUDO cp "$f" "$DK_DIR/modules/"
+  done
+  printf '%s\n' "${DK_MODULES[@]}" | $SUDO tee "$DK_DIR/load-order" >/dev/null
+  echo "$dk_pkg" | $SUDO tee "$DK_DIR/package" >/dev/null
+  rm -rf "$tmp"
+fi
+
 # Rust toolchain (rustup) if cargo is absent.
 if ! command -v cargo >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/cargo" ]; then
   echo "setup: installing the Rust toolchain with rustup" >&2

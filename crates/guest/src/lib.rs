@@ -6,6 +6,8 @@
 //! initramfs built here: a busybox `/init` that mounts proc, sys, devtmpfs, a tmpfs `/tmp` and
 //! cgroup2 at `/sys/fs/cgroup` with the requested controllers enabled for the root's children,
 //! runs the script, prints its exit status after a per-run marker and powers off.
+//! [`Guest::locate_debian`] boots Debian's own kernel instead, with its NVMe and BFQ modules
+//! loaded (`debian.rs`): the storage tests' kernel.
 //!
 //! ```no_run
 //! use uxsched_guest::{Guest, Initramfs};
@@ -16,11 +18,13 @@
 //! assert_eq!(out.status, 0, "{}", out.console);
 //! ```
 
+mod debian;
 mod desktop;
 mod facts;
 mod initramfs;
 mod qemu;
 
+pub use debian::{DEBIAN_KERNEL_DIR, DEBIAN_KERNEL_ENV};
 pub use desktop::{add_x_desktop, which};
 pub use facts::Facts;
 pub use initramfs::{shared_libraries, Initramfs};

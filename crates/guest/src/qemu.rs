@@ -110,6 +110,9 @@ pub struct Guest {
     /// More QEMU arguments (e.g. `-icount shift=3,sleep=on`: a clock that counts the guest's
     /// own instructions, so the host's load does not show up as guest latency).
     pub qemu_args: Vec<String>,
+    /// Kernel modules `/init` loads, in this order, before the script (`insmod`; empty for the
+    /// test kernel, which has none).
+    pub modules: Vec<PathBuf>,
 }
 
 impl Guest {
@@ -117,8 +120,13 @@ impl Guest {
     /// the repository or one of its ancestors), `qemu-system-x86_64` and `busybox` (in `PATH`,
     /// or `$UXSCHED_GUEST_QEMU` / `$UXSCHED_GUEST_BUSYBOX`). 2 CPUs, 512 MiB, `+cpu`, 120 s.
     pub fn locate() -> Result<Guest, Error> {
+        Guest::with_kernel(kernel()?)
+    }
+
+    /// As [`Guest::locate`] with a kernel image of the caller's.
+    pub fn with_kernel(kernel: PathBuf) -> Result<Guest, Error> {
         Ok(Guest {
-            kernel: kernel()?,
+            kernel,
             qemu: tool(QEMU_ENV, "qemu-system-x86_64", "qemu-system-x86")?,
             busybox: tool(BUSYBOX_ENV, "busybox", "busybox-static")?,
             cpus: 2,
@@ -126,6 +134,7 @@ impl Guest {
             timeout: Duration::from_secs(120),
             controllers: vec!["cpu".into()],
             qemu_args: Vec::new(),
+            modules: Vec::new(),
         })
     }
 
@@ -135,7 +144,19 @@ impl Guest {
         let marker = format!("UXSCHED-GUEST-{:016x}", nonce());
         let mut fs = fs.clone();
         fs.binary(&self.busybox, "/bin/busybox")?;
-        fs.bytes("/init", init_script(&marker, &self.controllers), 0o755);
+        let mut names = Vec::new();
+        for ko in &self.modules {
+            let name = ko.file_name().and_then(|n| n.to_str()).ok_or_else(|| {
+                Error::Missing(format!("{}: not a module file name", ko.display()))
+            })?;
+            fs.file(ko, &format!("/lib/modules/{name}"))?;
+            names.push(name.to_owned());
+        }
+        fs.bytes(
+            "/init",
+            init_script(&marker, &self.controllers, &names),
+            0o755,
+        );
         fs.bytes("/run.sh", script, 0o755);
         let image = std::env::temp_dir().join(format!("{}.cpio.gz", marker.to_lowercase()));
         fs.write_gz(&image)?;
@@ -258,7 +279,11 @@ fn verdict(console: &str, marker: &str) -> Result<i32, Error> {
 
 /// `/init`: mounts, controllers, the script, its status after the marker, power off. `poweroff
 /// -f` calls reboot(2) directly (there is no init system to ask); with `-no-reboot` QEMU exits.
-fn init_script(marker: &str, controllers: &[String]) -> String {
+fn init_script(marker: &str, controllers: &[String], modules: &[String]) -> String {
+    let load: String = modules
+        .iter()
+        .map(|m| format!("insmod /lib/modules/{m} || fail 'loading the module {m}'\n"))
+        .collect();
     let enable: String = controllers
         .iter()
         .map(|c| {
@@ -279,6 +304,7 @@ fn init_script(marker: &str, controllers: &[String]) -> String {
          mount -t devtmpfs devtmpfs /dev || fail 'mounting /dev'\n\
          mount -t tmpfs tmpfs /tmp || fail 'mounting /tmp'\n\
          mount -t cgroup2 cgroup2 /sys/fs/cgroup || fail 'mounting cgroup2 at /sys/fs/cgroup'\n\
+         {load}\
          {enable}\
          cd /tmp\n\
          sh /run.sh </dev/null\n\
