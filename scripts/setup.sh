@@ -83,7 +83,10 @@ DK_DIR=/opt/uxsched/debian-kernel
 # In load order: each after what it depends on, and the CRC algorithms before the libraries that
 # look them up at load (the guest has no modprobe to fetch them).
 DK_MODULES=(crct10dif_common crct10dif_generic crc-t10dif crc64 crc64_rocksoft_generic crc64-rocksoft
-  t10-pi nvme-core nvme bfq)
+  t10-pi nvme-core nvme)
+# Kept beside them but not loaded at boot: BFQ, which the guest's modprobe loads when the daemon
+# asks for the elevator (as on a Debian machine, where it is a module nobody loaded yet).
+DK_ON_DEMAND=(bfq)
 dk_pkg=$(apt-cache depends linux-image-amd64 2>/dev/null | sed -n 's/^ *Depends: \(linux-image-[0-9].*\)$/\1/p' | head -n1)
 if [ -z "$dk_pkg" ]; then
   echo "setup: warning: apt knows no linux-image-amd64: the NVMe guest test will say its kernel is missing" >&2
@@ -97,12 +100,13 @@ elif [ "$(cat "$DK_DIR/package" 2>/dev/null)" != "$dk_pkg" ]; then
   $SUDO mkdir -p "$DK_DIR/modules"
   $SUDO cp "$tmp"/x/boot/vmlinuz-* "$DK_DIR/vmlinuz"
   $SUDO cp "$tmp"/x/boot/config-* "$DK_DIR/config"
-  for m in "${DK_MODULES[@]}"; do
+  for m in "${DK_MODULES[@]}" "${DK_ON_DEMAND[@]}"; do
     f=$(find "$tmp/x/lib/modules" -name "$m.ko" | head -n1)
     [ -n "$f" ] || { echo "setup: error: $dk_pkg has no module $m.ko" >&2; exit 1; }
     $SUDO cp "$f" "$DK_DIR/modules/"
   done
   printf '%s\n' "${DK_MODULES[@]}" | $SUDO tee "$DK_DIR/load-order" >/dev/null
+  ls "$tmp/x/lib/modules" | $SUDO tee "$DK_DIR/release" >/dev/null
   echo "$dk_pkg" | $SUDO tee "$DK_DIR/package" >/dev/null
   rm -rf "$tmp"
 fi

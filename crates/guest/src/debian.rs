@@ -2,9 +2,10 @@
 //! storage drivers the test kernel in `shared/kernels/` lacks (NVMe, BFQ, the memory controller
 //! for cgroup writeback) as modules. `scripts/setup.sh` unpacks its image and the modules the
 //! guest loads into [`DEBIAN_KERNEL_DIR`]; `/init` loads them (`insmod`, in `load-order`) before
-//! the script runs.
+//! the script runs, except those [`add_on_demand_module`] leaves to the guest's `modprobe`.
 
 use crate::qemu::{Error, Guest};
+use crate::Initramfs;
 use std::path::{Path, PathBuf};
 
 /// Where `scripts/setup.sh` unpacks it: `vmlinuz`, `config`, `modules/*.ko`, `load-order` (one
@@ -16,10 +17,7 @@ pub const DEBIAN_KERNEL_ENV: &str = "UXSCHED_GUEST_DEBIAN_KERNEL_DIR";
 impl Guest {
     /// As [`Guest::locate`], but booting Debian's kernel with its storage modules loaded.
     pub fn locate_debian() -> Result<Guest, Error> {
-        let dir = std::env::var_os(DEBIAN_KERNEL_ENV)
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from(DEBIAN_KERNEL_DIR));
-        let (kernel, modules) = debian_kernel(&dir)?;
+        let (kernel, modules) = debian_kernel(&dir())?;
         let mut guest = Guest::with_kernel(kernel)?;
         guest.modules = modules;
         Ok(guest)
@@ -27,13 +25,42 @@ impl Guest {
 
     /// The Debian package the kernel came from (`linux-image-6.1.0-56-amd64`), for reports.
     pub fn debian_package() -> Option<String> {
-        let dir = std::env::var_os(DEBIAN_KERNEL_ENV)
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from(DEBIAN_KERNEL_DIR));
-        std::fs::read_to_string(dir.join("package"))
+        std::fs::read_to_string(dir().join("package"))
             .ok()
             .map(|s| s.trim().to_owned())
     }
+}
+
+/// Add Debian's module `name` to `fs` so that the guest's `modprobe` (busybox) loads it when
+/// the kernel asks for `alias` (e.g. `bfq` for `bfq-iosched`, which the kernel requests when an
+/// elevator of that name is chosen): the module under `/lib/modules/<release>/`, its line in
+/// `modules.dep` and the alias in `/etc/modprobe.d/`. Not loaded at boot.
+pub fn add_on_demand_module(fs: &mut Initramfs, name: &str, alias: &str) -> Result<(), Error> {
+    let dir = dir();
+    let release = std::fs::read_to_string(dir.join("release"))
+        .map_err(|e| Error::Missing(format!("{}: {e}", dir.join("release").display())))?;
+    let release = release.trim();
+    let ko = dir.join("modules").join(format!("{name}.ko"));
+    let base = format!("/lib/modules/{release}");
+    fs.file(&ko, &format!("{base}/{name}.ko"))
+        .map_err(|e| Error::Missing(format!("{}: {e}", ko.display())))?;
+    fs.bytes(
+        &format!("{base}/modules.dep"),
+        format!("{name}.ko:\n"),
+        0o644,
+    );
+    fs.bytes(
+        &format!("/etc/modprobe.d/{name}.conf"),
+        format!("alias {alias} {name}\n"),
+        0o644,
+    );
+    Ok(())
+}
+
+fn dir() -> PathBuf {
+    std::env::var_os(DEBIAN_KERNEL_ENV)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(DEBIAN_KERNEL_DIR))
 }
 
 /// The image and the modules in load order, or what is missing and how to get it.

@@ -24,7 +24,7 @@ mod facts;
 mod initramfs;
 mod qemu;
 
-pub use debian::{DEBIAN_KERNEL_DIR, DEBIAN_KERNEL_ENV};
+pub use debian::{add_on_demand_module, DEBIAN_KERNEL_DIR, DEBIAN_KERNEL_ENV};
 pub use desktop::{add_x_desktop, which};
 pub use facts::Facts;
 pub use initramfs::{shared_libraries, Initramfs};

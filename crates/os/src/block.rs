@@ -269,6 +269,31 @@ fn parse_dev(s: &str) -> Option<(u32, u32)> {
     Some((ma.parse().ok()?, mi.parse().ok()?))
 }
 
+/// Whether this kernel has BFQ as a module (not built in): Debian and Ubuntu build it as one,
+/// which a disk's `queue/scheduler` does not offer until it is loaded — writing `bfq` there
+/// has the kernel load it. Read from `/lib/modules/<release>/modules.dep`.
+pub fn bfq_is_a_module() -> bool {
+    let Some(release) = read_trim(Path::new("/proc/sys/kernel/osrelease")) else {
+        return false;
+    };
+    let dep = Path::new("/lib/modules").join(release).join("modules.dep");
+    std::fs::read_to_string(dep).is_ok_and(|d| lists_module(&d, "bfq"))
+}
+
+/// Whether a `modules.dep` text lists the module `name` (`…/name.ko`, compressed or not).
+pub fn lists_module(modules_dep: &str, name: &str) -> bool {
+    let file = format!("{name}.ko");
+    modules_dep
+        .lines()
+        .filter_map(|l| l.split(':').next())
+        .filter_map(|path| path.rsplit('/').next())
+        .any(|f| {
+            f == file
+                || f.strip_prefix(file.as_str())
+                    .is_some_and(|c| c.starts_with('.'))
+        })
+}
+
 fn read_trim(p: &Path) -> Option<String> {
     std::fs::read_to_string(p).ok().map(|s| s.trim().to_owned())
 }

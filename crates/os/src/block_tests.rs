@@ -288,3 +288,14 @@ fn measures_sequential_throughput_on_disk() {
     assert!(!dir.join(".uxsched-seq.tmp").exists());
     assert!(available_bytes(Path::new("/var/tmp")).unwrap() > 0);
 }
+
+#[test]
+fn a_module_is_found_in_modules_dep_compressed_or_not() {
+    let dep = "kernel/block/bfq.ko.xz:\nkernel/drivers/nvme/host/nvme.ko: kernel/drivers/nvme/host/nvme-core.ko\n";
+    assert!(lists_module(dep, "bfq"));
+    assert!(lists_module(dep, "nvme"));
+    assert!(lists_module("bfq.ko:\n", "bfq"));
+    assert!(!lists_module(dep, "kyber"));
+    assert!(!lists_module("kernel/block/bfq-extra.ko:\n", "bfq"));
+    assert!(!lists_module("kernel/block/bfqx.ko:\n", "bfq"));
+}

@@ -15,7 +15,7 @@
 //!
 //! This fails (it does not skip) when QEMU, busybox or Debian's kernel is missing.
 
-use uxsched_guest::{Facts, Guest, Initramfs};
+use uxsched_guest::{add_on_demand_module, Facts, Guest, Initramfs};
 
 const SCRIPT: &str = r#"
 S=/tmp/u/s.sock
@@ -34,6 +34,7 @@ nices() { for t in /proc/$APP/task/*; do cut -d' ' -f19 $t/stat; done | sort | u
 echo "fact kernel=$(uname -r)"
 echo "fact nvme_sched=$(cat $N)"
 echo "fact nvme_rotational=$(cat /sys/block/nvme0n1/queue/rotational)"
+echo "fact bfq_module=$(grep -c '^bfq ' /proc/modules)"
 echo "fact controllers=$(cat $C/cgroup.controllers)"
 /bin/app app >/tmp/app.log 2>&1 &
 APP=$!
@@ -52,6 +53,7 @@ echo "fact rt_nice=$(uxsched rt nice --nice -3 --socket $S -- sh -c 'cut -d" " -
 kill -TERM $D; wait $D; echo "fact a_term_rc=$?"
 start /etc/bfq.toml
 echo "fact b_sched=$(cat $N)"
+echo "fact b_bfq_module=$(grep -c '^bfq ' /proc/modules)"
 uxsched focus $APP --socket $S >/dev/null
 sleep 2
 echo "fact b_app_classes=$(classes)"
@@ -115,6 +117,8 @@ fn boot() -> Facts {
         "nvme,serial=uxsched,drive=nv".into(),
     ]);
     let mut fs = Initramfs::new();
+    // BFQ is a module nobody loaded, as on a Debian machine: the daemon's switch loads it.
+    add_on_demand_module(&mut fs, "bfq", "bfq-iosched").unwrap_or_else(|e| panic!("{e}"));
     fs.binary(env!("CARGO_BIN_EXE_uxsched").as_ref(), "/bin/uxsched")
         .unwrap();
     let fixture = env!("CARGO_BIN_EXE_uxsched-guest-fixture");
@@ -183,14 +187,26 @@ fn an_nvme_disk_runs_none_and_status_and_doctor_say_what_that_means() {
     );
 }
 
-/// Round B: `switch_to_bfq` on the NVMe disk — BFQ while the daemon runs (the app in front's
+/// Round B: `switch_to_bfq` on the NVMe disk — BFQ a module not loaded, as on Debian, which the
+/// switch has the kernel load — BFQ while the daemon runs (the app in front's
 /// threads then in the real-time I/O class, or best-effort 4 where reniced), `none` and the
 /// classes back at SIGTERM; after SIGKILL both stay until the next start puts them back.
 #[test]
 #[ignore = "needs root + qemu + Debian's kernel (scripts/setup.sh unpacks it; scripts/test.sh runs it as root)"]
 fn the_bfq_switch_on_nvme_holds_while_running_and_is_undone_after_sigterm_and_sigkill() {
     let f = facts();
+    assert_eq!(f.one("bfq_module"), "0", "BFQ not loaded before the daemon");
+    assert!(
+        !f.one("nvme_sched").contains("bfq"),
+        "{}",
+        f.one("nvme_sched")
+    );
     assert!(f.one("b_sched").contains("[bfq]"), "{}", f.one("b_sched"));
+    assert_eq!(
+        f.one("b_bfq_module"),
+        "1",
+        "the switch had the kernel load BFQ"
+    );
     let lines = storage(f, "st_bfq");
     assert!(
         lines.contains(&"nvme0n1: switched to bfq while the daemon runs (was none)".into()),

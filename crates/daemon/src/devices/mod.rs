@@ -99,10 +99,10 @@ impl Devices {
             if active == "bfq" {
                 continue;
             }
-            if !offered.iter().any(|e| e == "bfq") {
-                warn!(device = %name, "the kernel offers no bfq for this device (CONFIG_IOSCHED_BFQ, or `modprobe bfq`): left on {active}");
-                continue;
-            }
+            // Not offered yet: BFQ may be a module not loaded (Debian's and Ubuntu's kernels);
+            // writing its name makes the kernel load it (`elevator_change` asks for
+            // "bfq-iosched"), as `echo bfq > queue/scheduler` by hand does.
+            let offered = offered.iter().any(|e| e == "bfq");
             let s = Switch {
                 name: name.clone(),
                 dev,
@@ -114,6 +114,10 @@ impl Devices {
                 Ok(()) => {
                     info!(device = %name, from = %s.original, "switched to bfq while the daemon runs");
                     made.push(s);
+                }
+                Err(e) if !offered => {
+                    warn!(device = %name, "the kernel has no bfq for this device and could not load it ({e}; CONFIG_IOSCHED_BFQ): left on {}", s.original);
+                    forget(journal, name)?;
                 }
                 Err(e) => {
                     warn!(device = %name, "cannot switch to bfq: {e}");
@@ -226,8 +230,9 @@ pub fn doctor_lines(cfg: &crate::config::storage::Storage) -> Vec<String> {
         Err(e) => return vec![format!("cannot probe the block devices: {e}")],
     };
     let mut lines: Vec<String> = probe.describe().lines().map(str::to_owned).collect();
+    let module = uxsched_os::block::bfq_is_a_module();
     for d in probe.devices.iter().filter(|d| d.scheduler.is_some()) {
-        if let Some(line) = disk_advice(d, cfg) {
+        if let Some(line) = disk_advice(d, cfg, module) {
             lines.push(line);
         }
     }
@@ -299,12 +304,14 @@ pub(crate) fn unit_io_lines(devices: &[uxsched_os::block::Device], qos: &str) ->
 /// I/O class does nothing; under mq-deadline it orders the elevator's queue but not the writes
 /// already at the disk, which is what a launch waits behind (docs/storage.md, "What is already
 /// at the disk").
+/// `module`: BFQ is a module not loaded yet (the switch loads it).
 fn disk_advice(
     d: &uxsched_os::block::Device,
     cfg: &crate::config::storage::Storage,
+    module: bool,
 ) -> Option<String> {
     let elevator = d.scheduler.as_deref()?;
-    let bfq = d.available.iter().any(|e| e == "bfq");
+    let bfq = module || d.available.iter().any(|e| e == "bfq");
     let remedy = if cfg.switch_to_bfq && bfq {
         ": it runs BFQ while the daemon runs (`switch_to_bfq`)".to_owned()
     } else if bfq {
@@ -371,19 +378,23 @@ mod tests {
     #[test]
     fn doctor_names_the_writes_at_the_disk_under_mq_deadline_and_the_remedy_the_kernel_offers() {
         let cfg = Storage::default();
-        let with_bfq = disk_advice(&disk("mq-deadline", &["mq-deadline", "bfq"]), &cfg).unwrap();
+        let with_bfq =
+            disk_advice(&disk("mq-deadline", &["mq-deadline", "bfq"]), &cfg, false).unwrap();
         assert!(with_bfq.contains("not before the writes already sent to the disk"));
         assert!(with_bfq.contains("switch_to_bfq = true"), "{with_bfq}");
-        let without = disk_advice(&disk("mq-deadline", &["mq-deadline"]), &cfg).unwrap();
+        let without = disk_advice(&disk("mq-deadline", &["mq-deadline"]), &cfg, false).unwrap();
         assert!(without.contains("offers no BFQ") && without.contains("async_depth"));
-        assert_eq!(disk_advice(&disk("bfq", &["bfq"]), &cfg), None);
-        let none = disk_advice(&disk("none", &["none", "bfq"]), &cfg).unwrap();
+        assert_eq!(disk_advice(&disk("bfq", &["bfq"]), &cfg, false), None);
+        let none = disk_advice(&disk("none", &["none", "bfq"]), &cfg, false).unwrap();
         assert!(none.contains("does nothing under none"), "{none}");
+        // BFQ a module not loaded yet (Debian's kernels): not offered, but the switch loads it.
+        let module = disk_advice(&disk("none", &["none", "mq-deadline"]), &cfg, true).unwrap();
+        assert!(module.contains("switch_to_bfq = true"), "{module}");
         let off = Storage {
             front_class: FrontClass::Off,
             ..Storage::default()
         };
-        assert_eq!(disk_advice(&disk("none", &["none"]), &off), None);
+        assert_eq!(disk_advice(&disk("none", &["none"]), &off, false), None);
     }
 
     #[test]
