@@ -126,7 +126,7 @@ impl Features {
             info!("{why}: hint sessions give nice and slice, no uclamp.min");
         }
         if !self.custom_slice {
-            warn!("kernel < 6.12: no custom slices; slice settings are ignored by the kernel");
+            info!("kernel < 6.12: no custom slices for fair threads; a boost there is a nice level, and a latency request is refused");
         }
         if self.cgroup_used.is_none() {
             warn!("no cgroup hierarchy with cpu: group placement disabled");
