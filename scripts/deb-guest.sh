@@ -13,7 +13,11 @@
 #   scripts/deb-guest.sh [OUT]    # default OUT: target/deb-guest (console.log, guest.log, summary.txt)
 #
 # Environment: DEB (the package; default the newest target/debian/uxsched_*.deb, built with
-# `make deb` if there is none), UXSCHED_GUEST_KERNEL (the kernel), TIMEOUT (seconds for the
+# `make deb` if there is none), UXSCHED_GUEST_KERNEL (the kernel), GUEST_KERNEL=debian (boot
+# Debian's own kernel instead, installed in the root file system with its initramfs — it has the
+# NVMe driver, BFQ and the memory controller the test kernel lacks — and give the guest an
+# emulated NVMe disk for step 3d of scripts/lib/guest-storage.sh, capped at NVME_MBPS MiB/s,
+# default 100), TIMEOUT (seconds for the
 # guest, default 1200), CACHE (default /var/tmp/uxsched-deb-guest: the root file systems, one
 # per package list, built once with mmdebstrap from this machine's apt sources).
 set -euo pipefail
@@ -49,7 +53,12 @@ if [ -z "$kernel" ]; then
     d=$(dirname "$d")
   done
 fi
-[ -n "$kernel" ] && [ -f "$kernel" ] || die "no kernel: set UXSCHED_GUEST_KERNEL or put shared/kernels/bzImage-6.12-scx beside the checkout"
+debian_kernel=no
+case "${GUEST_KERNEL:-}" in
+  "") [ -n "$kernel" ] && [ -f "$kernel" ] || die "no kernel: set UXSCHED_GUEST_KERNEL or put shared/kernels/bzImage-6.12-scx beside the checkout" ;;
+  debian) debian_kernel=yes ;;
+  *) die "GUEST_KERNEL=$GUEST_KERNEL: the one choice is debian" ;;
+esac
 
 # The package.
 deb=${DEB:-}
@@ -73,7 +82,9 @@ suite=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
 [ -n "$suite" ] || die "/etc/os-release names no VERSION_CODENAME"
 pkg_deps=$(dpkg-deb -f "$deb" Depends Recommends | sed 's/^[A-Za-z-]*: //' | tr ',|' '\n\n' |
   sed 's/(.*)//; s/[[:space:]]//g; /^$/d')
-packages=$(printf '%s\n' systemd systemd-sysv dbus init-system-helpers sqlite3 $pkg_deps | sort -u | paste -sd, -)
+extra=
+[ "$debian_kernel" = yes ] && extra="linux-image-amd64 initramfs-tools"
+packages=$(printf '%s\n' systemd systemd-sysv dbus init-system-helpers sqlite3 $pkg_deps $extra | sort -u | paste -sd, -)
 key=$(printf 'recipe 1\n%s\n%s\n' "$suite" "$packages" | sha256sum | cut -c1-16)
 rootfs=$cache/rootfs-$key
 mkdir -p "$cache"
@@ -109,6 +120,14 @@ echo uxsched-guest >"$tree/etc/hostname"
 for unit in serial-getty@ttyS0.service getty@tty1.service; do
   ln -sf /dev/null "$tree/etc/systemd/system/$unit"
 done
+install -D -m 644 "$root/scripts/lib/guest-storage.sh" "$tree/usr/local/lib/uxsched-guest-storage.sh"
+initrd=
+if [ "$debian_kernel" = yes ]; then
+  kernel=$work/vmlinuz initrd=$work/initrd.img
+  cp "$(ls "$tree"/boot/vmlinuz-* | head -n1)" "$kernel"
+  cp "$(ls "$tree"/boot/initrd.img-* | head -n1)" "$initrd"
+  kernel_name=$(basename "$(ls "$tree"/boot/vmlinuz-* | head -n1)")
+fi
 install -d "$tree/root/deb"
 install -m 644 "$deb" "$tree/root/deb/"
 
@@ -144,6 +163,7 @@ sock=/run/uxsched/uxsched.sock
 state_dir=/var/lib/uxsched-deb-check
 if [ "${1:-}" = end ]; then # ExecStopPost
 	sync
+	sleep 2 # journald forwards the last lines to the console
 	if [ -e $state_dir/reboot ]; then
 		rm -f $state_dir/reboot
 		sync
@@ -358,47 +378,8 @@ check iocost_after_kill "vda: $(iocost) (the successor disabled it, then enabled
 systemctl stop $unit
 check iocost_disabled_at_stop "vda: $(iocost)" [ "$(iocost)" = enable=0 ]
 
-# 3c. A measurement, not a check: two direct-I/O readers in two services, one focused (its
-# unit's IOWeight 500 through uxsched, the other's systemd's default 100), two 8-s windows each way:
-# without the daemon, with it but iocost off, with it and iocost on. Whole 64 MiB passes per
-# reader are the figures (the disk is QEMU's emulated virtio, under TCG).
-for x in a b; do dd if=/dev/zero of=/var/tmp/rd.$x bs=1M count=64 oflag=direct 2>/dev/null; done
-chown nobody /var/tmp/rd.a /var/tmp/rd.b
-readers() { # $1: the phase's name; prints the passes of reader a and b
-	for x in a b; do
-		: >/tmp/passes.$x; chmod 666 /tmp/passes.$x
-		systemd-run --quiet --unit=uxsched-rd-$x -p User=nobody sh -c \
-			"while :; do dd if=/var/tmp/rd.$x of=/dev/null bs=256k iflag=direct 2>/dev/null && echo x >>/tmp/passes.$x; done"
-	done
-	wait_for 10 sh -c '[ "$(systemctl show -p MainPID --value uxsched-rd-a)" -gt 0 ]'
-	if [ "$2" = focus ]; then
-		uxsched focus "$(systemctl show -p MainPID --value uxsched-rd-a)" >/dev/null 2>&1
-		wait_for 30 sh -c '[ "$(systemctl show -p IOWeight --value uxsched-rd-a)" = 500 ]'
-	fi
-	for w in 1 2; do
-		: >/tmp/passes.a; : >/tmp/passes.b
-		sleep 8
-		fact "io_$1_$w" "a=$(wc -l </tmp/passes.a) b=$(wc -l </tmp/passes.b) passes; IOWeight a=$(systemctl show -p IOWeight --value uxsched-rd-a) b=$(systemctl show -p IOWeight --value uxsched-rd-b); iocost=$(iocost)"
-	done
-	systemctl stop uxsched-rd-a uxsched-rd-b
-}
-readers no_daemon none
-sed -i 's/^switch_to_iocost = true$/switch_to_iocost = false/' $conf
-systemctl start $unit
-wait_for 60 sh -c "uxsched status >/dev/null 2>&1"
-readers weight_without_iocost focus
-systemctl stop $unit
-sed -i 's/^switch_to_iocost = false$/switch_to_iocost = true/' $conf
-systemctl start $unit
-wait_for 60 sh -c "uxsched status >/dev/null 2>&1"
-fact iocost_qos "$(grep "^$vda " /sys/fs/cgroup/io.cost.qos)"
-fact iocost_model "$(grep "^$vda " /sys/fs/cgroup/io.cost.model)"
-readers weight_with_iocost focus
-systemctl stop $unit
-fact iocost_after_measurement "$(iocost)"
-rm -f /var/tmp/rd.a /var/tmp/rd.b
-sed -i 's/^front_unit_io_weight = 500$/front_unit_io_weight = 0/' $conf
-sed -i 's/^switch_to_iocost = true$/switch_to_iocost = false/' $conf
+# 3c, 3d: measurements (scripts/lib/guest-storage.sh).
+. /usr/local/lib/uxsched-guest-storage.sh
 
 # 4. Removal: started and focused again, `dpkg -r` (prerm stops it) must restore the same way.
 systemctl start $unit
@@ -440,8 +421,10 @@ done
 check purged_nothing_left "${left:-none of the package's paths left}" [ -z "$left" ]
 check purged_unit_unknown "$(systemctl is-enabled $unit 2>&1)" sh -c "! systemctl is-enabled $unit >/dev/null 2>&1"
 
-echo "--- journalctl -u $unit (this boot)"
-journalctl -b -u "$unit" --no-pager -o short-monotonic | show
+# Its last 150 lines: journald forwards to the console behind the checks' own lines, and a
+# longer dump was still being written when the guest powered off (the verdict lost with it).
+echo "--- journalctl -u $unit (this boot, the last 150 lines)"
+journalctl -b -u "$unit" --no-pager -o short-monotonic | tail -n 150 | show
 fact failed_units_at_end "$(systemctl list-units --failed --plain --no-legend | awk '{ print $1 }' | paste -sd, -)"
 fact checks_failed "$fails"
 fact uptime_at_end_s "$(uptime_s)"
@@ -455,11 +438,22 @@ img=$work/root.ext4
 mkfs.ext4 -q -F -L uxsched-guest -d "$tree" "$img" "${size_mb}M"
 rm -rf "$tree"
 
+# Debian's kernel gets an NVMe disk too (ext4, 1 GiB, sparse): step 3d measures on it. QEMU
+# caps it at NVME_MBPS MiB/s (default 100): under TCG an uncapped emulated disk outruns the
+# emulated CPUs, and a disk that is not the bottleneck shows no share of it.
+nvme_args=()
+if [ "$debian_kernel" = yes ]; then
+  mkfs.ext4 -q -F -L uxsched-nvme "$work/nvme.ext4" 1024M
+  nvme_bps=$((${NVME_MBPS:-100} * 1048576))
+  nvme_args=(-initrd "$initrd" -drive "file=$work/nvme.ext4,format=raw,if=none,id=nv,throttling.bps-total=$nvme_bps"
+    -device nvme,serial=uxsched,drive=nv)
+fi
+
 console=$out/console.log
 summary=$out/summary.txt
 guest=$out/guest.log
 : >"$console"
-echo "deb-guest.sh: booting $(basename "$kernel") with $(basename "$deb") (TCG, 2 CPUs, up to $timeout_s s a boot; about a minute)" >&2
+echo "deb-guest.sh: booting ${kernel_name:-$(basename "$kernel")} with $(basename "$deb") (TCG, 2 CPUs, up to $timeout_s s a boot; about a minute)" >&2
 start=$(date +%s.%N)
 walls=
 # Two boots of the same image: the first ends in a reboot (QEMU exits: -no-reboot). One host
@@ -477,7 +471,7 @@ while [ "$boot" -le 2 ]; do
   timeout --kill-after=10 "$timeout_s" qemu-system-x86_64 -accel tcg,thread=single -cpu max -smp 2 -m 2048 \
     -kernel "$kernel" \
     -append "root=/dev/vda rw rootfstype=ext4 init=/lib/systemd/systemd console=ttyS0 loglevel=4 systemd.show_status=auto panic=-1 no_timer_check" \
-    -drive "file=$img,format=raw,if=virtio" -nic none \
+    -drive "file=$img,format=raw,if=virtio" "${nvme_args[@]}" -nic none \
     -display none -monitor none -serial "file:$log" -no-reboot </dev/null
   qrc=$?
   set -e
@@ -502,7 +496,7 @@ rm -f "$img"
 sed -n 's/^\[ *[0-9.]*\] uxsched-deb-check\[[0-9]*\]: //p' "$console" >"$guest"
 {
   echo "package: $(basename "$deb") ($(stat -c %s "$deb") bytes, sha256 $(sha256sum "$deb" | cut -c1-16)…)"
-  echo "kernel: $(basename "$kernel"); QEMU TCG (one thread), 2 CPUs, 2 GiB, no network; wall $wall s:$walls"
+  echo "kernel: ${kernel_name:-$(basename "$kernel")}${initrd:+ (Debian kernel package, its initramfs; an emulated NVMe disk capped at ${NVME_MBPS:-100} MiB/s)}; QEMU TCG (one thread), 2 CPUs, 2 GiB, no network; wall $wall s:$walls"
   echo "root file system: $suite minbase + $packages"
   grep -E '^fact ' "$guest" | sed 's/^fact /  /' || true
   grep -E '^check ' "$guest" | sed 's/^check /  /' || true
