@@ -19,21 +19,20 @@ use uxsched_bench::modes::{self, ModeEnv, ModeName, Targets};
 use uxsched_bench::sys;
 
 /// Kills and reaps a program started by a test.
-struct Program(Child);
+/// A program and the browser's `TMPDIR` (removed after it is killed).
+struct Program(Child, Option<xapp::Scratch>);
 
 impl Drop for Program {
     fn drop(&mut self) {
         sys::kill_tree(self.0.id() as i32);
         let _ = self.0.wait();
+        drop(self.1.take());
     }
 }
 
 fn start(kind: ModelKind, desktop: &Desktop, dir: &std::path::Path) -> Program {
-    Program(
-        xapp::start_app(kind, desktop, dir, None)
-            .expect("starting the program")
-            .child,
-    )
+    let app = xapp::start_app(kind, desktop, dir, None).expect("starting the program");
+    Program(app.child, app.tmp)
 }
 
 /// Every live descendant of this test process.
@@ -160,7 +159,7 @@ fn xterm_shows_the_keystroke_only_once_its_child_echoed_it() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let silent = Program(silent);
+    let silent = Program(silent, None);
     let probe = Probe::attach(desktop.display(), silent.0.id() as i32).unwrap();
     std::thread::sleep(Duration::from_millis(300));
     for i in 0..3 {
@@ -220,7 +219,7 @@ fn start_browser(desktop: &Desktop, dir: &std::path::Path) -> Program {
         "chromium runs with --no-sandbox here (its log is {})",
         dir.join("app-sandboxed.log").display()
     );
-    Program(app.child)
+    Program(app.child, app.tmp)
 }
 
 /// Real, effective, saved and filesystem uid of a process.
@@ -478,7 +477,7 @@ fn without_user_namespaces_chromium_runs_with_no_sandbox_and_says_so() {
     let run = scratch.0.join("run");
     std::fs::create_dir_all(&run).unwrap();
     let app = xapp::start_app(ModelKind::Chromium, &desktop, &run, None).unwrap();
-    let browser = Program(app.child);
+    let browser = Program(app.child, app.tmp);
     assert_eq!(app.sandbox, Some(false));
     let first = std::fs::read_to_string(run.join("app-sandboxed.log")).unwrap();
     assert!(first.to_lowercase().contains("sandbox"), "{first}");

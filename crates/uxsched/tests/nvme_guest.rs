@@ -46,6 +46,16 @@ echo "fact app_nices_before=$(nices)"
 start /etc/off.toml
 uxsched status --json --socket $S > /tmp/st-none.json
 uxsched doctor --socket $S > /tmp/doctor-none.txt 2>&1
+# A program the app in front starts is a launch (the kernel's fork and exec events; a user's,
+# not root's): a shell of nobody's in front, starting `sleep 1` after `sleep 1`.
+su -s /bin/sh nobody -c 'while :; do sleep 1; done' &
+LOOP=$!
+sleep 0.5
+uxsched focus $LOOP --socket $S >/dev/null
+sleep 2.5
+uxsched status --json --socket $S > /tmp/st-launch.json
+echo "fact launch_sleeps=$(pgrep -P $LOOP | tr '\n' ' ')"
+kill $LOOP
 uxsched rt latency --slice-us 500 --socket $S -- true > /tmp/rt-latency.txt 2>&1
 echo "fact rt_latency_rc=$?"
 echo "fact rt_latency=$(tr '\n' ' ' < /tmp/rt-latency.txt)"
@@ -90,6 +100,7 @@ kill $APP $BG
 echo "--- daemon log (tail)"; tail -n 40 /tmp/daemon.log
 echo "--- doctor (none)"; cat /tmp/doctor-none.txt
 echo "fact st_none=$(tr -d '\n' < /tmp/st-none.json)"
+echo "fact st_launch=$(tr -d '\n' < /tmp/st-launch.json)"
 echo "fact st_bfq=$(tr -d '\n' < /tmp/st-bfq.json)"
 echo "fact st_class=$(tr -d '\n' < /tmp/st-class.json)"
 "#;
@@ -124,6 +135,12 @@ fn boot() -> Facts {
     let fixture = env!("CARGO_BIN_EXE_uxsched-guest-fixture");
     fs.binary(fixture.as_ref(), "/bin/app").unwrap();
     fs.bytes("/etc/off.toml", COMMON, 0o644);
+    fs.bytes(
+        "/etc/passwd",
+        "root:x:0:0::/:/bin/sh\nnobody:x:65534:65534::/:/bin/sh\n",
+        0o644,
+    );
+    fs.bytes("/etc/group", "root:x:0:\nnogroup:x:65534:\n", 0o644);
     let bfq = format!("{COMMON}[storage]\nswitch_to_bfq = true\nbfq_devices = [\"nvme0n1\"]\n");
     fs.bytes("/etc/bfq.toml", bfq, 0o644);
     let class = format!("{COMMON}[storage]\nbackground_io_class = \"idle\"\n");
@@ -303,4 +320,22 @@ fn without_io_prio_class_the_groups_class_is_not_set_and_status_says_so() {
     );
     assert_eq!(f.one("c_term_rc"), "0");
     assert_eq!(f.one("c_term_subtree"), before);
+}
+
+/// The launch watcher on Debian 12's kernel (its filtered subscription to the process events,
+/// fork and exec only): a program the app in front starts is a launch, in front itself.
+#[test]
+#[ignore = "needs root + qemu + Debian's kernel (scripts/setup.sh unpacks it; scripts/test.sh runs it as root)"]
+fn on_6_1_a_program_the_app_in_front_starts_is_a_launch() {
+    let f = facts();
+    let lines = storage(f, "st_launch");
+    let line = lines
+        .iter()
+        .find(|l| l.starts_with("launches in front"))
+        .unwrap_or_else(|| panic!("{lines:#?}"));
+    assert!(
+        !line.ends_with(": none"),
+        "the app's `sleep` is a launch: {line} (its children: {})",
+        f.one("launch_sleeps")
+    );
 }

@@ -12,7 +12,7 @@
 //! cannot build its sandbox it exits ("No usable sandbox"); the harness then restarts it with
 //! `--no-sandbox`, warns, and the run's report carries `sandbox=0` — never silently.
 
-use super::user::{AppUser, USER};
+use super::user::{AppUser, Scratch, USER};
 use crate::sys;
 use anyhow::{Context, Result};
 use std::os::fd::RawFd;
@@ -66,6 +66,8 @@ const START_TIMEOUT: Duration = Duration::from_secs(60);
 pub struct Browser {
     pub child: Child,
     pub sandbox: bool,
+    /// Its `TMPDIR`; dropped after the browser's tree is killed.
+    pub tmp: Scratch,
 }
 
 /// Start Chromium on `display` as [`USER`], its home in `dir/home`, its page and profile in
@@ -88,12 +90,14 @@ pub fn start(display: &str, dir: &Path, cgroup: Option<RawFd>) -> Result<Browser
     prepare_home(&user, &home)?;
     user.own_dir(&install.join("profile"))?;
     let log = dir.join("app.log");
-    let first = spawn(&user, display, dir, cgroup, true)?;
+    let tmp = Scratch::new(&user)?;
+    let first = spawn(&user, display, dir, tmp.path(), cgroup, true)?;
     let why = match await_sandbox(first, &log)? {
         Started::Sandboxed(child) => {
             return Ok(Browser {
                 child,
                 sandbox: true,
+                tmp,
             })
         }
         Started::NoUsableSandbox(why) => why,
@@ -105,8 +109,9 @@ pub fn start(display: &str, dir: &Path, cgroup: Option<RawFd>) -> Result<Browser
         kept.display()
     );
     Ok(Browser {
-        child: spawn(&user, display, dir, cgroup, false)?,
+        child: spawn(&user, display, dir, tmp.path(), cgroup, false)?,
         sandbox: false,
+        tmp,
     })
 }
 
@@ -162,6 +167,7 @@ fn spawn(
     user: &AppUser,
     display: &str,
     dir: &Path,
+    tmp: &Path,
     cgroup: Option<RawFd>,
     sandbox: bool,
 ) -> Result<Child> {
@@ -173,7 +179,7 @@ fn spawn(
         cmd.pre_exec(move || crate::layout::join_cgroup_in_child(cgroup));
     }
     user.run_as(&mut cmd, &dir.join("home"))?;
-    cmd.env("DISPLAY", display);
+    cmd.env("DISPLAY", display).env("TMPDIR", tmp);
     cmd.stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log);

@@ -34,7 +34,7 @@ mod user;
 pub use client::{run as client_main, Probe, CLIENT_RT_PRIORITY};
 pub use display::Desktop;
 pub use launch::run as launch_main;
-pub use user::{AppUser, USER as APP_USER};
+pub use user::{AppUser, Scratch, USER as APP_USER};
 
 use crate::layout::ActiveLayout;
 use crate::models::{self, ModelKind, ModelOutput};
@@ -126,6 +126,8 @@ pub struct App {
     pub child: Child,
     /// `Some(false)`: Chromium could not build its sandbox and runs with `--no-sandbox`.
     pub sandbox: Option<bool>,
+    /// The browser's `TMPDIR`, removed after it.
+    pub tmp: Option<Scratch>,
 }
 
 /// Start the program on `desktop`, its output in `dir/app.log`, in the caller's session and,
@@ -142,12 +144,14 @@ pub fn start_app(
         return Ok(App {
             child: b.child,
             sandbox: Some(b.sandbox),
+            tmp: Some(b.tmp),
         });
     }
     if kind == ModelKind::Launch {
         return Ok(App {
             child: launch::start_terminal(desktop.display(), dir, cgroup_fd)?,
             sandbox: None,
+            tmp: None,
         });
     }
     let log = std::fs::File::create(dir.join("app.log"))?;
@@ -173,6 +177,7 @@ pub fn start_app(
     Ok(App {
         child,
         sandbox: None,
+        tmp: None,
     })
 }
 
@@ -183,6 +188,8 @@ pub struct XappProcs {
     app: Child,
     /// The browser's sandbox (reported as the `sandbox` extra: 1 on, 0 `--no-sandbox`).
     sandbox: Option<bool>,
+    /// The browser's `TMPDIR` (dropped after `drop` killed the program).
+    _tmp: Option<Scratch>,
     go: Option<ChildStdin>,
     out: PathBuf,
     /// Last: dropped after the program and the client.
@@ -202,6 +209,7 @@ impl XappProcs {
         let App {
             child: app,
             sandbox,
+            tmp,
         } = start_app(plan.scenario, &desktop, dir, layout.app_cgroup()?.as_ref())?;
         let app_pid = app.id() as i32;
         let mut client_cmd = runner::model_command(plan, env, dir, seed, "system");
@@ -225,6 +233,7 @@ impl XappProcs {
                 .context("starting the measuring client")?,
             app,
             sandbox,
+            _tmp: tmp,
             go: None,
             out: dir.join("system.json"),
             desktop,

@@ -154,3 +154,39 @@ fn lookup(name: &str) -> Result<Option<AppUser>> {
         gid: pwd.pw_gid,
     }))
 }
+
+/// A short directory of the user's under `/tmp`, removed when dropped: the browser's `TMPDIR`.
+/// Chromium makes its singleton socket's directory (`org.chromium.Chromium.XXXXXX`) there and
+/// removes it only at a clean exit; a browser the harness kills left one in `/tmp` per run. Short,
+/// because the socket's path must fit a `sockaddr_un` (108 bytes): one under the run's
+/// directory did not, and Chromium aborted.
+pub struct Scratch(std::path::PathBuf);
+
+impl Scratch {
+    pub fn new(user: &AppUser) -> Result<Scratch> {
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = Path::new("/tmp").join(format!("uxsched-tmp.{}.{n}", std::process::id()));
+        if path.exists() {
+            std::fs::remove_dir_all(&path)
+                .with_context(|| format!("emptying {}", path.display()))?;
+        }
+        user.own_dir(&path)?;
+        Ok(Scratch(path))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if let Err(e) = std::fs::remove_dir_all(&self.0) {
+            eprintln!(
+                "uxsched bench: warning: cannot remove {}: {e}",
+                self.0.display()
+            );
+        }
+    }
+}

@@ -50,7 +50,7 @@ use proc_connector::{EventMask, ProcConnector, ProcEvent};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tracing::{info, warn};
+use tracing::warn;
 use uxsched_os::process_tree;
 
 /// How many generations below the app in front an exec counts as a launch.
@@ -300,7 +300,8 @@ fn launched_from(
     };
     match admit(pid, Owner { uid, any: false }) {
         Ok(id) => {
-            info!(
+            // Debug: a shell loop in the app in front execs many a second.
+            tracing::debug!(
                 pid,
                 from,
                 front = app.pid,
