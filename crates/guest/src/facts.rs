@@ -37,6 +37,23 @@ impl Facts {
             .next()
             .unwrap_or_else(|| panic!("the guest printed no `{key}`:\n{}", self.console))
     }
+
+    /// The first value of `key` read as JSON (a command's `--json` answer printed on one line).
+    pub fn json(&self, key: &str) -> serde_json::Value {
+        serde_json::from_str(&self.one(key)).unwrap_or_else(|e| panic!("`{key}`: {e}"))
+    }
+
+    /// The strings of the array `field` of the JSON value of `key` (e.g. `status --json`'s
+    /// `storage` lines).
+    pub fn strings(&self, key: &str, field: &str) -> Vec<String> {
+        let v = self.json(key);
+        v[field]
+            .as_array()
+            .unwrap_or_else(|| panic!("`{key}` has no array `{field}`: {v}"))
+            .iter()
+            .map(|l| l.as_str().unwrap_or_default().to_owned())
+            .collect()
+    }
 }
 
 #[cfg(test)]
@@ -56,5 +73,12 @@ mod tests {
             text.contains("no `c`") && text.contains("fact a=1"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn json_facts_and_their_string_arrays() {
+        let f = Facts::new("fact st={\"storage\": [\"a\", \"b\"], \"n\": 1}\n");
+        assert_eq!(f.json("st")["n"], 1);
+        assert_eq!(f.strings("st", "storage"), ["a", "b"]);
     }
 }

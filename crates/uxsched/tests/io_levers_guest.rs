@@ -23,11 +23,6 @@
 
 use uxsched_guest::{Facts, Guest, Initramfs};
 
-/// A fact printed as JSON.
-fn json(f: &Facts, key: &str) -> serde_json::Value {
-    serde_json::from_str(&f.one(key)).unwrap_or_else(|e| panic!("`{key}`: {e}"))
-}
-
 /// Start a daemon with config `$1`, wait for its socket; `$D` is its pid.
 const SCRIPT: &str = r#"
 S=/tmp/u/s.sock
@@ -153,16 +148,6 @@ fn boot() -> Facts {
     Facts::new(out.console)
 }
 
-/// The `storage` lines of a `status --json` answer.
-fn storage(status: &serde_json::Value) -> Vec<String> {
-    status["storage"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no storage lines: {status}"))
-        .iter()
-        .map(|l| l.as_str().unwrap().to_owned())
-        .collect()
-}
-
 #[test]
 #[ignore = "needs root + qemu + ../shared/kernels (scripts/test.sh runs it as root)"]
 fn group_io_classes_are_set_while_the_daemon_runs_and_restored_after_sigterm_and_sigkill() {
@@ -255,8 +240,8 @@ fn status_says_which_elevator_honours_the_groups_class() {
         "a loop device starts at none: {}",
         f.one("loop_sched")
     );
-    let none = storage(&json(f, "st_none"));
-    let mq = storage(&json(f, "st_mq"));
+    let none = f.strings("st_none", "storage");
+    let mq = f.strings("st_mq", "storage");
     let has = |lines: &[String], want: &str| lines.iter().any(|l| l.as_str() == want);
     assert!(
         has(
@@ -299,13 +284,11 @@ fn iocost_is_enabled_while_the_daemon_runs_and_disabled_after_sigterm_and_sigkil
     let dev = f.one("d_qos");
     assert!(dev.ends_with(" enable=1"), "enabled while running: {dev:?}");
     let dev = dev.split(' ').next().unwrap().to_owned();
-    let st = json(f, "st_iocost");
+    let st = f.strings("st_iocost", "storage");
     assert!(
-        storage(&st)
-            .iter()
+        st.iter()
             .any(|l| l.starts_with(&format!("loop0 ({dev}): blk-iocost enabled"))),
-        "{:#?}",
-        storage(&st)
+        "{st:#?}"
     );
     assert_eq!(f.one("d_term_rc"), "0");
     assert_eq!(

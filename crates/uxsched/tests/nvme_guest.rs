@@ -158,22 +158,6 @@ fn boot() -> Facts {
     Facts::new(out.console)
 }
 
-/// A fact printed as JSON.
-fn json(f: &Facts, key: &str) -> serde_json::Value {
-    serde_json::from_str(&f.one(key)).unwrap_or_else(|e| panic!("`{key}`: {e}"))
-}
-
-/// The `storage` lines of a `status --json` answer.
-fn storage(f: &Facts, key: &str) -> Vec<String> {
-    let status = json(f, key);
-    status["storage"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no storage lines: {status}"))
-        .iter()
-        .map(|l| l.as_str().unwrap().to_owned())
-        .collect()
-}
-
 /// Round A: an NVMe disk runs `none`; the probe says nothing orders its requests by class or
 /// weight, and `doctor` names the switch that would.
 #[test]
@@ -186,7 +170,7 @@ fn an_nvme_disk_runs_none_and_status_and_doctor_say_what_that_means() {
         f.one("nvme_sched")
     );
     assert_eq!(f.one("nvme_rotational"), "0");
-    let lines = storage(f, "st_none");
+    let lines = f.strings("st_none", "storage");
     assert!(
         lines.contains(
             &"nvme0n1: none (ignores I/O classes and io.bfq.weight), rotational=0".into()
@@ -194,7 +178,7 @@ fn an_nvme_disk_runs_none_and_status_and_doctor_say_what_that_means() {
         "{lines:#?}"
     );
     assert_eq!(
-        json(f, "st_none")["features"]["io_schedulers"]["nvme0n1"],
+        f.json("st_none")["features"]["io_schedulers"]["nvme0n1"],
         "none"
     );
     let doctor = f.console();
@@ -224,13 +208,13 @@ fn the_bfq_switch_on_nvme_holds_while_running_and_is_undone_after_sigterm_and_si
         "1",
         "the switch had the kernel load BFQ"
     );
-    let lines = storage(f, "st_bfq");
+    let lines = f.strings("st_bfq", "storage");
     assert!(
         lines.contains(&"nvme0n1: switched to bfq while the daemon runs (was none)".into()),
         "{lines:#?}"
     );
     assert_eq!(
-        json(f, "st_bfq")["features"]["io_schedulers"]["nvme0n1"],
+        f.json("st_bfq")["features"]["io_schedulers"]["nvme0n1"],
         "bfq",
         "refreshed after the switch"
     );
@@ -311,7 +295,7 @@ fn without_io_prio_class_the_groups_class_is_not_set_and_status_says_so() {
     assert!(!before.split(' ').any(|c| c == "io"), "{before}");
     assert_eq!(f.one("c_subtree"), before, "io switched off again at once");
     assert!(!f.one("c_bg_files").contains("io.prio.class"));
-    let lines = storage(f, "st_class");
+    let lines = f.strings("st_class", "storage");
     assert!(
         lines
             .iter()
@@ -328,7 +312,7 @@ fn without_io_prio_class_the_groups_class_is_not_set_and_status_says_so() {
 #[ignore = "needs root + qemu + Debian's kernel (scripts/setup.sh unpacks it; scripts/test.sh runs it as root)"]
 fn on_6_1_a_program_the_app_in_front_starts_is_a_launch() {
     let f = facts();
-    let lines = storage(f, "st_launch");
+    let lines = f.strings("st_launch", "storage");
     let line = lines
         .iter()
         .find(|l| l.starts_with("launches in front"))
