@@ -123,10 +123,11 @@ done
 install -D -m 644 "$root/scripts/lib/guest-storage.sh" "$tree/usr/local/lib/uxsched-guest-storage.sh"
 initrd=
 if [ "$debian_kernel" = yes ]; then
+  image=$(ls "$tree"/boot/vmlinuz-* | head -n1)
+  kernel_name=$(basename "$image")
   kernel=$work/vmlinuz initrd=$work/initrd.img
-  cp "$(ls "$tree"/boot/vmlinuz-* | head -n1)" "$kernel"
+  cp "$image" "$kernel"
   cp "$(ls "$tree"/boot/initrd.img-* | head -n1)" "$initrd"
-  kernel_name=$(basename "$(ls "$tree"/boot/vmlinuz-* | head -n1)")
 fi
 install -d "$tree/root/deb"
 install -m 644 "$deb" "$tree/root/deb/"

@@ -38,12 +38,6 @@ pub struct Features {
     pub uclamp_absent: Option<String>,
 }
 
-fn kernel_release() -> String {
-    uxsched_os::procfs::read_to_string("/proc/sys/kernel/osrelease")
-        .map(|s| s.trim().to_owned())
-        .unwrap_or_default()
-}
-
 /// (major, minor) of a release string such as "6.18.44-fc".
 pub fn version(release: &str) -> (u32, u32) {
     let mut it = release
@@ -76,7 +70,7 @@ fn io_schedulers() -> BTreeMap<String, String> {
 
 impl Features {
     pub fn detect(cpufreq_root: &Path) -> Features {
-        let kernel = kernel_release();
+        let kernel = uxsched_os::procfs::kernel_release();
         let v = version(&kernel);
         let (v1, v2) = uxsched_os::procfs::read_to_string("/proc/self/mountinfo")
             .map(|t| find_mounts(&t))

@@ -273,10 +273,9 @@ fn parse_dev(s: &str) -> Option<(u32, u32)> {
 /// which a disk's `queue/scheduler` does not offer until it is loaded — writing `bfq` there
 /// has the kernel load it. Read from `/lib/modules/<release>/modules.dep`.
 pub fn bfq_is_a_module() -> bool {
-    let Some(release) = read_trim(Path::new("/proc/sys/kernel/osrelease")) else {
-        return false;
-    };
-    let dep = Path::new("/lib/modules").join(release).join("modules.dep");
+    let dep = Path::new("/lib/modules")
+        .join(crate::procfs::kernel_release())
+        .join("modules.dep");
     std::fs::read_to_string(dep).is_ok_and(|d| lists_module(&d, "bfq"))
 }
 

@@ -13,6 +13,14 @@ use std::path::Path;
 /// A page: every file the daemon reads per task fits, so two `read`s suffice.
 const FIRST_READ: usize = 4096;
 
+/// The running kernel's release (`6.18.44-fc`, `6.1.0-56-amd64`), from
+/// `/proc/sys/kernel/osrelease`; empty if it cannot be read.
+pub fn kernel_release() -> String {
+    read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_default()
+}
+
 /// The whole content of a small kernel text file, read with as few syscalls as it allows.
 /// Errors are `File::open`'s and `read`'s (`NotFound` once a task has exited), and
 /// `InvalidData` for content that is not UTF-8.

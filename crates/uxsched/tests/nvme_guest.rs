@@ -1,17 +1,19 @@
 //! The storage levers on an NVMe disk and on Debian's own kernel (issue 33): a QEMU/TCG guest
 //! booting the kernel Debian's `linux-image-amd64` points to (6.1 today; `scripts/setup.sh`
 //! unpacks it, `crates/guest/src/debian.rs` boots it) with an emulated NVMe disk — whose
-//! elevator is `none`, as on every NVMe machine — and its NVMe and BFQ modules loaded. The
-//! real `uxsched` runs in it; the script only observes and prints `fact key=value` lines, the
-//! assertions are here.
+//! elevator is `none`, as on every NVMe machine — its NVMe modules loaded and BFQ left to the
+//! guest's `modprobe`, as on a Debian machine. The real `uxsched` runs in it; the script only
+//! observes and prints `fact key=value` lines, the assertions are here.
 //!
 //! One boot, three rounds. A: the daemon's defaults on `none`: `status` says that no I/O class
-//! or weight acts there, and `doctor` names the switch. B: `switch_to_bfq` for `nvme0n1`: BFQ
-//! while the daemon runs, with the app in front's threads in the real-time I/O class, `none`
-//! again and the class put back after SIGTERM; after SIGKILL BFQ stays (the journal holds it)
-//! until the next start, which puts `none` and the class back. C: this kernel has no
-//! `io.prio.class` (Debian 12 builds without CONFIG_BLK_CGROUP_IOPRIO): asked for the groups'
-//! class, the daemon says so and leaves the io controller as it found it.
+//! or weight acts there, and `doctor` names the switch; a program the app in front starts is a
+//! launch; a latency request is refused (no custom slices before 6.12), a nice grant is not.
+//! B: `switch_to_bfq` for `nvme0n1`: the kernel loads BFQ, which runs while the daemon does,
+//! with the app in front's threads in the real-time I/O class; `none` again and the classes and
+//! nice levels put back after SIGTERM; after SIGKILL BFQ stays (the journal holds it) until the
+//! next start, which puts everything back. C: this kernel has no `io.prio.class` (Debian 12
+//! builds without CONFIG_BLK_CGROUP_IOPRIO): asked for the groups' class, the daemon says so
+//! and leaves the io controller as it found it.
 //!
 //! This fails (it does not skip) when QEMU, busybox or Debian's kernel is missing.
 
@@ -54,7 +56,7 @@ sleep 0.5
 uxsched focus $LOOP --socket $S >/dev/null
 sleep 2.5
 uxsched status --json --socket $S > /tmp/st-launch.json
-echo "fact launch_sleeps=$(pgrep -P $LOOP | tr '\n' ' ')"
+echo "fact launch_sleeps=$(ps -o pid,ppid,comm | awk -v p=$LOOP '$2 == p { print $1, $3 }' | tr '\n' ' ')"
 kill $LOOP
 uxsched rt latency --slice-us 500 --socket $S -- true > /tmp/rt-latency.txt 2>&1
 echo "fact rt_latency_rc=$?"

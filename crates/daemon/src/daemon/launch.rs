@@ -72,8 +72,7 @@ impl super::Daemon {
         };
         let disks = probe.map(|p| p.devices).unwrap_or_default();
         let db = self.rec.journal.connection();
-        let (fg, bg) = self.cfg.storage.group_prio_classes();
-        let asked = fg.is_some() || bg.is_some();
+        let asked = self.cfg.storage.group_prio_classes() != (None, None);
         lines.extend(crate::actuators::io_class::status_lines(db, &disks, asked));
         match crate::devices::switches(&self.rec.journal) {
             Ok(s) => lines.extend(s.iter().map(|s| {

@@ -115,12 +115,13 @@ impl Devices {
                     info!(device = %name, from = %s.original, "switched to bfq while the daemon runs");
                     made.push(s);
                 }
-                Err(e) if !offered => {
-                    warn!(device = %name, "the kernel has no bfq for this device and could not load it ({e}; CONFIG_IOSCHED_BFQ): left on {}", s.original);
-                    forget(journal, name)?;
-                }
                 Err(e) => {
-                    warn!(device = %name, "cannot switch to bfq: {e}");
+                    let why = if offered {
+                        ""
+                    } else {
+                        " (not offered, and the kernel could not load it: CONFIG_IOSCHED_BFQ)"
+                    };
+                    warn!(device = %name, "cannot switch to bfq: {e}{why}; left on {}", s.original);
                     forget(journal, name)?;
                 }
             }
@@ -201,8 +202,9 @@ fn forget(journal: &Journal, name: &str) -> Result<(), JournalError> {
     Ok(())
 }
 
-/// The disks `[storage] switch_to_bfq` acts on: those named in `bfq_devices`, else every disk
-/// the probe lists (whole disks with an elevator; loop, ram and zram devices are not disks).
+/// The disks a device switch (`switch_to_bfq`, `switch_to_iocost`) acts on: those it names,
+/// else every disk the probe lists (whole disks with an elevator; loop, ram and zram devices
+/// are not disks).
 pub fn chosen(named: &[String], sys: &Path) -> Vec<String> {
     if !named.is_empty() {
         return named.to_vec();
@@ -216,7 +218,7 @@ pub fn chosen(named: &[String], sys: &Path) -> Vec<String> {
             .map(|d| d.name)
             .collect(),
         Err(e) => {
-            warn!("cannot list the block devices ({e}): none switched to bfq");
+            warn!("cannot list the block devices ({e}): no disk switched");
             Vec::new()
         }
     }

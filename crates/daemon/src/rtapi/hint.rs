@@ -150,6 +150,11 @@ impl Hints {
         }
     }
 
+    /// The kernel's default fair slice the sessions were made with (0 before Linux 6.12).
+    pub fn default_slice_ns(&self) -> u64 {
+        self.default_slice_ns
+    }
+
     /// What `h`'s threads get now.
     fn boost(&self, h: &Hint) -> Boost {
         self.boost_at(h.level, h.target_ns, h.floor)

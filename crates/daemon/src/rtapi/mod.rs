@@ -59,9 +59,6 @@ pub struct Grants {
     interactions: interact::Interactions,
     /// The last request changed nothing the kernel holds (a hint report within a level).
     quiet: bool,
-    /// The kernel gives a fair thread a slice of its own (Linux 6.12+: its default slice
-    /// reads back non-zero); a latency request is refused where it cannot.
-    custom_slices: bool,
 }
 
 impl Grants {
@@ -84,7 +81,6 @@ impl Grants {
             hints: hint::Hints::new(3_000_000, uclamp_high),
             interactions: interact::Interactions::new(ui, max),
             quiet: false,
-            custom_slices: true,
         }
     }
 
@@ -94,7 +90,6 @@ impl Grants {
         let max = Duration::from_millis(self.cfg.interaction_max_ms);
         self.interactions = interact::Interactions::new(ui, max);
         self.hints = hint::Hints::new(default_slice_ns, self.cfg.hint_uclamp_max);
-        self.custom_slices = default_slice_ns != 0;
         self
     }
 
@@ -181,7 +176,9 @@ impl Grants {
             Ask::Latency { slice_us } if !(100..=100_000).contains(&slice_us) => bad(format!(
                 "slice {slice_us} µs is outside the kernel's 100..=100000 µs"
             )),
-            Ask::Latency { .. } if !self.custom_slices => Err((
+            // A default slice of 0: a kernel before 6.12, which gives a fair thread no slice of
+            // its own.
+            Ask::Latency { .. } if self.hints.default_slice_ns() == 0 => Err((
                 Refusal::NotApplied,
                 "this kernel gives fair threads no slice of their own (Linux 6.12 added \
                  custom slices): ask for high_priority instead"
